@@ -1,0 +1,294 @@
+"""Specs the model consumes: links, clusters, workloads and strategies.
+
+Every spec is a frozen dataclass validated on creation; a bad value raises ``SpecError`` naming the
+field, the value and what is allowed. Units are in the field names: ``_s`` seconds, ``_Bps`` bytes per
+second, ``_bytes`` bytes, ``_flops`` floating-point operations per second.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class SpecError(ValueError):
+    """A spec value is malformed or out of range."""
+
+
+def _positive(name: str, value: float, *, allow_zero: bool = False, allow_inf: bool = False) -> None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{name} must be a number, got {value!r}") from None
+    if math.isnan(v) or (math.isinf(v) and not allow_inf):
+        raise SpecError(f"{name} must be finite, got {value!r}")
+    if v < 0 or (v == 0 and not allow_zero):
+        raise SpecError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+
+
+def _positive_int(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise SpecError(f"{name} must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A point-to-point link in the alpha-beta model: sending n bytes takes latency_s + n / bandwidth_Bps."""
+
+    latency_s: float
+    bandwidth_Bps: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        _positive("latency_s", self.latency_s, allow_zero=True)
+        _positive("bandwidth_Bps", self.bandwidth_Bps, allow_inf=True)
+
+    @property
+    def alpha(self) -> float:
+        """Latency, seconds per message."""
+        return float(self.latency_s)
+
+    @property
+    def beta(self) -> float:
+        """Inverse bandwidth, seconds per byte."""
+        return 1.0 / float(self.bandwidth_Bps)
+
+    def time(self, nbytes: float | np.ndarray) -> float | np.ndarray:
+        """Seconds to send ``nbytes`` bytes over this link once."""
+        return self.alpha + np.asarray(nbytes, dtype=float) * self.beta
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A homogeneous GPU cluster: nodes of ``gpus_per_node`` GPUs.
+
+    intra: GPU-GPU link inside a node (NVLink, PCIe switch); host: GPU-CPU link (PCIe) a copy to host
+    memory crosses; network: the link between nodes, per node (the NIC, or the sum of a node's NICs).
+    """
+
+    name: str
+    gpus_per_node: int
+    intra: Link
+    host: Link
+    network: Link
+    gpu: str = ""
+    peak_flops: float | None = None
+    max_nodes: int | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise SpecError("cluster name must not be empty")
+        _positive_int("gpus_per_node", self.gpus_per_node)
+        for f in ("intra", "host", "network"):
+            if not isinstance(getattr(self, f), Link):
+                raise SpecError(f"cluster {f} must be a Link, got {getattr(self, f)!r}")
+        if self.peak_flops is not None:
+            _positive("peak_flops", self.peak_flops)
+        if self.max_nodes is not None:
+            _positive_int("max_nodes", self.max_nodes)
+
+    def with_link(self, which: str, link: Link) -> "Cluster":
+        """A copy of this cluster with one link ("intra", "host" or "network") replaced."""
+        if which not in ("intra", "host", "network"):
+            raise SpecError(f"link must be one of intra, host, network, got {which!r}")
+        from dataclasses import replace
+
+        return replace(self, **{which: link})
+
+
+@dataclass(frozen=True)
+class ComputeTime:
+    """Time to train one mini-batch on one GPU (forward, backward, update) as a function of batch size.
+
+    kind "linear": t(b) = t0_s + t1_s * b (a fit). kind "table": measured (batch, seconds) points,
+    interpolated linearly in b and extrapolated with the slope of the last two points (the first two
+    below the table). ``copy_s`` is the GPU-to-CPU copy time included in t (the TernGrad model's t_cg).
+    """
+
+    kind: str
+    t0_s: float = 0.0
+    t1_s: float = 0.0
+    batches: tuple[int, ...] = ()
+    times_s: tuple[float, ...] = ()
+    copy_s: float = 0.0
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("linear", "table"):
+            raise SpecError(f"compute kind must be 'linear' or 'table', got {self.kind!r}")
+        _positive("copy_s", self.copy_s, allow_zero=True)
+        if self.kind == "linear":
+            _positive("t0_s", self.t0_s, allow_zero=True)
+            _positive("t1_s", self.t1_s)
+        else:
+            if len(self.batches) != len(self.times_s) or len(self.batches) < 1:
+                raise SpecError("compute table needs equally many batches and times_s, at least one")
+            for b in self.batches:
+                _positive_int("compute table batch", b)
+            for t in self.times_s:
+                _positive("compute table time", t)
+            if list(self.batches) != sorted(set(self.batches)):
+                raise SpecError(f"compute table batches must be strictly increasing, got {self.batches}")
+
+    @classmethod
+    def table(cls, points: dict[int, float], copy_s: float = 0.0, source: str = "") -> "ComputeTime":
+        """A table from {batch: seconds}."""
+        items = sorted(points.items())
+        return cls("table", batches=tuple(int(b) for b, _ in items),
+                   times_s=tuple(float(t) for _, t in items), copy_s=copy_s, source=source)
+
+    def __call__(self, batch: float | np.ndarray) -> np.ndarray:
+        """Seconds per mini-batch of ``batch`` samples (vectorized)."""
+        b = np.asarray(batch, dtype=float)
+        if self.kind == "linear":
+            return self.t0_s + self.t1_s * b
+        xs = np.asarray(self.batches, dtype=float)
+        ys = np.asarray(self.times_s, dtype=float)
+        if len(xs) == 1:  # one point: time proportional to batch
+            return ys[0] * b / xs[0]
+        t = np.interp(b, xs, ys)
+        hi_slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        lo_slope = (ys[1] - ys[0]) / (xs[1] - xs[0])
+        t = np.where(b > xs[-1], ys[-1] + hi_slope * (b - xs[-1]), t)
+        t = np.where(b < xs[0], np.maximum(ys[0] + lo_slope * (b - xs[0]), ys[0] * b / xs[0]), t)
+        return t
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model to train: its parameter tensors and its per-GPU compute time.
+
+    tensor_sizes: elements of each parameter tensor, in model order; tensor_names the same order.
+    classifier_tensors: how many trailing tensors form the last (classifier) layer.
+    compute: per-GPU compute time, keyed by GPU name (e.g. "gtx1080"), each with the GPU's peak FLOP/s
+    it was measured on in ``compute_peak_flops`` when known (used to scale to an unmeasured GPU).
+    """
+
+    name: str
+    tensor_sizes: tuple[int, ...]
+    compute: dict[str, ComputeTime]
+    tensor_names: tuple[str, ...] = ()
+    classifier_tensors: int = 2
+    bytes_per_element: int = 4
+    compute_peak_flops: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise SpecError("workload name must not be empty")
+        if len(self.tensor_sizes) == 0:
+            raise SpecError(f"workload {self.name}: tensor_sizes must not be empty")
+        for n in self.tensor_sizes:
+            _positive_int(f"workload {self.name} tensor size", n)
+        if self.tensor_names and len(self.tensor_names) != len(self.tensor_sizes):
+            raise SpecError(f"workload {self.name}: {len(self.tensor_names)} tensor_names for "
+                            f"{len(self.tensor_sizes)} tensor_sizes")
+        if not 0 <= self.classifier_tensors <= len(self.tensor_sizes):
+            raise SpecError(f"workload {self.name}: classifier_tensors must be in 0..{len(self.tensor_sizes)}")
+        _positive_int("bytes_per_element", self.bytes_per_element)
+        if not self.compute:
+            raise SpecError(f"workload {self.name}: needs at least one compute time")
+        for gpu, ct in self.compute.items():
+            if not isinstance(ct, ComputeTime):
+                raise SpecError(f"workload {self.name}: compute[{gpu!r}] must be a ComputeTime")
+        for gpu, peak in self.compute_peak_flops.items():
+            _positive(f"compute_peak_flops[{gpu}]", peak)
+
+    @property
+    def parameters(self) -> int:
+        """Number of trainable parameters."""
+        return int(sum(self.tensor_sizes))
+
+    @property
+    def gradient_bytes(self) -> int:
+        """Bytes of one full-precision gradient (or parameter) copy."""
+        return self.parameters * self.bytes_per_element
+
+    def compute_for(self, cluster: Cluster) -> tuple[ComputeTime, float, str]:
+        """The compute time to use on ``cluster``'s GPU: (curve, scale factor, provenance).
+
+        A measured curve for the GPU is used as is (scale 1). Otherwise the first measured curve whose
+        GPU peak is known is scaled by peak_measured / peak_cluster (an estimate, said in provenance).
+        """
+        if cluster.gpu in self.compute:
+            ct = self.compute[cluster.gpu]
+            return ct, 1.0, ct.source or f"measured on {cluster.gpu}"
+        if len(self.compute) == 1 and not cluster.gpu:
+            (gpu, ct), = self.compute.items()
+            return ct, 1.0, ct.source or f"measured on {gpu}"
+        if cluster.peak_flops:
+            for gpu, ct in self.compute.items():
+                peak = self.compute_peak_flops.get(gpu)
+                if peak:
+                    scale = peak / cluster.peak_flops
+                    return ct, scale, f"scaled by peak FLOP/s from {gpu} ({ct.source})"
+        raise SpecError(f"workload {self.name} has no compute time for GPU {cluster.gpu!r} "
+                        f"(measured: {', '.join(sorted(self.compute))}) and no peak FLOP/s to scale by; "
+                        f"profile it with `perfmodel profile` and pass --profile")
+
+
+STRATEGIES = ("ssgd", "terngrad", "daso", "asgd")
+ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical")
+WIRE_FORMATS = ("fp32", "fp16", "bf16", "terngrad")
+TERNGRAD_EXCHANGES = ("levels", "allgather")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How gradients or parameters travel.
+
+    name: ssgd | terngrad | daso | asgd.
+    allreduce: collective algorithm for ssgd/terngrad and DASO's node-local step.
+    overlap: fraction (0..1) of communication hidden behind backprop.
+    wire: element format on the wire for ssgd ("fp32", "fp16", "bf16").
+    terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
+    layer when set, travel in fp32. terngrad_encode_elems_per_s: ternarize+pack+unpack rate, gradient
+    elements per second (0 means free). terngrad_exchange: "levels" allreduces the aggregate with
+    ceil(log2(2p+1)) bits per element (scaler sharing bounds the levels); "allgather" gathers every
+    worker's 2-bit packed gradient (what an MPI trainer without a custom reduction does).
+    daso_B: global sync every B batches; daso_W: batches the non-blocking global sync is overlapped with
+    (0 = blocking, bf16 on the wire).
+    ps_servers: parameter servers (asgd), ps_link: "network" (servers on other nodes).
+    straggler_cv: coefficient of variation of per-batch times (gamma CVB model, 0 = none);
+    straggler_machine_cv: machine heterogeneity (0 homogeneous task noise only).
+    """
+
+    name: str
+    allreduce: str = "ring"
+    overlap: float = 0.0
+    wire: str = "fp32"
+    terngrad_min_elems: int = 0
+    terngrad_fp32_last: bool = False
+    terngrad_encode_elems_per_s: float = 0.0
+    terngrad_exchange: str = "levels"
+    daso_B: int = 4
+    daso_W: int = 1
+    ps_servers: int = 1
+    straggler_cv: float = 0.0
+    straggler_machine_cv: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.name not in STRATEGIES:
+            raise SpecError(f"unknown strategy {self.name!r}; choose from {', '.join(STRATEGIES)}")
+        if self.allreduce not in ALLREDUCE_ALGORITHMS:
+            raise SpecError(f"unknown allreduce {self.allreduce!r}; choose from {', '.join(ALLREDUCE_ALGORITHMS)}")
+        if not 0.0 <= float(self.overlap) <= 1.0:
+            raise SpecError(f"overlap must be in [0, 1], got {self.overlap!r}")
+        if self.wire not in ("fp32", "fp16", "bf16"):
+            raise SpecError(f"wire must be fp32, fp16 or bf16, got {self.wire!r}")
+        if self.terngrad_min_elems < 0:
+            raise SpecError(f"terngrad_min_elems must be >= 0, got {self.terngrad_min_elems!r}")
+        _positive("terngrad_encode_elems_per_s", self.terngrad_encode_elems_per_s, allow_zero=True,
+                  allow_inf=True)
+        if self.terngrad_exchange not in TERNGRAD_EXCHANGES:
+            raise SpecError(f"terngrad_exchange must be one of {', '.join(TERNGRAD_EXCHANGES)}, "
+                            f"got {self.terngrad_exchange!r}")
+        _positive_int("daso_B", self.daso_B)
+        if isinstance(self.daso_W, bool) or self.daso_W < 0 or self.daso_W > self.daso_B:
+            raise SpecError(f"daso_W must be in 0..daso_B={self.daso_B}, got {self.daso_W!r}")
+        _positive_int("ps_servers", self.ps_servers)
+        _positive("straggler_cv", self.straggler_cv, allow_zero=True)
+        _positive("straggler_machine_cv", self.straggler_machine_cv, allow_zero=True)

@@ -1,0 +1,119 @@
+"""Per-batch execution times from the gamma CVB model (Ali et al., as used by the Gap-Aware paper).
+
+A coefficient of variation V gives the gamma shape a = 1/V^2. Homogeneous workers: one mean
+q ~ Gamma(a_task, mu/a_task) for all machines, every task ~ Gamma(a_mach, q/a_mach). Heterogeneous: each
+machine j has its own mean p_j ~ Gamma(a_mach, mu/a_mach), each task on j ~ Gamma(a_task, p_j/a_task).
+(ALGORITHMS.md section 3; V_task 0.1, V_mach 0.1 homogeneous or 0.6 heterogeneous.)
+
+Synchronous SGD waits for the slowest of W workers every step; asynchronous workers never wait, so each
+machine contributes at its own rate. Both expectations are computed here without sampling, and the
+sampler the simulators use lives here too so that the model and the simulations share one definition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import integrate, special, stats
+
+from .specs import SpecError
+
+
+def shape_of(cv: float) -> float:
+    """Gamma shape for a coefficient of variation: a = 1 / cv^2 (cv > 0)."""
+    if cv <= 0:
+        raise SpecError(f"coefficient of variation must be > 0, got {cv!r}")
+    return 1.0 / cv**2
+
+
+@dataclass(frozen=True)
+class CVB:
+    """The CVB execution-time model. mean: mu (any time unit); v_task, v_mach: coefficients of variation."""
+
+    mean: float = 1.0
+    v_task: float = 0.1
+    v_mach: float = 0.1
+    heterogeneous: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.mean > 0:
+            raise SpecError(f"CVB mean must be > 0, got {self.mean!r}")
+        if self.v_task < 0 or self.v_mach < 0:
+            raise SpecError("CVB coefficients of variation must be >= 0")
+
+    @classmethod
+    def named(cls, kind: str, mean: float = 1.0) -> "CVB":
+        """The Gap-Aware paper's settings: "homogeneous" (V_mach 0.1) or "heterogeneous" (V_mach 0.6)."""
+        if kind == "homogeneous":
+            return cls(mean, 0.1, 0.1, False)
+        if kind == "heterogeneous":
+            return cls(mean, 0.1, 0.6, True)
+        raise SpecError(f"unknown CVB kind {kind!r}; choose homogeneous or heterogeneous")
+
+    def machine_means(self, workers: int, rng: np.random.Generator) -> np.ndarray:
+        """Per-machine mean execution time, drawn once per run."""
+        if self.heterogeneous:
+            if self.v_mach == 0:
+                return np.full(workers, self.mean)
+            a = shape_of(self.v_mach)
+            return rng.gamma(a, self.mean / a, size=workers)
+        if self.v_task == 0:
+            return np.full(workers, self.mean)
+        a = shape_of(self.v_task)
+        return np.full(workers, rng.gamma(a, self.mean / a))
+
+    def task_times(self, means: np.ndarray, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+        """One execution time per machine (or ``size`` per machine) around the machine means."""
+        v = self.v_task if self.heterogeneous else self.v_mach
+        shape = means.shape if size is None else (size,) + means.shape
+        if v == 0:
+            return np.broadcast_to(means, shape).copy()
+        a = shape_of(v)
+        return rng.gamma(a, np.broadcast_to(means, shape) / a)
+
+
+def _task_cdf(t: np.ndarray, model: CVB) -> np.ndarray:
+    """CDF of one task's time relative to mean 1, marginalised over the machine mean where it varies."""
+    if model.heterogeneous:
+        a_t = shape_of(model.v_task)
+        if model.v_mach == 0:
+            return stats.gamma.cdf(t, a_t, scale=1 / a_t)
+        a_m = shape_of(model.v_mach)
+        # E_p[ G(t; a_t, p/a_t) ] with p ~ Gamma(a_m, 1/a_m): Gauss-Laguerre quadrature over p.
+        x, w = special.roots_genlaguerre(64, a_m - 1)
+        p = x / a_m
+        cdf = stats.gamma.cdf(t[..., None], a_t, scale=p / a_t)
+        return (cdf * w).sum(-1) / special.gamma(a_m)
+    a = shape_of(model.v_mach)
+    return stats.gamma.cdf(t, a, scale=1 / a)
+
+
+def sync_slowdown(workers: np.ndarray | int, model: CVB) -> np.ndarray:
+    """E[max of W task times] / mean: how much longer a synchronous step takes than a mean task.
+
+    Exact in expectation for independent tasks: E[max] = integral of 1 - F(t)^W dt. For the homogeneous
+    model the shared machine mean q scales every task alike and E[q] = mu, so only the task spread counts.
+    """
+    w = np.atleast_1d(np.asarray(workers, dtype=float))
+    v = model.v_task if model.heterogeneous else model.v_mach
+    if (v == 0 and not model.heterogeneous) or (model.heterogeneous and v == 0 and model.v_mach == 0):
+        return np.ones_like(w) if np.ndim(workers) else np.float64(1.0)
+    grid = np.linspace(0.0, 12.0, 6001)
+    cdf = np.clip(_task_cdf(grid, model), 0.0, 1.0)
+    # 1 - F^W on the grid for each W, integrated by the trapezoid rule
+    out = integrate.trapezoid(1.0 - cdf[None, :] ** w[:, None], grid, axis=1)
+    return out if np.ndim(workers) else out[0]
+
+
+def async_speedup_factor(model: CVB) -> float:
+    """Aggregate rate of asynchronous workers relative to W / mu: E[mu / p] over machine means.
+
+    Homogeneous (shared mean): 1. Heterogeneous: E[1/p] mu = a/(a-1) for p ~ Gamma(a, mu/a), a > 1.
+    """
+    if not model.heterogeneous or model.v_mach == 0:
+        return 1.0
+    a = shape_of(model.v_mach)
+    if a <= 1:
+        raise SpecError(f"v_mach {model.v_mach} gives gamma shape {a:.3g} <= 1: E[1/p] is infinite")
+    return a / (a - 1)

@@ -1,0 +1,162 @@
+"""The scaling model: paper formulas by hand, limits, and vectorized == scalar at every point."""
+
+import math
+
+import numpy as np
+import pytest
+
+from perfmodel.compression import terngrad_bytes, ternary_split
+from perfmodel.scaling import predict
+from perfmodel.specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload
+
+SIZES = (1_000_000, 1_000, 3_000_000, 500, 40_000, 10)
+
+
+def make_cluster(inf=False, g=4):
+    if inf:
+        link = Link(0.0, float("inf"))
+        return Cluster("inf", g, link, link, link, gpu="gpu")
+    return Cluster("c", g, Link(2e-6, 2e10), Link(1e-6, 1e10), Link(1e-5, 1.25e9), gpu="gpu")
+
+
+def make_workload(t0=0.002, t1=0.001, copy=0.0):
+    return Workload("w", SIZES, {"gpu": ComputeTime("linear", t0_s=t0, t1_s=t1, copy_s=copy)},
+                    tensor_names=tuple(f"l{i // 2}.{'weight' if i % 2 == 0 else 'bias'}" for i in range(len(SIZES))))
+
+
+GPUS = np.array([1, 2, 4, 8, 16, 64, 512])
+
+
+@pytest.mark.parametrize("name", ["ssgd", "terngrad", "daso", "asgd"])
+@pytest.mark.parametrize("scaling", ["weak", "strong"])
+def test_one_gpu_has_no_communication(name, scaling):
+    p = predict(make_workload(copy=0.0005), make_cluster(), Strategy(name), [1], scaling=scaling, batch=64)
+    assert p.t_comm_s[0] == 0.0 and p.bytes_per_gpu[0] == 0.0
+    assert p.speedup[0] == pytest.approx(1.0) and p.efficiency[0] == pytest.approx(1.0)
+    assert p.t_iter_s[0] == pytest.approx(0.002 + 0.001 * 64 - 0.0005)
+
+
+@pytest.mark.parametrize("name,alg", [(n, a) for n in ("ssgd", "terngrad", "daso") for a in
+                                      ("paper", "ring", "tree", "recursive-doubling", "rabenseifner",
+                                       "hierarchical")] + [("asgd", "ring")])
+def test_infinite_bandwidth_zero_latency_scales_linearly(name, alg):
+    wl = make_workload(t0=0.0)
+    p = predict(wl, make_cluster(inf=True), Strategy(name, allreduce=alg), GPUS, scaling="weak", batch=32)
+    np.testing.assert_allclose(p.efficiency, 1.0)
+    np.testing.assert_allclose(p.throughput, GPUS * 32 / (0.001 * 32))
+    # strong scaling is linear too when compute is linear in the batch with no fixed cost
+    p = predict(wl, make_cluster(inf=True), Strategy(name, allreduce=alg), GPUS, scaling="strong", batch=512)
+    np.testing.assert_allclose(p.speedup, GPUS)
+
+
+def test_paper_weak_and_strong_exactly_as_appendix_b():
+    wl, cl = make_workload(copy=0.0004), make_cluster()
+    n = 4.0 * wl.parameters
+    for w in GPUS[1:]:
+        m, g = math.ceil(w / 4), min(w, 4)
+        t_comm = n * math.log2(g) / 2e10 + n / 1e10 + (1e-5 + n / 1.25e9) * math.log2(m)
+        weak = predict(wl, cl, Strategy("ssgd", allreduce="paper"), [w], scaling="weak", batch=32)
+        t = (0.002 + 0.032 - 0.0004) + t_comm
+        assert weak.t_iter_s[0] == pytest.approx(t)
+        assert weak.throughput[0] == pytest.approx(w * 32 / t)
+        strong = predict(wl, cl, Strategy("ssgd", allreduce="paper"), [w], scaling="strong", batch=1024)
+        t = (0.002 + 1.024 - 0.0004) / w + t_comm
+        assert strong.throughput[0] == pytest.approx(1024 / t)
+
+
+def test_terngrad_paper_form_uses_one_workers_packed_bytes():
+    wl, cl = make_workload(), make_cluster()
+    split = ternary_split(wl)
+    n = split.ternary_elems / 4 + 4 * len(SIZES)
+    assert float(terngrad_bytes(split)) == pytest.approx(n)
+    w = 64
+    t_comm = n * 2 / 2e10 + n / 1e10 + (1e-5 + n / 1.25e9) * 4
+    p = predict(wl, cl, Strategy("terngrad", allreduce="paper"), [w], batch=32)
+    assert p.t_comm_s[0] == pytest.approx(t_comm)
+
+
+@pytest.mark.parametrize("name", ["ssgd", "terngrad", "daso", "asgd"])
+@pytest.mark.parametrize("alg", ["paper", "ring", "rabenseifner", "hierarchical"])
+@pytest.mark.parametrize("scaling", ["weak", "strong"])
+def test_vectorized_sweep_equals_scalar_at_every_point(name, alg, scaling):
+    wl, cl = make_workload(copy=0.0001), make_cluster()
+    st = Strategy(name, allreduce=alg, overlap=0.3, straggler_cv=0.1)
+    gpus = np.array([1, 4, 8, 12, 16, 100, 256, 512]) if alg in ("ring", "rabenseifner") or name == "asgd" \
+        else np.array([1, 4, 8, 16, 256, 512])
+    if name == "daso":
+        gpus = gpus[(gpus % 4 == 0) | (gpus < 4)]
+    sweep = predict(wl, cl, st, gpus, scaling=scaling, batch=256)
+    for i, w in enumerate(gpus):
+        one = predict(wl, cl, st, [w], scaling=scaling, batch=256)
+        for field in ("t_compute_s", "t_comm_s", "t_iter_s", "throughput", "speedup", "bytes_per_gpu"):
+            assert getattr(sweep, field)[i] == pytest.approx(getattr(one, field)[0], rel=1e-12), (field, w)
+
+
+def test_ssgd_ring_by_hand_and_overlap():
+    wl, cl = make_workload(), make_cluster()
+    n = 4.0 * wl.parameters
+    w = 8  # two nodes: every ring step waits for the network
+    t_comm = 14 * (1e-5 + n / 8 / 1.25e9)
+    t_comp = 0.002 + 0.032
+    p = predict(wl, cl, Strategy("ssgd"), [w], batch=32)
+    assert p.t_comm_s[0] == pytest.approx(t_comm)
+    assert p.t_iter_s[0] == pytest.approx(t_comp + t_comm)
+    assert p.bytes_per_gpu[0] == pytest.approx(2 * 7 / 8 * n)
+    p = predict(wl, cl, Strategy("ssgd", overlap=0.5), [w], batch=32)
+    assert p.t_iter_s[0] == pytest.approx(t_comp + t_comm - 0.5 * min(t_comm, t_comp))
+    half = predict(wl, cl, Strategy("ssgd", wire="bf16"), [w], batch=32)
+    assert half.t_comm_s[0] == pytest.approx(14 * (1e-5 + n / 2 / 8 / 1.25e9))
+
+
+def test_daso_reduces_to_ssgd_cost_on_one_node_and_by_hand_on_many():
+    wl, cl = make_workload(), make_cluster()
+    one_node = predict(wl, cl, Strategy("daso", daso_B=1, daso_W=0), [4], batch=32)
+    ssgd = predict(wl, cl, Strategy("ssgd"), [4], batch=32)
+    assert one_node.t_iter_s[0] == pytest.approx(ssgd.t_iter_s[0])
+    # 16 GPUs = 4 nodes; blocking, bf16 global allreduce over 4 nodes every 2 batches
+    n32 = 4.0 * wl.parameters
+    local = 2 * 3 * (2e-6 + n32 / 4 / 2e10)
+    glob = 2 * 3 * 1e-5 + 2 * 3 / 4 * (n32 / 2) / 1.25e9
+    bcast = 2 * (2e-6 + n32 / 2e10)
+    p = predict(wl, cl, Strategy("daso", daso_B=2, daso_W=0), [16], batch=32)
+    assert p.t_comm_s[0] == pytest.approx(local + (glob + bcast) / 2)
+    # non-blocking: fp32 global sync hidden behind W batches of compute where it fits
+    t_comp = 0.034
+    glob32 = 2 * 3 * 1e-5 + 2 * 3 / 4 * n32 / 1.25e9
+    p = predict(wl, cl, Strategy("daso", daso_B=4, daso_W=1), [16], batch=32)
+    assert p.t_comm_s[0] == pytest.approx(local + (max(glob32 - t_comp, 0) + bcast) / 4)
+
+
+def test_asgd_server_bandwidth_caps_throughput():
+    wl, cl = make_workload(t0=0.0, t1=1e-5), make_cluster()  # fast compute: the server is the limit
+    n = 4.0 * wl.parameters
+    p = predict(wl, cl, Strategy("asgd", ps_servers=1), [64, 512], batch=32)
+    cap = 1.25e9 / n  # exchanges per second through one server link
+    np.testing.assert_allclose(p.throughput, cap * 32)
+    np.testing.assert_allclose(p.extra["server_utilization"], 1.0)
+    np.testing.assert_allclose(p.extra["server_bandwidth_Bps"], 1.25e9)
+    np.testing.assert_allclose(p.extra["mean_staleness"], [63, 511])
+    more = predict(wl, cl, Strategy("asgd", ps_servers=4), [512], batch=32)
+    assert more.throughput[0] == pytest.approx(4 * cap * 32)
+
+
+def test_stragglers_slow_sync_and_not_async():
+    wl, cl = make_workload(), make_cluster(inf=True)
+    base = predict(wl, cl, Strategy("ssgd"), GPUS, batch=32)
+    slow = predict(wl, cl, Strategy("ssgd", straggler_cv=0.1, straggler_machine_cv=0.6), GPUS, batch=32)
+    assert np.all(np.diff(slow.t_iter_s / base.t_iter_s) > 0)  # the slowest of more workers is slower
+    asgd = predict(wl, cl, Strategy("asgd", straggler_cv=0.1, straggler_machine_cv=0.6), GPUS, batch=32)
+    np.testing.assert_allclose(asgd.efficiency, 2.7778 / 1.7778, rtol=1e-3)  # a/(a-1), a = 1/0.36
+
+
+def test_gpus_must_fill_nodes_where_needed():
+    wl, cl = make_workload(), make_cluster()
+    with pytest.raises(SpecError, match="not a multiple of 4"):
+        predict(wl, cl, Strategy("daso"), [1, 6], batch=32)
+    with pytest.raises(SpecError, match="not a multiple"):
+        predict(wl, cl, Strategy("ssgd", allreduce="paper"), [10], batch=32)
+    predict(wl, cl, Strategy("ssgd"), [10], batch=32)  # a ring does not need whole nodes
+    with pytest.raises(SpecError, match="positive integers"):
+        predict(wl, cl, Strategy("ssgd"), [0, 2], batch=32)
+    with pytest.raises(SpecError, match="batch"):
+        predict(wl, cl, Strategy("ssgd"), [2], batch=0)
