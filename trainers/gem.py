@@ -1,0 +1,213 @@
+"""Worker-side update rescaling for asynchronous SGD with an "add" master (ALGORITHMS.md section 4).
+
+Gradient Energy Matching (Hermans et al. 2018): worker k computes Delta = -eta * grad L(s) on its
+stale copy s, then commits pi * Delta where, element-wise,
+
+    m  <- mu * m + Delta                       (first moment of the worker's own updates)
+    d   = theta_now - s                        (central shift since the worker's last pull)
+    pi  = (kappa * |m| - |d|) / (|Delta| + eps)
+
+Paper defaults: mu = 0.9, kappa = 1, eps = 1e-16, no clamp (pi may be negative). The authors' code
+clamps pi to [0, 5] and uses eps = 1e-12: ``GEMConfig.authors_code()``.
+
+Baselines of the paper: Downpour (commit Delta as is) and "adaptive staleness" (Delta / (tau + 1)).
+The master for all three is ``trainers.masters.make_rule("add", ...)``: theta <- theta + update.
+Everything here is transport-free: the simulator and the MPI parameter server drive these objects.
+
+All workers share one signature, ``commit(delta, stale=None, central_now=None, *, tau=None)``;
+``needs_central`` / ``needs_tau`` tell a driver what it must fetch before committing.
+
+Example:
+    >>> import torch
+    >>> w = GEMWorker()
+    >>> w.commit(torch.tensor([-0.5]), stale=torch.tensor([0.0]), central_now=torch.tensor([0.25])).tolist()
+    [-0.25]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "GEMConfig",
+    "GEMWorker",
+    "DownpourWorker",
+    "AdaptiveStalenessWorker",
+    "WORKERS",
+    "make_worker",
+]
+
+
+@dataclass(frozen=True)
+class GEMConfig:
+    """momentum: mu of the local first moment, in [0, 1); kappa: proxy amplification (> 0, the
+    paper's "high-energy proxy" for kappa > 1); eps: added to |Delta| (> 0); clamp: (lo, hi)
+    bounds for pi, or None (paper)."""
+
+    momentum: float = 0.9
+    kappa: float = 1.0
+    eps: float = 1e-16
+    clamp: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if not (_finite(self.momentum) and 0.0 <= self.momentum < 1.0):
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+        if not (_finite(self.kappa) and self.kappa > 0):
+            raise ValueError(f"kappa must be a finite number > 0, got {self.kappa!r}")
+        if not (_finite(self.eps) and self.eps > 0):
+            raise ValueError(f"eps must be a finite number > 0, got {self.eps!r}")
+        if self.clamp is not None:
+            ok = isinstance(self.clamp, (tuple, list)) and len(self.clamp) == 2
+            ok = ok and all(_finite(x) for x in self.clamp) and self.clamp[0] <= self.clamp[1]
+            if not ok:
+                raise ValueError(f"clamp must be None or a pair (lo, hi) with lo <= hi, got {self.clamp!r}")
+            object.__setattr__(self, "clamp", (float(self.clamp[0]), float(self.clamp[1])))
+
+    @classmethod
+    def authors_code(cls, momentum: float = 0.9, kappa: float = 1.0) -> GEMConfig:
+        """The authors' public code: pi clamped to [0, 5], eps = 1e-12."""
+        return cls(momentum=momentum, kappa=kappa, eps=1e-12, clamp=(0.0, 5.0))
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _as_tensor(name: str, x: Tensor | None, like: Tensor) -> Tensor:
+    if not isinstance(x, Tensor) or x.shape != like.shape:
+        got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(f"{name} must be a tensor of shape {tuple(like.shape)}, got {got}")
+    return x.detach().to(like)
+
+
+class GEMWorker:
+    """Per-worker GEM state: the momentum m of the worker's own updates and the last pi.
+
+    ``commit(delta, stale, central_now)`` returns pi * delta; ``last_pi`` and ``last_stats``
+    (pi mean/min/max, fraction of elements with pi <= 0) describe the latest commit.
+    """
+
+    name: ClassVar[str] = "gem"
+    needs_central: ClassVar[bool] = True
+    needs_tau: ClassVar[bool] = False
+
+    def __init__(self, config: GEMConfig | None = None) -> None:
+        self.config = GEMConfig() if config is None else config
+        self.m: Tensor | None = None
+        self.last_pi: Tensor | None = None
+        self.last_stats: dict[str, float] = {}
+        self.commits = 0
+
+    def commit(
+        self,
+        delta: Tensor,
+        stale: Tensor | None = None,
+        central_now: Tensor | None = None,
+        *,
+        tau: int | None = None,
+    ) -> Tensor:
+        """Scale the update Delta (= -eta * gradient, computed on ``stale``) by pi.
+
+        stale: the parameters the worker pulled last; central_now: the master's parameters now.
+        tau is accepted for a uniform signature and ignored.
+        """
+        if not isinstance(delta, Tensor) or not delta.is_floating_point():
+            raise ValueError("delta must be a floating-point tensor")
+        delta = delta.detach()
+        s = _as_tensor("stale", stale, delta)
+        now = _as_tensor("central_now", central_now, delta)
+        cfg = self.config
+        if self.m is None:
+            self.m = torch.zeros_like(delta)
+        self.m.mul_(cfg.momentum).add_(delta)
+        shift = now - s
+        pi = (cfg.kappa * self.m.abs() - shift.abs()) / (delta.abs() + cfg.eps)
+        if cfg.clamp is not None:
+            pi = pi.clamp(cfg.clamp[0], cfg.clamp[1])
+        self.last_pi = pi
+        self.commits += 1
+        self.last_stats = {
+            "pi_mean": float(pi.mean()),
+            "pi_min": float(pi.min()),
+            "pi_max": float(pi.max()),
+            "pi_nonpositive": float((pi <= 0).to(torch.float64).mean()),
+        }
+        return pi * delta
+
+
+class DownpourWorker:
+    """Downpour (Dean et al. 2012): commit Delta as is."""
+
+    name: ClassVar[str] = "downpour"
+    needs_central: ClassVar[bool] = False
+    needs_tau: ClassVar[bool] = False
+
+    def commit(
+        self,
+        delta: Tensor,
+        stale: Tensor | None = None,
+        central_now: Tensor | None = None,
+        *,
+        tau: int | None = None,
+    ) -> Tensor:
+        """Return ``delta`` unchanged (a new tensor)."""
+        if not isinstance(delta, Tensor):
+            raise ValueError("delta must be a tensor")
+        return delta.detach().clone()
+
+
+class AdaptiveStalenessWorker:
+    """Hermans et al.'s "adaptive staleness" baseline: commit Delta / (tau + 1).
+
+    tau is the number of master updates since the worker's pull (``Add.staleness(worker)``).
+    """
+
+    name: ClassVar[str] = "adaptive-staleness"
+    needs_central: ClassVar[bool] = False
+    needs_tau: ClassVar[bool] = True
+
+    def commit(
+        self,
+        delta: Tensor,
+        stale: Tensor | None = None,
+        central_now: Tensor | None = None,
+        *,
+        tau: int | None = None,
+    ) -> Tensor:
+        """Return delta / (tau + 1); tau is required (integer >= 0)."""
+        if isinstance(tau, bool) or not isinstance(tau, int) or tau < 0:
+            raise ValueError(f"tau must be an integer >= 0, got {tau!r}")
+        if not isinstance(delta, Tensor):
+            raise ValueError("delta must be a tensor")
+        return delta.detach() / (tau + 1)
+
+
+WORKERS: dict[str, type] = {cls.name: cls for cls in (GEMWorker, DownpourWorker, AdaptiveStalenessWorker)}
+
+
+def make_worker(name: str, **options: Any) -> GEMWorker | DownpourWorker | AdaptiveStalenessWorker:
+    """Build one worker's rescaling state by name: "gem" (options: GEMConfig fields, or
+    authors_code=True for the authors' clamp and eps), "downpour", "adaptive-staleness"."""
+    if name not in WORKERS:
+        raise ValueError(f"unknown worker rule {name!r}; choose one of: {', '.join(WORKERS)}")
+    if name == "gem":
+        if options.pop("authors_code", False):
+            allowed = {"momentum", "kappa"}
+            bad = set(options) - allowed
+            if bad:
+                raise ValueError(f"unknown option {sorted(bad)[0]!r} with authors_code=True; allowed: momentum, kappa")
+            return GEMWorker(GEMConfig.authors_code(**options))
+        allowed = {"momentum", "kappa", "eps", "clamp"}
+        bad = set(options) - allowed
+        if bad:
+            names = ", ".join(sorted(allowed))
+            raise ValueError(f"unknown option {sorted(bad)[0]!r} for 'gem'; allowed: authors_code, {names}")
+        return GEMWorker(GEMConfig(**options))
+    if options:
+        raise ValueError(f"unknown option {sorted(options)[0]!r} for {name!r}; it takes none")
+    return WORKERS[name]()
