@@ -219,12 +219,13 @@ class Workload:
         if len(self.compute) == 1 and not cluster.gpu:
             (gpu, ct), = self.compute.items()
             return ct, 1.0, ct.source or f"measured on {gpu}"
-        if cluster.peak_flops:
-            for gpu, ct in self.compute.items():
-                peak = self.compute_peak_flops.get(gpu)
-                if peak:
-                    scale = peak / cluster.peak_flops
-                    return ct, scale, f"scaled by peak FLOP/s from {gpu} ({ct.source})"
+        known = [g for g in self.compute if self.compute_peak_flops.get(g)]
+        if cluster.peak_flops and known:
+            # the measured GPU closest in peak FLOP/s, so the extrapolation is the shortest one
+            gpu = min(known, key=lambda g: abs(math.log(self.compute_peak_flops[g] / cluster.peak_flops)))
+            ct = self.compute[gpu]
+            scale = self.compute_peak_flops[gpu] / cluster.peak_flops
+            return ct, scale, f"scaled by peak FLOP/s from {gpu} x{scale:.3g} ({ct.source})"
         raise SpecError(f"workload {self.name} has no compute time for GPU {cluster.gpu!r} "
                         f"(measured: {', '.join(sorted(self.compute))}) and no peak FLOP/s to scale by; "
                         f"profile it with `perfmodel profile` and pass --profile")
