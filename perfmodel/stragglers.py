@@ -15,9 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, special, stats
 
 from .specs import SpecError
+
+# scipy is imported inside the functions that need it: `perfmodel predict` without stragglers must
+# start fast.
 
 
 def shape_of(cv: float) -> float:
@@ -75,6 +77,8 @@ class CVB:
 
 def _task_cdf(t: np.ndarray, model: CVB) -> np.ndarray:
     """CDF of one task's time relative to mean 1, marginalised over the machine mean where it varies."""
+    from scipy import special, stats
+
     if model.heterogeneous:
         a_t = shape_of(model.v_task)
         if model.v_mach == 0:
@@ -99,6 +103,8 @@ def sync_slowdown(workers: np.ndarray | int, model: CVB) -> np.ndarray:
     v = model.v_task if model.heterogeneous else model.v_mach
     if (v == 0 and not model.heterogeneous) or (model.heterogeneous and v == 0 and model.v_mach == 0):
         return np.ones_like(w) if np.ndim(workers) else np.float64(1.0)
+    from scipy import integrate
+
     grid = np.linspace(0.0, 12.0, 6001)
     cdf = np.clip(_task_cdf(grid, model), 0.0, 1.0)
     # 1 - F^W on the grid for each W, integrated by the trapezoid rule

@@ -1,0 +1,37 @@
+"""TernGrad Figure 5 with the presets: the paper's model reproduces the paper's two claims."""
+
+import pytest
+
+from perfmodel.presets import load_cluster, load_workload
+from perfmodel.scaling import predict
+from perfmodel.specs import Strategy
+
+FIG5_BATCH = {"alexnet": 128, "googlenet": 64, "vgg-a": 32}  # per-GPU batch (ALGORITHMS.md section 2)
+
+
+def gain(workload: str, cluster: str, gpus: int = 512) -> float:
+    wl, cl = load_workload(workload), load_cluster(cluster)
+    b = FIG5_BATCH[workload]
+    fp32 = predict(wl, cl, Strategy("ssgd", allreduce="paper"), [gpus], batch=b)
+    tern = predict(wl, cl, Strategy("terngrad", allreduce="paper"), [gpus], batch=b)
+    return float(tern.throughput[0] / fp32.throughput[0])
+
+
+def test_terngrad_at_least_doubles_vgg_a_on_128_infiniband_nodes():
+    # "TernGrad is still able to double the training speed of VggNet-A on 128 nodes" (Fig. 5b)
+    assert 2.0 <= gain("vgg-a", "terngrad-infiniband") <= 4.0
+
+
+def test_terngrad_helps_alexnet_more_on_ethernet_than_on_infiniband():
+    assert gain("alexnet", "terngrad-ethernet") > gain("alexnet", "terngrad-infiniband") > 1.0
+
+
+def test_larger_communication_to_computation_ratio_gains_more():
+    # "AlexNet and VggNet-A benefit more from TernGrad than GoogLeNet"
+    for cluster in ("terngrad-ethernet", "terngrad-infiniband"):
+        assert gain("googlenet", cluster) < min(gain("alexnet", cluster), gain("vgg-a", cluster))
+
+
+@pytest.mark.parametrize("cluster", ["terngrad-ethernet", "terngrad-infiniband"])
+def test_no_gain_on_one_gpu(cluster):
+    assert gain("vgg-a", cluster, gpus=1) == pytest.approx(1.0)

@@ -1,0 +1,145 @@
+"""The run log: one JSON object per line, written by every trainer, read by `perfmodel validate`.
+
+Line types (key "type"):
+    header   first line: schema, algo, config (the full command configuration), versions, ranks, start time
+    step     step, epoch, loss, samples (this step, all ranks), t_compute, t_comm, t_compress, t_idle,
+             t_step (seconds, rank 0's view; the trainer may add per-rank maxima), bytes_sent (this rank)
+    eval     step, epoch, test_loss, test_acc (fraction 0..1)
+    summary  free-form totals at the end (e.g. the staleness histogram of a parameter server)
+A log is appended to, flushed line by line; a rerun that resumes reads it back, drops a torn last
+line, and continues after the last step it holds, so no logged step is lost or written twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = 1
+STEP_KEYS = ("step", "epoch", "loss", "samples", "t_compute", "t_comm", "t_compress", "t_idle", "t_step",
+             "bytes_sent")
+
+
+class RunLogError(ValueError):
+    """A run log is missing, unreadable or not in this schema."""
+
+
+@dataclass
+class RunLogContents:
+    """What a run log holds, line types split apart."""
+
+    path: Path
+    header: dict
+    steps: list[dict] = field(default_factory=list)
+    evals: list[dict] = field(default_factory=list)
+    summaries: list[dict] = field(default_factory=list)
+
+    @property
+    def last_step(self) -> int:
+        """The last step number logged, -1 when none."""
+        return int(self.steps[-1]["step"]) if self.steps else -1
+
+
+def read_run_log(path: str | os.PathLike) -> RunLogContents:
+    """Parse a run log; a torn final line (a killed writer) is ignored, any other bad line is an error."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        raise RunLogError(f"run log {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunLogError(f"run log {path} cannot be read: {e}") from None
+    records = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break  # torn last line
+            raise RunLogError(f"run log {path}: line {i + 1} is not JSON") from None
+    if not records or records[0].get("type") != "header":
+        raise RunLogError(f"run log {path}: the first line is not a header")
+    if records[0].get("schema") != SCHEMA:
+        raise RunLogError(f"run log {path}: schema {records[0].get('schema')!r}, expected {SCHEMA}")
+    out = RunLogContents(path, records[0])
+    for r in records[1:]:
+        {"step": out.steps, "eval": out.evals, "summary": out.summaries}.get(r.get("type"), []).append(r)
+    return out
+
+
+class RunLog:
+    """Appends records to a JSONL run log (only rank 0 of a job should hold one).
+
+    ``RunLog(path, header)`` starts a new log (replacing an old one); ``RunLog.resume(path)`` continues
+    an existing one, truncating a torn last line first.
+    """
+
+    def __init__(self, path: str | os.PathLike, header: dict | None = None, *, _resume: bool = False) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if _resume:
+            contents = read_run_log(self.path)
+            self.header = contents.header
+            self.last_step = contents.last_step
+            self._truncate_torn_tail()
+            self._f = open(self.path, "a")
+        else:
+            self.header = {"type": "header", "schema": SCHEMA, "time": time.time(), **(header or {})}
+            self.last_step = -1
+            self._f = open(self.path, "w")
+            self._write(self.header)
+
+    @classmethod
+    def resume(cls, path: str | os.PathLike) -> "RunLog":
+        return cls(path, _resume=True)
+
+    def _truncate_torn_tail(self) -> None:
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            cut = data.rfind(b"\n") + 1
+            with open(self.path, "r+b") as f:
+                f.truncate(cut)
+
+    def _write(self, record: dict) -> None:
+        self._f.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._f.flush()
+
+    def step(self, **values: Any) -> None:
+        """Append one step line; steps at or before the last logged one (a resumed rerun) are skipped."""
+        if int(values["step"]) <= self.last_step:
+            return
+        self._write({"type": "step", **values})
+        self.last_step = int(values["step"])
+
+    def eval(self, **values: Any) -> None:
+        self._write({"type": "eval", **values})
+
+    def summary(self, **values: Any) -> None:
+        self._write({"type": "summary", **values})
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
+
+    def __enter__(self) -> "RunLog":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def steps_table(contents: Iterable[dict]) -> dict[str, list]:
+    """Column lists of the step records (for pandas.DataFrame(...))."""
+    cols: dict[str, list] = {k: [] for k in STEP_KEYS}
+    for r in contents:
+        for k in STEP_KEYS:
+            cols[k].append(r.get(k))
+    return cols
