@@ -254,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 2
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # e.g. `perfmodel predict | head`: the reader left, nothing to report
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, OSError) as e:  # SpecError, PresetError, CLIError, ProfileError, missing files
         print(f"perfmodel: error: {e}", file=sys.stderr)
         return 2

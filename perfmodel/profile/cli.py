@@ -1,0 +1,458 @@
+"""``perfmodel profile``: measure this machine's compute and communication, write one profile JSON.
+
+    perfmodel profile --workload lenet --batch 16,32,64,128 --ranks 1,2 --out profile.json
+    perfmodel profile --model mypkg.nets:small --input-shape 1,28,28 --batch 8,16 --ranks 1,2,4
+
+Compute is timed in this process (torch); communication by ``python -m perfmodel.profile.comm``
+started with mpiexec for every rank count above 1 (one rank moves nothing: recorded with no ops).
+With GPUs, an NCCL run through torch.distributed is added for rank counts the GPUs can hold.
+The file is written atomically; bad arguments or failures raise ProfileError (one line, exit 2).
+
+Standalone: ``python -m perfmodel.profile.cli profile ...`` and ``python -m perfmodel.profile.cli show
+profile.json`` (print a profile's tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import platform
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION, comm_profile_from_dict,
+                     load_profile, save_profile)
+
+__all__ = ["add_profile_parser", "run_profile_command", "format_summary", "main", "mpiexec_command"]
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_OPS = "pingpong,allreduce,bcast,reduce"
+
+
+# ---------------------------------------------------------------- argument parsing
+
+
+def _int_list(text: str, what: str) -> list[int]:
+    """Positive integers from "a,b,c", in the given order."""
+    try:
+        vals = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ProfileError(f"--{what} must be comma-separated integers, got {text!r}") from None
+    if not vals or any(v < 1 for v in vals):
+        raise ProfileError(f"--{what} must be positive integers, got {text!r}")
+    return vals
+
+
+def add_profile_parser(subparsers: Any) -> None:
+    """Add the ``profile`` subcommand (func=run_profile_command) to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "profile", help="measure compute t_c(b) and MPI alpha-beta on this machine, write a profile JSON",
+        description="Time a model's training step over batch sizes and MPI ping-pong/Allreduce/Bcast/Reduce "
+                    "over message sizes; write one versioned JSON profile.")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--workload", metavar="NAME", help="a network of trainers.models (e.g. lenet)")
+    src.add_argument("--model", metavar="MODULE:CALLABLE", help="a callable returning a torch.nn.Module")
+    p.add_argument("--input-shape", metavar="C,H,W", help="input shape for --model (e.g. 1,28,28)")
+    p.add_argument("--batch", default="16,32,64,128", help="batch sizes to time (default 16,32,64,128)")
+    p.add_argument("--ranks", default="1,2", help="MPI rank counts to measure (default 1,2)")
+    p.add_argument("--out", default="profile.json", help="profile file to write (default profile.json)")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="compute device")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads while timing compute (default 1, as one trainer rank per core)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps per batch size (default 3)")
+    p.add_argument("--repeats", type=int, default=10, help="timed steps per batch size (default 10)")
+    p.add_argument("--min-bytes", default="8", help="smallest message (default 8)")
+    p.add_argument("--max-bytes", default="64Mi", help="largest message (default 64Mi)")
+    p.add_argument("--ops", default=DEFAULT_OPS, help=f"communication operations (default {DEFAULT_OPS})")
+    p.add_argument("--comm-repeats", type=int, default=15, help="timed runs per message size (default 15)")
+    p.add_argument("--fit-stat", default="median", choices=FIT_STATS,
+                   help="statistic of the timed runs the alpha-beta fits use (default median; min or p25 "
+                        "estimate the undisturbed time on a machine shared with other jobs)")
+    p.add_argument("--nccl", default="auto", choices=("auto", "on", "off"),
+                   help="also time NCCL through torch.distributed (auto: when GPUs can hold the ranks)")
+    p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: the one on PATH)")
+    p.add_argument("--mpiexec-args", default="", help="extra mpiexec arguments, e.g. '--hostfile hosts'")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per mpiexec run (default 600)")
+    p.add_argument("--no-compute", action="store_true", help="skip the compute measurements")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
+    p.set_defaults(func=run_profile_command)
+
+
+# ---------------------------------------------------------------- machine description
+
+
+def _mpiexec_version(mpiexec: str | None) -> str:
+    if not mpiexec:
+        return ""
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
+    return lines[0] if lines else ""
+
+
+def _package_version(name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def describe_machine(*, mpiexec: str | None, mpi_library: str = "") -> Machine:
+    """This machine: host, OS, CPU model and cores, torch (and GPU), MPI versions."""
+    from .compute import _cpu_model, torch_environment
+
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        affinity = os.cpu_count() or 1
+    try:
+        env = torch_environment()
+    except ImportError:
+        env = {}
+    return Machine(hostname=socket.gethostname(), platform=platform.platform(), python=platform.python_version(),
+                   cpu_model=_cpu_model(), cpu_cores=os.cpu_count() or 1, cpu_affinity=affinity,
+                   mpi_library=mpi_library, mpi4py_version=_package_version("mpi4py"),
+                   mpiexec_version=_mpiexec_version(mpiexec), **env)
+
+
+# ---------------------------------------------------------------- mpiexec
+
+
+def _flavor(version: str) -> str:
+    v = version.lower()
+    if "open mpi" in v or "openrte" in v or "prte" in v:
+        return "openmpi"
+    if "hydra" in v or "mpich" in v or "intel" in v:
+        return "mpich"
+    return "other"
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _openmpi_flags(ranks: int, extra: Sequence[str]) -> list[str]:
+    """Open MPI: --oversubscribe (start more ranks than slots), --allow-run-as-root when root, and
+    one core per rank when they fit (with --oversubscribe Open MPI leaves ranks unbound, and two
+    busy-polling ranks the scheduler puts on one core time each other in milliseconds)."""
+    flags = ["--oversubscribe"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        flags.append("--allow-run-as-root")
+    if not any(a.startswith(("--bind-to", "--map-by", "--rankfile", "--hostfile", "--host")) for a in extra):
+        flags += ["--bind-to", "core" if ranks <= _usable_cpus() else "none"]
+    return flags
+
+
+# Flags each mpiexec flavour needs to start K ranks on this machine, given the user's extra arguments.
+_FLAVOR_FLAGS: dict[str, Callable[[int, Sequence[str]], list[str]]] = {
+    "openmpi": _openmpi_flags,
+    "mpich": lambda ranks, extra: [],
+    "other": lambda ranks, extra: [],
+}
+
+
+def mpiexec_command(mpiexec: str, ranks: int, module_args: Sequence[str], *, extra: Sequence[str] = (),
+                    version: str = "") -> list[str]:
+    """The argv that starts ``python -m perfmodel.profile.comm`` on ``ranks`` ranks."""
+    flags = _FLAVOR_FLAGS[_flavor(version or _mpiexec_version(mpiexec))](ranks, extra)
+    return [mpiexec, *flags, "-n", str(ranks), *extra, sys.executable, "-m", "perfmodel.profile.comm",
+            *module_args]
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Stop the process group this module started (mpiexec and its ranks), by its id."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_comm(mpiexec: str, ranks: int, *, backend: str, module_args: Sequence[str], extra: Sequence[str],
+             version: str, timeout: float, on_progress: Callable[[], None] | None = None) -> CommProfile:
+    """Run the comm benchmark under mpiexec on ``ranks`` ranks and return its CommProfile."""
+    with tempfile.TemporaryDirectory(prefix="perfmodel-comm-") as tmp:
+        out = os.path.join(tmp, "comm.json")
+        argv = mpiexec_command(mpiexec, ranks, [*module_args, "--backend", backend, "--out", out, "--progress"],
+                               extra=extra, version=version)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+        stderr_path = os.path.join(tmp, "stderr.txt")
+        tail: list[str] = []
+        with open(stderr_path, "w+", encoding="utf-8", errors="replace") as err:
+            try:
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                                        text=True, env=env, start_new_session=True)
+            except OSError as exc:
+                raise ProfileError(f"cannot start {mpiexec}: {exc}") from None
+
+            def read() -> None:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    if line.startswith("PROGRESS "):
+                        if on_progress is not None:
+                            on_progress()
+                    elif line.strip():
+                        tail.append(line.strip())
+                        del tail[:-5]
+
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            try:
+                rc = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                raise ProfileError(f"{backend} benchmark on {ranks} ranks did not finish within {timeout:g} s "
+                                   f"(raise --timeout or lower --max-bytes)") from None
+            except BaseException:
+                _kill_group(proc)
+                raise
+            reader.join(timeout=5)
+            err.seek(0)
+            errors = [ln.strip() for ln in err.read().splitlines() if ln.strip()]
+        if rc != 0 or not os.path.exists(out):
+            mine = [ln for ln in errors if "perfmodel.profile.comm: error" in ln]
+            last = (mine or errors or tail or ["no output"])[-1]
+            raise ProfileError(f"{backend} benchmark on {ranks} ranks failed (exit {rc}): {last}")
+        import json
+
+        with open(out, encoding="utf-8") as fh:
+            data = json.load(fh)
+        launch = shlex.join(argv[: argv.index(sys.executable)])
+        return comm_profile_from_dict(data | {"launch": launch}, f"{backend} benchmark output on {ranks} ranks")
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _warn_if_busy(multi: Sequence[int], quiet: bool) -> None:
+    """Say so when other processes keep the CPUs busy: MPI timings on shared cores are unreliable."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return
+    cpus = os.cpu_count() or 1
+    if multi and not quiet and load > 0.5 * cpus:
+        print(f"perfmodel: warning: load average {load:.1f} on {cpus} CPUs; other processes will slow "
+              f"down and scatter the MPI timings (see the p25-p75 columns)", file=sys.stderr)
+
+
+def _progress_bar(total: int, desc: str, quiet: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, disable=quiet, leave=False, file=sys.stderr)
+
+
+def run_profile_command(args: argparse.Namespace) -> int:
+    """Run ``perfmodel profile``; returns the exit status (errors raise ProfileError)."""
+    from .comm import default_sizes, parse_size
+
+    ranks = sorted(set(_int_list(args.ranks, "ranks")))
+    batches = sorted(set(_int_list(args.batch, "batch")))
+    ops = tuple(o.strip() for o in args.ops.split(",") if o.strip())
+    bad = [o for o in ops if o not in COMM_OPS]
+    if bad or not ops:
+        raise ProfileError(f"--ops: unknown operation {bad[0] if bad else args.ops!r}; choose from {', '.join(COMM_OPS)}")
+    try:
+        sizes = default_sizes(parse_size(args.min_bytes), parse_size(args.max_bytes))
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
+    if args.timeout <= 0:
+        raise ProfileError(f"--timeout must be > 0, got {args.timeout}")
+    if args.comm_repeats < 3:
+        raise ProfileError(f"--comm-repeats must be >= 3, got {args.comm_repeats}")
+    if not args.no_compute and not (args.workload or args.model):
+        raise ProfileError("give --workload NAME or --model MODULE:CALLABLE (or --no-compute)")
+    if not args.no_compute and len(batches) < 2:
+        raise ProfileError(f"--batch needs at least 2 batch sizes to fit t_c(b) = t0 + t1*b, got {args.batch!r}")
+    out_path = Path(args.out)
+    if out_path.is_dir():
+        raise ProfileError(f"--out {out_path} is a directory")
+    input_shape = None
+    if args.input_shape:
+        input_shape = tuple(_int_list(args.input_shape, "input-shape"))
+    mpiexec = args.mpiexec or shutil.which("mpiexec")
+    multi = [r for r in ranks if r > 1]
+    if multi and not mpiexec:
+        raise ProfileError("mpiexec not found on PATH (install openmpi or mpich, or pass --ranks 1)")
+    if mpiexec and not shutil.which(mpiexec):
+        raise ProfileError(f"--mpiexec {mpiexec} is not an executable")
+    extra = shlex.split(args.mpiexec_args)
+    version = _mpiexec_version(mpiexec) if multi else ""
+
+    gpus = 0
+    if args.nccl != "off":
+        from .compute import torch_environment
+
+        try:
+            gpus = torch_environment()["gpu_count"]
+        except ImportError:  # no torch: no NCCL either
+            gpus = 0
+        if args.nccl == "on" and gpus == 0:
+            raise ProfileError("--nccl on needs a CUDA GPU, and torch sees none")
+    nccl_ranks = [r for r in multi if gpus and r <= gpus]
+    if args.nccl == "on" and not nccl_ranks:
+        raise ProfileError(f"--nccl on: no rank count above 1 in --ranks {args.ranks} fits the {gpus} GPU(s) "
+                           f"(NCCL needs one GPU per rank)")
+    model = info = compute = None
+    if args.workload or args.model:
+        from .compute import load_callable_model, load_workload_model
+
+        model, info = (load_workload_model(args.workload) if args.workload
+                       else load_callable_model(args.model, input_shape))
+    if not args.no_compute:
+        from .compute import profile_compute
+
+        bar = _progress_bar(len(batches), "compute", args.quiet)
+        with bar:
+            compute = profile_compute(model, info.input_shape, info.num_classes, batches, warmup=args.warmup,
+                                      repeats=args.repeats, device=args.device, threads=args.threads,
+                                      progress=lambda b: bar.update(1))
+
+    module_args = ["--min-bytes", str(sizes[0]), "--max-bytes", str(sizes[-1]), "--ops", ",".join(ops),
+                   "--repeats", str(args.comm_repeats), "--fit-stat", args.fit_stat]
+    runs: list[tuple[int, str]] = [(r, "mpi") for r in ranks]
+    runs += [(r, "nccl") for r in nccl_ranks]
+    comm: list[CommProfile] = []
+    library = ""
+    _warn_if_busy(multi, args.quiet)
+    for r, backend in runs:
+        if r == 1:
+            comm.append(CommProfile(ranks=1, backend=backend, library="", hosts=(socket.gethostname(),),
+                                    wall_s=0.0, ops={}))
+            continue
+        bar = _progress_bar(len(ops) * len(sizes), f"{backend} x{r}", args.quiet)
+        with bar:
+            cp = run_comm(mpiexec, r, backend=backend, module_args=module_args, extra=extra, version=version,
+                          timeout=args.timeout, on_progress=lambda: bar.update(1))
+        comm.append(cp)
+        if backend == "mpi":
+            library = library or cp.library
+
+    profile = Profile(schema_version=SCHEMA_VERSION,
+                      created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                      command=shlex.join(sys.argv), machine=describe_machine(mpiexec=mpiexec, mpi_library=library),
+                      model=info, compute=compute, comm=tuple(comm))
+    save_profile(profile, out_path)
+    if not args.quiet:
+        print(format_summary(profile))
+        print(f"wrote {out_path}")
+    return 0
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def _bytes(n: float) -> str:
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= div:
+            return f"{n / div:g} {unit}"
+    return f"{n:g} B"
+
+
+def _us(t: float) -> str:
+    return f"{t * 1e6:.1f}" if t < 1e-2 else f"{t * 1e6:.0f}"
+
+
+def format_summary(profile: Profile) -> str:
+    """Human-readable tables: compute per batch with the fit, and per comm run each op's fit and the
+    Allreduce fitted-vs-measured table."""
+    m = profile.machine
+    lines = [f"profile schema {profile.schema_version}, {profile.created}, {m.hostname}: {m.cpu_model}, "
+             f"{m.cpu_cores} CPUs" + (f", {m.gpu_count} x {m.gpu_name}" if m.gpu_count else "")
+             + (f", torch {m.torch_version}" if m.torch_version else "")
+             + (f", {m.mpi_library}" if m.mpi_library else "")]
+    if profile.model is not None:
+        mi = profile.model
+        lines.append(f"model {mi.name}: {mi.parameters} parameters in {len(mi.tensor_sizes)} tensors, "
+                     f"gradient {_bytes(mi.gradient_bytes)}")
+    c = profile.compute
+    if c is not None:
+        lines.append(f"compute on {c.device_name} ({c.device}, {c.threads} thread(s)), median of {c.repeats} steps:")
+        lines.append(f"  {'batch':>6} {'fwd ms':>8} {'bwd ms':>8} {'step ms':>8} {'total ms':>9} {'IQR %':>6} {'fit ms':>8}")
+        for r in c.rows:
+            iqr = (r.total.p75_s - r.total.p25_s) / r.total.median_s
+            lines.append(f"  {r.batch:>6} {r.forward.median_s * 1e3:8.3f} {r.backward.median_s * 1e3:8.3f} "
+                         f"{r.step.median_s * 1e3:8.3f} {r.total.median_s * 1e3:9.3f} {iqr:6.1%} "
+                         f"{float(c.fit(r.batch)) * 1e3:8.3f}")
+        lines.append(f"  t_c(b) = {c.fit.intercept * 1e3:.4f} ms + {c.fit.slope * 1e6:.3f} us * b "
+                     f"(max error {c.fit.max_rel_err:.1%}); t_cg = {c.t_cg * 1e3:.4f} ms")
+    for run in profile.comm:
+        if not run.ops:
+            lines.append(f"{run.backend} x{run.ranks}: one rank, no communication (cost 0)")
+            continue
+        load = f", load average {'->'.join(f'{v:.1f}' for v in run.load_avg)}" if run.load_avg else ""
+        lines.append(f"{run.backend} x{run.ranks} ({run.library}), {run.wall_s:.1f} s{load}:")
+        for name, op in run.ops.items():
+            f = op.fit
+            lines.append(f"  {name:>9}: alpha {f.alpha_s * 1e6:.2f} us, bandwidth {f.bandwidth_Bps / 1e9:.2f} GB/s "
+                         f"(one line, max error {f.max_rel_err:.0%}); {len(f.segments)} segment(s), "
+                         f"max error {f.piecewise_max_rel_err:.1%}; peak busbw {max(op.busbw_Bps) / 1e9:.2f} GB/s")
+        ar = run.ops.get("allreduce")
+        if ar is not None:
+            lines.append(f"  allreduce fitted vs measured ({run.ranks} ranks, fit to the {ar.fit_stat}):")
+            lines.append(f"  {'size':>10} {'median us':>10} {'p25-p75 us':>17} {'min us':>9} {'fit us':>9} "
+                         f"{'err':>7} {'line us':>9} {'busbw GB/s':>10}")
+            fit_t = ar.fit.time(ar.sizes_bytes)
+            line_t = ar.fit.time(ar.sizes_bytes, piecewise=False)
+            for i, (n, ref) in enumerate(zip(ar.sizes_bytes, ar.times())):
+                lines.append(f"  {_bytes(n):>10} {_us(ar.median_s[i]):>10} "
+                             f"{_us(ar.p25_s[i]) + '-' + _us(ar.p75_s[i]):>17} {_us(ar.min_s[i]):>9} "
+                             f"{_us(fit_t[i]):>9} {(fit_t[i] - ref) / ref:+7.1%} {_us(line_t[i]):>9} "
+                             f"{ar.busbw_Bps[i] / 1e9:10.3f}")
+    return "\n".join(lines)
+
+
+def _show(args: argparse.Namespace) -> int:
+    print(format_summary(load_profile(args.file)))
+    return 0
+
+
+# ---------------------------------------------------------------- standalone entry point
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m perfmodel.profile.cli [profile] ...`` or ``... show FILE``; exit 2 on bad input."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in ("profile", "show", "-h", "--help"):
+        argv = ["profile", *argv]
+    parser = argparse.ArgumentParser(prog="python -m perfmodel.profile.cli")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_profile_parser(sub)
+    show = sub.add_parser("show", help="print a profile's tables")
+    show.add_argument("file")
+    show.set_defaults(func=_show)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as exc:
+        print(f"perfmodel: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("perfmodel: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

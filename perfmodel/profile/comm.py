@@ -1,0 +1,441 @@
+"""Communication micro-benchmarks: ping-pong, Allreduce, Bcast and Reduce over message sizes.
+
+Run under MPI, one process per rank; rank 0 writes a ``CommProfile`` as JSON::
+
+    mpiexec -n 2 python -m perfmodel.profile.comm --max-bytes 64Mi --out comm2.json
+
+Method (close to OSU micro-benchmarks and nccl-tests): for every size, ``warmup`` untimed calls, then
+``repeats`` timed runs of ``iters`` back-to-back calls between barriers; a run's time per call is the
+slowest rank's (``MPI.Wtime``; for torch backends ``time.perf_counter`` after synchronising the device,
+as nccl-tests does). ``iters`` adapts to the size so a run lasts about ``target_s`` (cheap small
+messages are repeated many times, 64 MiB once); ``repeats`` shrinks (not below ``min_repeats``)
+when a size would take longer than ``size_budget_s``. Reported: median, quartiles and extremes over
+the runs, algorithm bandwidth bytes/time and bus bandwidth as nccl-tests defines it, and an
+alpha-beta fit per operation.
+Ping-pong times are one way (round trip / 2) between ranks 0 and 1. Ranks should each have a core
+of their own (``perfmodel profile`` starts mpiexec with ``--bind-to core`` when they fit): two
+busy-polling ranks sharing a core time the scheduler, not the link.
+
+Backends: "mpi" (mpi4py, float32 numpy buffers), "nccl" (torch.distributed on CUDA tensors, one GPU
+per rank, chosen by the node-local rank) and "gloo" (torch.distributed on CPU tensors; it exercises the
+torch path on machines without a GPU). The torch backends rendezvous over TCP with the address
+(``MASTER_ADDR`` if set, else rank 0's host name resolved) and a free port that rank 0 broadcasts
+through MPI.
+
+torch and mpi4py are imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import socket
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+
+__all__ = ["CommConfig", "parse_size", "default_sizes", "plan_iterations", "summarize", "run_benchmarks", "main"]
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "ki": 2**10, "kib": 2**10, "m": 10**6, "mb": 10**6,
+          "mi": 2**20, "mib": 2**20, "g": 10**9, "gb": 10**9, "gi": 2**30, "gib": 2**30}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from "8", "4Ki", "64Mi", "1MiB", "2k" (k/M/G decimal, Ki/Mi/Gi binary)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", str(text))
+    unit = m.group(2).lower() if m else None
+    if m is None or unit not in _UNITS:
+        raise ValueError(f"bad size {text!r}; use an integer with an optional unit like 8, 4Ki, 64Mi")
+    return int(m.group(1)) * _UNITS[unit]
+
+
+def default_sizes(min_bytes: int = 8, max_bytes: int = 64 * 2**20) -> list[int]:
+    """Powers of two from min_bytes up to max_bytes (both rounded to powers of two, at least 4 B)."""
+    if min_bytes < 1 or max_bytes < min_bytes:
+        raise ValueError(f"need 1 <= min_bytes <= max_bytes, got {min_bytes}, {max_bytes}")
+    lo = max(2, math.ceil(math.log2(min_bytes)))
+    hi = math.floor(math.log2(max_bytes))
+    if hi < lo:
+        raise ValueError(f"no power of two between {min_bytes} and {max_bytes} bytes (at least 4)")
+    return [2**k for k in range(lo, hi + 1)]
+
+
+@dataclass(frozen=True)
+class CommConfig:
+    """What to measure and how hard. sizes in bytes (multiples of 4: float32 elements), seconds elsewhere."""
+
+    sizes: tuple[int, ...]
+    ops: tuple[str, ...] = ("pingpong", "allreduce", "bcast", "reduce")
+    backend: str = "mpi"
+    warmup: int = 3
+    repeats: int = 15
+    min_repeats: int = 5
+    target_s: float = 0.001
+    size_budget_s: float = 1.5
+    max_iters: int = 10000
+    fit_stat: str = "median"
+
+    def __post_init__(self) -> None:
+        from .schema import BACKENDS, COMM_OPS, FIT_STATS
+
+        if self.fit_stat not in FIT_STATS:
+            raise ValueError(f"fit_stat must be one of {', '.join(FIT_STATS)}, got {self.fit_stat!r}")
+        if not self.sizes:
+            raise ValueError("sizes must not be empty")
+        for s in self.sizes:
+            if isinstance(s, bool) or not isinstance(s, int) or s < 4 or s % 4:
+                raise ValueError(f"sizes must be integers >= 4 and multiples of 4 bytes, got {s!r}")
+        if list(self.sizes) != sorted(set(self.sizes)):
+            raise ValueError(f"sizes must be strictly increasing, got {self.sizes}")
+        if not self.ops:
+            raise ValueError("ops must not be empty")
+        for op in self.ops:
+            if op not in COMM_OPS:
+                raise ValueError(f"unknown op {op!r}; choose from {', '.join(COMM_OPS)}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}")
+        if self.warmup < 1:
+            raise ValueError(f"warmup must be >= 1, got {self.warmup}")
+        if not 3 <= self.min_repeats <= self.repeats:
+            raise ValueError(f"need 3 <= min_repeats <= repeats, got {self.min_repeats}, {self.repeats}")
+        if not self.target_s > 0 or not self.size_budget_s > 0:
+            raise ValueError("target_s and size_budget_s must be > 0")
+        if self.max_iters < 1:
+            raise ValueError(f"max_iters must be >= 1, got {self.max_iters}")
+
+
+def plan_iterations(est_s: float, cfg: CommConfig) -> tuple[int, int]:
+    """(iters per run, runs) for an operation estimated at est_s seconds per call."""
+    est = max(est_s, 1e-9)
+    iters = int(min(cfg.max_iters, max(1, round(cfg.target_s / est))))
+    runs = int(max(cfg.min_repeats, min(cfg.repeats, cfg.size_budget_s // (iters * est))))
+    return iters, runs
+
+
+# ---------------------------------------------------------------- transports
+
+
+class _Transport:
+    """What the timing loop needs from a backend."""
+
+    rank: int
+    size: int
+    library: str
+    clock: Callable[[], float]
+
+    def barrier(self) -> None: ...
+    def sync(self) -> None: ...
+    def max_all(self, x: float) -> float: ...
+    def prepare(self, op: str, nbytes: int) -> Callable[[], None]: ...
+    def hosts(self) -> list[str]: ...
+    def close(self) -> None: ...
+
+
+class _MPITransport(_Transport):
+    def __init__(self) -> None:
+        from mpi4py import MPI
+
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        first = MPI.Get_library_version().strip().splitlines()[0]
+        self.library = " ".join(first.split(",")[0].split())  # "Open MPI v5.0.3", "MPICH Version: 4.2.1"
+        self.clock = MPI.Wtime
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    def sync(self) -> None:
+        pass
+
+    def max_all(self, x: float) -> float:
+        return float(self.comm.allreduce(float(x), op=self.MPI.MAX))
+
+    def hosts(self) -> list[str]:
+        return self.comm.gather(socket.gethostname(), root=0) or []
+
+    def close(self) -> None:
+        pass
+
+    def prepare(self, op: str, nbytes: int) -> Callable[[], None]:
+        import numpy as np
+
+        comm, MPI, rank = self.comm, self.MPI, self.rank
+        send = np.ones(nbytes // 4, dtype=np.float32)
+        recv = np.zeros_like(send)
+        if op == "allreduce":
+            return lambda: comm.Allreduce(send, recv, op=MPI.SUM)
+        if op == "bcast":
+            return lambda: comm.Bcast(send, root=0)
+        if op == "reduce":
+            return lambda: comm.Reduce(send, recv if rank == 0 else None, op=MPI.SUM, root=0)
+        if op == "pingpong":
+            if rank == 0:
+                def round_trip() -> None:
+                    comm.Send(send, dest=1, tag=7)
+                    comm.Recv(recv, source=1, tag=7)
+                return round_trip
+            if rank == 1:
+                def echo() -> None:
+                    comm.Recv(recv, source=0, tag=7)
+                    comm.Send(recv, dest=0, tag=7)
+                return echo
+            return lambda: None
+        raise ValueError(f"unknown op {op!r}")
+
+
+class _TorchTransport(_Transport):
+    """torch.distributed (nccl on CUDA, gloo on CPU); MPI only for rendezvous and timing reductions."""
+
+    def __init__(self, backend: str) -> None:
+        import torch
+        import torch.distributed as dist
+        from mpi4py import MPI
+
+        self.torch, self.dist, self.MPI = torch, dist, MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.clock = time.perf_counter
+        if backend == "nccl":
+            if not torch.cuda.is_available():
+                raise RuntimeError("backend nccl needs CUDA, and torch.cuda.is_available() is False")
+            local = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+            local_rank, local_size = local.Get_rank(), local.Get_size()
+            local.Free()
+            ngpu = torch.cuda.device_count()
+            if local_size > ngpu:
+                raise RuntimeError(f"backend nccl needs one GPU per rank: {local_size} ranks on a node with {ngpu} GPU(s)")
+            self.device = torch.device("cuda", local_rank)
+            torch.cuda.set_device(self.device)
+        else:
+            self.device = torch.device("cpu")
+        addr, port = None, None
+        if self.rank == 0:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("", 0))
+                port = s.getsockname()[1]
+            addr = os.environ.get("MASTER_ADDR") or socket.gethostbyname(socket.gethostname())
+        addr, port = self.comm.bcast((addr, port), root=0)
+        dist.init_process_group(backend, init_method=f"tcp://{addr}:{port}", rank=self.rank,
+                                world_size=self.size)
+        if backend == "nccl":
+            version = torch.cuda.nccl.version()
+            version = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+            self.library = f"NCCL {version} (torch {torch.__version__})"
+        else:
+            self.library = f"gloo (torch {torch.__version__})"
+        self._cuda = backend == "nccl"
+
+    def barrier(self) -> None:
+        self.sync()
+        self.comm.Barrier()
+
+    def sync(self) -> None:
+        if self._cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    def max_all(self, x: float) -> float:
+        return float(self.comm.allreduce(float(x), op=self.MPI.MAX))
+
+    def hosts(self) -> list[str]:
+        return self.comm.gather(socket.gethostname(), root=0) or []
+
+    def close(self) -> None:
+        self.dist.destroy_process_group()
+
+    def prepare(self, op: str, nbytes: int) -> Callable[[], None]:
+        torch, dist, rank = self.torch, self.dist, self.rank
+        buf = torch.ones(nbytes // 4, dtype=torch.float32, device=self.device)
+        if op == "allreduce":
+            return lambda: dist.all_reduce(buf)
+        if op == "bcast":
+            return lambda: dist.broadcast(buf, src=0)
+        if op == "reduce":
+            return lambda: dist.reduce(buf, dst=0)
+        if op == "pingpong":
+            if rank == 0:
+                def round_trip() -> None:
+                    dist.send(buf, dst=1)
+                    dist.recv(buf, src=1)
+                return round_trip
+            if rank == 1:
+                def echo() -> None:
+                    dist.recv(buf, src=0)
+                    dist.send(buf, dst=0)
+                return echo
+            return lambda: None
+        raise ValueError(f"unknown op {op!r}")
+
+
+def _transport(backend: str) -> _Transport:
+    return _MPITransport() if backend == "mpi" else _TorchTransport(backend)
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def _time_calls(t: _Transport, fn: Callable[[], None], iters: int) -> float:
+    """Slowest rank's seconds per call over ``iters`` back-to-back calls started after a barrier."""
+    t.barrier()
+    t0 = t.clock()
+    for _ in range(iters):
+        fn()
+    t.sync()
+    return t.max_all((t.clock() - t0) / iters)
+
+
+def measure_op(t: _Transport, op: str, nbytes: int, cfg: CommConfig) -> tuple[list[float], int]:
+    """(seconds per call for each run, iters per run) of ``op`` on ``nbytes`` (one way for pingpong).
+
+    Warm-up calls first, then a calibration that quadruples the calls per run until a run lasts
+    ``target_s / 4``, keeping the fastest time per call seen (every rank takes the same decisions:
+    the times are maxima over ranks).
+    """
+    fn = t.prepare(op, nbytes)
+    t.barrier()
+    for _ in range(cfg.warmup):
+        fn()
+    t.sync()
+    iters, best = 1, float("inf")
+    while True:
+        per_call = _time_calls(t, fn, iters)
+        best = min(best, per_call)
+        if per_call * iters >= cfg.target_s / 4 or iters >= cfg.max_iters:
+            break
+        iters = min(cfg.max_iters, iters * 4)
+    iters, runs = plan_iterations(best, cfg)
+    half = 0.5 if op == "pingpong" else 1.0
+    samples = [half * _time_calls(t, fn, iters) for _ in range(runs)]
+    return samples, iters
+
+
+def summarize(op: str, ranks: int, sizes: Sequence[int], samples: Sequence[Sequence[float]],
+              iters: Sequence[int], fit_stat: str = "median"):
+    """An ``OpProfile`` (schema) from per-size run times: stats, bandwidths and the alpha-beta fit of
+    the ``fit_stat`` column."""
+    from .fit import fit_alpha_beta
+    from .schema import BUSBW_FACTORS, OpProfile, Stats
+
+    stats = [Stats.of(s) for s in samples]
+    med = [s.median_s for s in stats]
+    algbw = [n / t for n, t in zip(sizes, med)]
+    factor = BUSBW_FACTORS[op](ranks)
+    fitted = [getattr(s, f"{fit_stat}_s") for s in stats]
+    return OpProfile(op=op, sizes_bytes=tuple(int(n) for n in sizes), median_s=tuple(med),
+                     p25_s=tuple(s.p25_s for s in stats), p75_s=tuple(s.p75_s for s in stats),
+                     min_s=tuple(s.min_s for s in stats), max_s=tuple(s.max_s for s in stats),
+                     iters=tuple(int(i) for i in iters), repeats=min(s.n for s in stats),
+                     algbw_Bps=tuple(algbw), busbw_Bps=tuple(b * factor for b in algbw),
+                     fit=fit_alpha_beta(sizes, fitted), fit_stat=fit_stat)
+
+
+def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | None = None):
+    """Measure every op and size on the current MPI job; the ``CommProfile`` on rank 0, None elsewhere."""
+    from .schema import CommProfile
+
+    start = time.perf_counter()
+    load_before = _load_avg()
+    t = _transport(cfg.backend)
+    try:
+        ops = {}
+        ops_to_run = [op for op in cfg.ops if t.size > 1]  # one rank: nothing moves, nothing to time
+        for op in ops_to_run:
+            per_size, iters = [], []
+            for nbytes in cfg.sizes:
+                s, i = measure_op(t, op, nbytes, cfg)
+                per_size.append(s)
+                iters.append(i)
+                if progress is not None and t.rank == 0:
+                    progress(op, nbytes)
+            if t.rank == 0:
+                ops[op] = summarize(op, t.size, cfg.sizes, per_size, iters, cfg.fit_stat)
+        hosts = t.hosts()
+    finally:
+        t.close()
+    if t.rank != 0:
+        return None
+    return CommProfile(ranks=t.size, backend=cfg.backend, library=t.library, hosts=tuple(sorted(set(hosts))),
+                       wall_s=time.perf_counter() - start, ops=ops,
+                       load_avg=tuple(v for v in (load_before, _load_avg()) if v is not None))
+
+
+def _load_avg() -> float | None:
+    """The 1-minute load average, None where the OS has none."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return None
+
+
+# ---------------------------------------------------------------- command line (under mpiexec)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m perfmodel.profile.comm",
+                                description="Time ping-pong, Allreduce, Bcast, Reduce over message sizes (run under mpiexec).")
+    p.add_argument("--out", required=True, help="JSON file rank 0 writes (a CommProfile)")
+    p.add_argument("--sizes", help="comma-separated sizes (e.g. 8,1Ki,1Mi); default powers of two from --min-bytes to --max-bytes")
+    p.add_argument("--min-bytes", default="8", help="smallest message (default 8)")
+    p.add_argument("--max-bytes", default="64Mi", help="largest message (default 64Mi)")
+    p.add_argument("--ops", default="pingpong,allreduce,bcast,reduce", help="comma-separated operations")
+    p.add_argument("--backend", default="mpi", help="mpi | nccl | gloo")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=15, help="timed runs per size (fewer, not below 5, for slow sizes)")
+    p.add_argument("--target-ms", type=float, default=1.0, help="aim for runs of about this many ms")
+    p.add_argument("--size-budget-s", type=float, default=1.5, help="at most about this long per size")
+    p.add_argument("--fit-stat", default="median", help="statistic the alpha-beta fit uses: median | p25 | min")
+    p.add_argument("--progress", action="store_true", help="rank 0 prints 'PROGRESS op bytes' lines")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> CommConfig:
+    """A CommConfig from the parsed command line."""
+    if args.sizes:
+        sizes = sorted({parse_size(s) for s in args.sizes.split(",") if s.strip()})
+    else:
+        sizes = default_sizes(parse_size(args.min_bytes), parse_size(args.max_bytes))
+    return CommConfig(sizes=tuple(sizes), ops=tuple(o.strip() for o in args.ops.split(",") if o.strip()),
+                      backend=args.backend, warmup=args.warmup, repeats=args.repeats,
+                      min_repeats=min(5, args.repeats),
+                      target_s=args.target_ms / 1000.0, size_budget_s=args.size_budget_s,
+                      fit_stat=args.fit_stat)
+
+
+def _write_json(obj: Any, path: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=1, allow_nan=False)
+    os.replace(tmp, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point under mpiexec. Exit 2 on bad arguments; aborts the MPI job on a failure."""
+    args = _parser().parse_args(argv)
+    try:
+        cfg = config_from_args(args)
+    except ValueError as exc:
+        print(f"perfmodel.profile.comm: error: {exc}", file=sys.stderr)
+        return 2
+
+    def progress(op: str, nbytes: int) -> None:
+        print(f"PROGRESS {op} {nbytes}", flush=True)
+
+    try:
+        result = run_benchmarks(cfg, progress=progress if args.progress else None)
+        if result is not None:
+            _write_json(asdict(result), args.out)
+    except Exception as exc:  # one rank failing would leave the others waiting in a collective
+        print(f"perfmodel.profile.comm: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        from mpi4py import MPI
+
+        MPI.COMM_WORLD.Abort(1)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

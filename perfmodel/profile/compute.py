@@ -1,0 +1,254 @@
+"""Compute hooks: time forward, backward and optimizer step of a torch.nn.Module over batch sizes.
+
+``profile_compute(model, input_shape, num_classes, batches)`` trains on random inputs and labels
+(cross-entropy, SGD with momentum 0.9), ``warmup`` untimed steps then ``repeats`` timed steps per batch
+size, and returns a ``ComputeProfile``: per batch the median, quartiles and extremes of each phase,
+the fit t_c(b) = t0 + t1 b of the step medians, and on a GPU the device<->host copy of a
+gradient-sized buffer (the TernGrad model's t_cg) plus an alpha-beta fit of device->host copies.
+
+Timing: on CPU ``time.perf_counter`` around each phase, with the torch thread count recorded. On CUDA
+four ``torch.cuda.Event``s per step recorded on the current stream around the phases; the host waits
+on the last one before reading ``elapsed_time``, so each step is timed on the GPU's own clock and
+steps do not overlap. Inputs are created on the device beforehand (no data loading in the timing).
+
+torch is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any, Callable, Sequence
+
+from .schema import ComputeProfile, ComputeRow, CopyTimes, ModelInfo, ProfileError, Stats, device_key
+
+__all__ = ["resolve_device", "profile_compute", "time_copies", "model_info", "load_workload_model",
+           "load_callable_model", "torch_environment"]
+
+
+def resolve_device(device: str = "auto") -> str:
+    """"cpu" or "cuda": "auto" picks CUDA when torch sees a GPU."""
+    import torch
+
+    if device not in ("auto", "cpu", "cuda"):
+        raise ProfileError(f"device must be auto, cpu or cuda, got {device!r}")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ProfileError("device cuda asked for, but torch sees no CUDA GPU")
+    return device
+
+
+def model_info(model: Any, *, name: str, origin: str, input_shape: Sequence[int], num_classes: int) -> ModelInfo:
+    """ModelInfo of a torch module: its trainable tensors in order, float32 (4 bytes) each element."""
+    named = [(n, int(p.numel())) for n, p in model.named_parameters() if p.requires_grad]
+    if not named:
+        raise ProfileError(f"model {name} has no trainable parameters")
+    return ModelInfo(name=name, origin=origin, input_shape=tuple(int(d) for d in input_shape),
+                     num_classes=int(num_classes), tensor_names=tuple(n for n, _ in named),
+                     tensor_sizes=tuple(s for _, s in named), bytes_per_element=4)
+
+
+def load_workload_model(name: str) -> tuple[Any, ModelInfo]:
+    """(model, info) for a network of trainers.models by name."""
+    try:
+        models = importlib.import_module("trainers.models")
+    except ImportError as exc:
+        raise ProfileError(f"cannot import trainers.models ({exc}); use --model module:callable") from None
+    if name not in models.MODELS:
+        raise ProfileError(f"unknown workload {name!r}; choose from {', '.join(sorted(models.MODELS))}")
+    model = models.build_model(name)
+    return model, model_info(model, name=name, origin="workload", input_shape=models.input_shape(name),
+                             num_classes=models.MODELS[name].num_classes)
+
+
+def load_callable_model(spec: str, input_shape: Sequence[int] | None) -> tuple[Any, ModelInfo]:
+    """(model, info) from "package.module:callable" returning an nn.Module; classes = output width."""
+    import torch
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ProfileError(f"--model must look like package.module:callable, got {spec!r}")
+    if not input_shape:
+        raise ProfileError("--model needs --input-shape (e.g. 1,28,28: channels,height,width)")
+    try:
+        factory = importlib.import_module(module_name)
+        for part in attr.split("."):
+            factory = getattr(factory, part)
+    except (ImportError, AttributeError) as exc:
+        raise ProfileError(f"cannot load --model {spec}: {exc}") from None
+    if not callable(factory):
+        raise ProfileError(f"--model {spec} is not callable")
+    model = factory()
+    if not isinstance(model, torch.nn.Module):
+        raise ProfileError(f"--model {spec} returned {type(model).__name__}, not a torch.nn.Module")
+    with torch.no_grad():
+        was_training = model.training
+        model.eval()
+        try:
+            out = model(torch.zeros(2, *input_shape))
+        except Exception as exc:  # a wrong --input-shape surfaces here
+            raise ProfileError(f"--model {spec} fails on input shape {tuple(input_shape)}: "
+                               f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        model.train(was_training)
+    if out.dim() != 2 or out.shape[0] != 2:
+        raise ProfileError(f"--model {spec} must output (batch, classes) logits, got shape {tuple(out.shape)}")
+    return model, model_info(model, name=spec, origin="module", input_shape=input_shape,
+                             num_classes=int(out.shape[1]))
+
+
+def torch_environment() -> dict[str, Any]:
+    """torch version, thread count and the GPU (name, count, CUDA and NCCL versions) if any."""
+    import torch
+
+    env: dict[str, Any] = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
+                           "gpu_name": "", "gpu_count": 0, "cuda_version": "", "nccl_version": ""}
+    if torch.cuda.is_available():
+        env["gpu_name"] = torch.cuda.get_device_name(0)
+        env["gpu_count"] = torch.cuda.device_count()
+        env["cuda_version"] = torch.version.cuda or ""
+        try:
+            v = torch.cuda.nccl.version()
+            env["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except Exception:  # torch built without NCCL
+            env["nccl_version"] = ""
+    return env
+
+
+class _CpuClock:
+    """Phase marks with perf_counter; elapsed() gives seconds between consecutive marks."""
+
+    def __init__(self, marks: int) -> None:
+        self.t = [0.0] * marks
+
+    def mark(self, i: int) -> None:
+        self.t[i] = time.perf_counter()
+
+    def elapsed(self) -> list[float]:
+        return [b - a for a, b in zip(self.t, self.t[1:])]
+
+
+class _CudaClock:
+    """Phase marks with CUDA events on the current stream; elapsed() waits for the last one."""
+
+    def __init__(self, marks: int) -> None:
+        import torch
+
+        self.ev = [torch.cuda.Event(enable_timing=True) for _ in range(marks)]
+
+    def mark(self, i: int) -> None:
+        self.ev[i].record()
+
+    def elapsed(self) -> list[float]:
+        self.ev[-1].synchronize()
+        return [a.elapsed_time(b) / 1000.0 for a, b in zip(self.ev, self.ev[1:])]
+
+
+def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, batches: Sequence[int], *,
+                    warmup: int = 3, repeats: int = 10, device: str = "auto", threads: int | None = None,
+                    lr: float = 1e-3, seed: int = 0, progress: Callable[[int], None] | None = None) -> ComputeProfile:
+    """Time one SGD step of ``model`` at each batch size; seconds per phase (forward incl. loss,
+    backward, optimizer step incl. zero_grad) and per step. ``threads`` sets torch's CPU thread count
+    (None keeps it); the count used is recorded. ``progress(batch)`` is called after each batch size.
+    """
+    import torch
+
+    from .fit import fit_affine
+
+    if warmup < 0 or repeats < 3:
+        raise ProfileError(f"need warmup >= 0 and repeats >= 3, got {warmup}, {repeats}")
+    bs = sorted({int(b) for b in batches})
+    if len(bs) < 2 or bs[0] < 1:
+        raise ProfileError(f"need at least 2 distinct positive batch sizes to fit t_c(b), got {list(batches)}")
+    dev = resolve_device(device)
+    if threads is not None:
+        if threads < 1:
+            raise ProfileError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    model = model.to(dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    clock_cls = _CudaClock if dev == "cuda" else _CpuClock
+    rows = []
+    for b in bs:
+        x = torch.randn(b, *input_shape, device=dev)
+        y = torch.randint(0, num_classes, (b,), device=dev)
+        clock = clock_cls(4)
+        samples: list[list[float]] = []
+        for it in range(warmup + repeats):
+            clock.mark(0)
+            loss = loss_fn(model(x), y)
+            clock.mark(1)
+            loss.backward()
+            clock.mark(2)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            clock.mark(3)
+            phases = clock.elapsed()  # on CUDA this waits for the step: steps never overlap
+            if it >= warmup:
+                samples.append(phases)
+        fwd, bwd, stp = zip(*samples)
+        rows.append(ComputeRow(batch=b, forward=Stats.of(fwd), backward=Stats.of(bwd), step=Stats.of(stp),
+                               total=Stats.of([sum(s) for s in samples])))
+        if progress is not None:
+            progress(b)
+    fit = fit_affine([r.batch for r in rows], [r.total.median_s for r in rows])
+    copy = host_link = None
+    if dev == "cuda":
+        nbytes = 4 * sum(p.numel() for p in model.parameters() if p.requires_grad)
+        copy, host_link = time_copies(nbytes, warmup=max(warmup, 2), repeats=repeats)
+        name = torch.cuda.get_device_name()
+    else:
+        name = _cpu_model()
+    return ComputeProfile(device=dev, key=device_key(name) if dev == "cuda" else "cpu", device_name=name,
+                          threads=torch.get_num_threads(), warmup=warmup, repeats=repeats,
+                          optimizer=f"SGD(lr={lr}, momentum=0.9), CrossEntropyLoss", rows=tuple(rows),
+                          fit=fit, copy=copy, host_link=host_link)
+
+
+def time_copies(nbytes: int, *, warmup: int = 2, repeats: int = 10):
+    """(CopyTimes of ``nbytes`` device<->pinned host, alpha-beta fit of device->host copies 4 KiB..)."""
+    import torch
+
+    from .fit import fit_alpha_beta
+
+    def copy_stats(n: int) -> tuple[Stats, Stats]:
+        elems = max(n // 4, 1)
+        dev = torch.empty(elems, dtype=torch.float32, device="cuda")
+        host = torch.empty(elems, dtype=torch.float32, pin_memory=True)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        out = []
+        for dst, src in ((host, dev), (dev, host)):
+            ts = []
+            for it in range(warmup + repeats):
+                start.record()
+                dst.copy_(src, non_blocking=True)
+                end.record()
+                end.synchronize()
+                if it >= warmup:
+                    ts.append(start.elapsed_time(end) / 1000.0)
+            out.append(Stats.of(ts))
+        return out[0], out[1]
+
+    torch.cuda.synchronize()
+    d2h, h2d = copy_stats(nbytes)
+    sizes = [2**k for k in range(12, 27, 2)]  # 4 KiB .. 64 MiB
+    if nbytes > sizes[-1]:
+        sizes.append(int(nbytes))
+    d2h_times = [copy_stats(n)[0].median_s for n in sizes]
+    return CopyTimes(nbytes=int(nbytes), d2h=d2h, h2d=h2d), fit_alpha_beta(sizes, d2h_times)
+
+
+def _cpu_model() -> str:
+    """CPU model name from /proc/cpuinfo (Linux), else platform.processor()."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"

@@ -1,0 +1,636 @@
+"""The profile file: a versioned JSON record of one machine's compute and communication times.
+
+``perfmodel profile`` writes it (``save_profile``, atomic), ``perfmodel predict --profile`` reads it
+(``load_profile``) and turns it into specs: ``profile_workload`` (a Workload whose compute time is the
+fitted t_c(b)), ``profile_links`` (alpha-beta Links) and ``profile_cluster`` (a "local" Cluster, or a
+preset with the profiled links put in). Units are in the field names: ``_s`` seconds, ``_bytes``
+bytes, ``_Bps`` bytes per second.
+
+Layout (SCHEMA_VERSION 1)::
+
+    {"schema_version": 1, "created": ISO time, "command": argv,
+     "machine": {hostname, cpu_model, cpu_cores, torch_version, mpi_library, gpu_name, ...},
+     "model":   {name, origin, input_shape, num_classes, tensor_names, tensor_sizes, bytes_per_element},
+     "compute": {device, key, threads, warmup, repeats, rows: [{batch, forward, backward, step, total}],
+                 fit: {intercept, slope, ...}, copy: {nbytes, d2h, h2d} | null, host_link: fit | null},
+     "comm":    [{ranks, backend, library, hosts, wall_s,
+                  ops: {allreduce: {sizes_bytes, median_s, p25_s, p75_s, min_s, max_s, iters,
+                                    algbw_Bps, busbw_Bps, fit: {alpha_s, beta_s_per_byte, segments}}}}]}
+
+Imports numpy and scipy (through ``fit``) only: no torch, no mpi4py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+import tempfile
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..specs import Cluster, ComputeTime, Link, SpecError, Workload
+from .fit import AffineFit, AlphaBetaFit
+
+__all__ = [
+    "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
+    "ComputeProfile", "OpProfile", "CommProfile", "Profile", "BUSBW_FACTORS", "COMM_OPS", "BACKENDS", "FIT_STATS",
+    "device_key", "comm_profile_from_dict", "load_profile", "save_profile", "profile_to_dict", "profile_from_dict",
+    "profile_workload", "profile_links", "profile_cluster",
+]
+
+SCHEMA_VERSION = 1
+
+
+class ProfileError(ValueError):
+    """A profile file is missing, malformed, from another schema version, or lacks what is asked of it."""
+
+
+def _busbw_allreduce(p: int) -> float:
+    return 2.0 * (p - 1) / p
+
+
+# Bus bandwidth = algorithm bandwidth (bytes / seconds) times this factor of the rank count, as
+# nccl-tests defines it (doc/PERFORMANCE.md): it makes numbers comparable with the link's peak.
+BUSBW_FACTORS: dict[str, typing.Callable[[int], float]] = {
+    "pingpong": lambda p: 1.0,  # one-way time of a message between two ranks (nccl-tests sendrecv)
+    "allreduce": _busbw_allreduce,
+    "bcast": lambda p: 1.0,
+    "reduce": lambda p: 1.0,
+}
+COMM_OPS: tuple[str, ...] = tuple(BUSBW_FACTORS)
+BACKENDS: tuple[str, ...] = ("mpi", "nccl", "gloo")
+FIT_STATS: tuple[str, ...] = ("median", "p25", "min")
+
+
+def device_key(name: str) -> str:
+    """Key for a compute device in Workload.compute: "cpu", or the GPU name without vendor words.
+
+    "NVIDIA GeForce GTX 1080" -> "gtx1080", "Tesla P100-PCIE-16GB" -> "p100pcie16gb",
+    "NVIDIA H200" -> "h200".
+    """
+    words = [w for w in re.split(r"\s+", name.strip().lower()) if w not in ("nvidia", "geforce", "tesla")]
+    key = re.sub(r"[^a-z0-9]", "", "".join(words))
+    return key or "cpu"
+
+
+# ---------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where the profile was taken. cpu_cores: logical CPUs; cpu_affinity: those this process may use."""
+
+    hostname: str
+    platform: str
+    python: str
+    cpu_model: str
+    cpu_cores: int
+    cpu_affinity: int
+    torch_version: str = ""
+    torch_threads: int = 0
+    mpi_library: str = ""
+    mpi4py_version: str = ""
+    mpiexec_version: str = ""
+    gpu_name: str = ""
+    gpu_count: int = 0
+    cuda_version: str = ""
+    nccl_version: str = ""
+
+    def __post_init__(self) -> None:
+        if self.cpu_cores < 1 or self.cpu_affinity < 1:
+            raise ValueError(f"cpu_cores and cpu_affinity must be >= 1, got {self.cpu_cores}, {self.cpu_affinity}")
+        if self.gpu_count < 0:
+            raise ValueError(f"gpu_count must be >= 0, got {self.gpu_count}")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The profiled network. origin: "workload" (trainers.models) or "module" (module:callable)."""
+
+    name: str
+    origin: str
+    input_shape: tuple[int, ...]
+    num_classes: int
+    tensor_names: tuple[str, ...]
+    tensor_sizes: tuple[int, ...]
+    bytes_per_element: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("model name must not be empty")
+        if self.origin not in ("workload", "module"):
+            raise ValueError(f"model origin must be 'workload' or 'module', got {self.origin!r}")
+        if not self.tensor_sizes or any(n < 1 for n in self.tensor_sizes):
+            raise ValueError("model tensor_sizes must be a non-empty list of positive integers")
+        if len(self.tensor_names) != len(self.tensor_sizes):
+            raise ValueError(f"model has {len(self.tensor_names)} tensor_names for {len(self.tensor_sizes)} tensor_sizes")
+        if self.num_classes < 1 or any(d < 1 for d in self.input_shape):
+            raise ValueError("model num_classes and input_shape must be positive")
+
+    @property
+    def parameters(self) -> int:
+        """Trainable parameters."""
+        return int(sum(self.tensor_sizes))
+
+    @property
+    def gradient_bytes(self) -> int:
+        """Bytes of one gradient copy."""
+        return self.parameters * self.bytes_per_element
+
+    @property
+    def classifier_tensors(self) -> int:
+        """Trailing tensors that belong to the last module (e.g. fc3.weight, fc3.bias -> 2)."""
+        owner = [n.rsplit(".", 1)[0] if "." in n else n for n in self.tensor_names]
+        k = 1
+        while k < len(owner) and owner[-k - 1] == owner[-1]:
+            k += 1
+        return k
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Summary of repeated timings, seconds: median and spread (quartiles, extremes)."""
+
+    median_s: float
+    p25_s: float
+    p75_s: float
+    min_s: float
+    max_s: float
+    n: int
+
+    def __post_init__(self) -> None:
+        vals = (self.min_s, self.p25_s, self.median_s, self.p75_s, self.max_s)
+        if any(not math.isfinite(v) or v < 0 for v in vals):
+            raise ValueError(f"timings must be finite and >= 0, got {vals}")
+        if not all(a <= b * (1 + 1e-12) + 1e-15 for a, b in zip(vals, vals[1:])):
+            raise ValueError(f"timings must satisfy min <= p25 <= median <= p75 <= max, got {vals}")
+        if self.n < 1:
+            raise ValueError(f"timing count n must be >= 1, got {self.n}")
+
+    @classmethod
+    def of(cls, samples) -> "Stats":
+        """Stats of a sequence of seconds."""
+        import numpy as np
+
+        a = np.asarray(samples, dtype=float)
+        if a.size == 0:
+            raise ValueError("no samples")
+        q25, q50, q75 = np.percentile(a, [25, 50, 75])
+        return cls(float(q50), float(q25), float(q75), float(a.min()), float(a.max()), int(a.size))
+
+
+@dataclass(frozen=True)
+class ComputeRow:
+    """One batch size: forward (incl. loss), backward, optimizer step, and the whole step."""
+
+    batch: int
+    forward: Stats
+    backward: Stats
+    step: Stats
+    total: Stats
+
+    def __post_init__(self) -> None:
+        if self.batch < 1:
+            raise ValueError(f"batch must be >= 1, got {self.batch}")
+
+
+@dataclass(frozen=True)
+class CopyTimes:
+    """Device<->host copies of a gradient-sized buffer (``nbytes``): d2h is the paper's t_cg."""
+
+    nbytes: int
+    d2h: Stats
+    h2d: Stats
+
+
+@dataclass(frozen=True)
+class ComputeProfile:
+    """t_c(b) measurements on one device, their fit and (GPU) the host copy time."""
+
+    device: str
+    key: str
+    device_name: str
+    threads: int
+    warmup: int
+    repeats: int
+    optimizer: str
+    rows: tuple[ComputeRow, ...]
+    fit: AffineFit
+    copy: CopyTimes | None = None
+    host_link: AlphaBetaFit | None = None
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"compute device must be 'cpu' or 'cuda', got {self.device!r}")
+        if not self.rows:
+            raise ValueError("compute rows must not be empty")
+        batches = [r.batch for r in self.rows]
+        if batches != sorted(set(batches)):
+            raise ValueError(f"compute batches must be strictly increasing, got {batches}")
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads}")
+
+    @property
+    def t_cg(self) -> float:
+        """Seconds to copy the gradient device -> host (0 on CPU)."""
+        return self.copy.d2h.median_s if self.copy is not None else 0.0
+
+
+@dataclass(frozen=True)
+class OpProfile:
+    """One communication operation over message sizes: medians, spread, bandwidths and the fit.
+
+    Times are per operation, the slowest rank's, over ``repeats`` runs of ``iters`` back-to-back calls;
+    pingpong times are one way (round trip / 2). algbw = bytes / median time; busbw = algbw *
+    BUSBW_FACTORS[op]. ``fit`` is fitted to the ``fit_stat`` column ("median", "p25" or "min").
+    """
+
+    op: str
+    sizes_bytes: tuple[int, ...]
+    median_s: tuple[float, ...]
+    p25_s: tuple[float, ...]
+    p75_s: tuple[float, ...]
+    min_s: tuple[float, ...]
+    max_s: tuple[float, ...]
+    iters: tuple[int, ...]
+    repeats: int
+    algbw_Bps: tuple[float, ...]
+    busbw_Bps: tuple[float, ...]
+    fit: AlphaBetaFit
+    fit_stat: str = "median"
+
+    def __post_init__(self) -> None:
+        if self.fit_stat not in FIT_STATS:
+            raise ValueError(f"fit_stat must be one of {', '.join(FIT_STATS)}, got {self.fit_stat!r}")
+        if self.op not in BUSBW_FACTORS:
+            raise ValueError(f"unknown op {self.op!r}; choose from {', '.join(COMM_OPS)}")
+        n = len(self.sizes_bytes)
+        if n == 0:
+            raise ValueError(f"{self.op}: sizes_bytes must not be empty")
+        for name in ("median_s", "p25_s", "p75_s", "min_s", "max_s", "iters", "algbw_Bps", "busbw_Bps"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{self.op}: {name} has {len(getattr(self, name))} values for {n} sizes")
+        if list(self.sizes_bytes) != sorted(set(self.sizes_bytes)) or self.sizes_bytes[0] < 1:
+            raise ValueError(f"{self.op}: sizes_bytes must be positive and strictly increasing")
+        if any(not (math.isfinite(t) and t > 0) for t in self.min_s):
+            raise ValueError(f"{self.op}: times must be finite and > 0")
+
+    def times(self, stat: str | None = None) -> tuple[float, ...]:
+        """The per-size times of one statistic (default: the fitted one)."""
+        stat = stat or self.fit_stat
+        if stat not in FIT_STATS:
+            raise ValueError(f"stat must be one of {', '.join(FIT_STATS)}, got {stat!r}")
+        return getattr(self, f"{stat}_s")
+
+    def stats(self, i: int) -> Stats:
+        """The timing summary at size index i."""
+        return Stats(self.median_s[i], self.p25_s[i], self.p75_s[i], self.min_s[i], self.max_s[i],
+                     self.repeats)
+
+
+@dataclass(frozen=True)
+class CommProfile:
+    """Communication measured with ``ranks`` processes; ops is empty for one rank (nothing moves).
+
+    load_avg: the host's 1-minute load average before and after the measurement (other jobs sharing
+    the CPUs inflate and scatter the times; compare with Machine.cpu_cores). launch: the mpiexec
+    command line (binding included).
+    """
+
+    ranks: int
+    backend: str
+    library: str
+    hosts: tuple[str, ...]
+    wall_s: float
+    ops: dict[str, OpProfile] = field(default_factory=dict)
+    load_avg: tuple[float, ...] = ()
+    launch: str = ""
+
+    def __post_init__(self) -> None:
+        if self.ranks < 1:
+            raise ValueError(f"ranks must be >= 1, got {self.ranks}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}")
+        for name, op in self.ops.items():
+            if name != op.op:
+                raise ValueError(f"ops key {name!r} holds op {op.op!r}")
+        if self.ranks == 1 and self.ops:
+            raise ValueError("a one-rank communication profile has no ops")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Everything one ``perfmodel profile`` run measured."""
+
+    schema_version: int
+    created: str
+    command: str
+    machine: Machine
+    model: ModelInfo | None = None
+    compute: ComputeProfile | None = None
+    comm: tuple[CommProfile, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.schema_version != SCHEMA_VERSION:
+            raise ValueError(f"schema version {self.schema_version}, this perfmodel reads version {SCHEMA_VERSION}")
+
+    def comm_for(self, backend: str = "mpi", ranks: int | None = None) -> CommProfile | None:
+        """The comm profile of ``backend`` at ``ranks`` (default: the most ranks measured, >= 2)."""
+        runs = [c for c in self.comm if c.backend == backend and c.ops]
+        if ranks is not None:
+            runs = [c for c in runs if c.ranks == ranks]
+        return max(runs, key=lambda c: c.ranks) if runs else None
+
+
+# ---------------------------------------------------------------- JSON <-> dataclasses
+
+
+class _Bad(Exception):
+    """Decoding problem at a field path (converted to ProfileError with the file name)."""
+
+
+def _kind(v: Any) -> str:
+    return "null" if v is None else type(v).__name__.replace("dict", "object").replace("list", "array")
+
+
+def _decode(tp: Any, v: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if v is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _decode(inner, v, where)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(v, dict):
+            raise _Bad(f"{where or 'top level'}: expected an object, got {_kind(v)}")
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        unknown = sorted(set(v) - names)
+        if unknown:
+            raise _Bad(f"{where or 'top level'}: unknown field {unknown[0]!r}")
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            sub = f"{where}.{f.name}" if where else f.name
+            if f.name in v:
+                kwargs[f.name] = _decode(hints[f.name], v[f.name], sub)
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise _Bad(f"missing field {sub}")
+        try:
+            return tp(**kwargs)
+        except (ValueError, TypeError) as exc:
+            raise _Bad(f"{where or 'top level'}: {exc}") from None
+    if origin is tuple:
+        if not isinstance(v, list):
+            raise _Bad(f"{where}: expected an array, got {_kind(v)}")
+        (inner, _) = typing.get_args(tp)
+        return tuple(_decode(inner, x, f"{where}[{i}]") for i, x in enumerate(v))
+    if origin is dict:
+        if not isinstance(v, dict):
+            raise _Bad(f"{where}: expected an object, got {_kind(v)}")
+        _, inner = typing.get_args(tp)
+        return {str(k): _decode(inner, x, f"{where}.{k}") for k, x in v.items()}
+    if tp is bool:
+        if not isinstance(v, bool):
+            raise _Bad(f"{where}: expected true or false, got {_kind(v)}")
+        return v
+    if tp is int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _Bad(f"{where}: expected an integer, got {_kind(v)}")
+        return v
+    if tp is float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _Bad(f"{where}: expected a number, got {_kind(v)}")
+        return float(v)
+    if tp is str:
+        if not isinstance(v, str):
+            raise _Bad(f"{where}: expected a string, got {_kind(v)}")
+        return v
+    raise TypeError(f"no decoder for {tp!r}")  # a bug in the schema, not in the file
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"profile holds a non-finite number ({v}); JSON cannot store it")
+    return v
+
+
+def profile_to_dict(profile: Profile) -> dict:
+    """The profile as plain JSON data (objects, arrays, numbers, strings); ValueError on NaN/inf."""
+    return _plain(dataclasses.asdict(profile))
+
+
+def profile_from_dict(data: Any, where: str = "profile") -> Profile:
+    """Rebuild a Profile from ``profile_to_dict`` output; ProfileError names ``where`` and the field."""
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise ProfileError(f"{where}: not a perfmodel profile (no schema_version)")
+    version = data["schema_version"]
+    if version != SCHEMA_VERSION:
+        raise ProfileError(f"{where}: schema version {version!r}, this perfmodel reads version {SCHEMA_VERSION}; "
+                           f"rerun `perfmodel profile`")
+    try:
+        return _decode(Profile, data, "")
+    except _Bad as exc:
+        raise ProfileError(f"{where}: {exc}") from None
+
+
+def comm_profile_from_dict(data: Any, where: str) -> CommProfile:
+    """A CommProfile from JSON data (what ``python -m perfmodel.profile.comm`` writes)."""
+    try:
+        return _decode(CommProfile, data, "")
+    except _Bad as exc:
+        raise ProfileError(f"{where}: {exc}") from None
+
+
+def load_profile(path: str | os.PathLike) -> Profile:
+    """Read a profile JSON file. Raises ProfileError (one line naming the file and the problem)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError(f"{p}: no such profile file") from None
+    except IsADirectoryError:
+        raise ProfileError(f"{p}: is a directory, not a profile file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{p}: cannot read profile ({type(exc).__name__}: {exc})".replace("\n", " ")) from None
+    if not text.strip():
+        raise ProfileError(f"{p}: empty profile file")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = " (truncated?)" if exc.pos >= len(text.rstrip()) else ""
+        raise ProfileError(f"{p}: not valid JSON{hint}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    return profile_from_dict(data, str(p))
+
+
+def save_profile(profile: Profile, path: str | os.PathLike) -> None:
+    """Write ``profile`` as JSON atomically (temporary file in the same folder, then os.replace)."""
+    p = Path(path)
+    text = json.dumps(profile_to_dict(profile), indent=1) + "\n"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+# ---------------------------------------------------------------- profile -> specs
+
+
+def _describe(profile: Profile) -> str:
+    return f"profile of {profile.machine.hostname} ({profile.created})"
+
+
+def profile_workload(profile: Profile, name: str | None = None, *, kind: str = "linear") -> Workload:
+    """A Workload from the profiled model and its compute times.
+
+    kind "linear": ComputeTime t(b) = t0 + t1 b with t0 = fitted intercept + t_cg and t1 the fitted
+    slope (falls back to the table if the fitted slope is 0); kind "table": the measured medians
+    (+ t_cg). copy_s = t_cg: the spec's t includes the device->host copy, which the TernGrad model
+    subtracts and charges again as communication. Compute is keyed by ``device_key`` of the GPU, or "cpu".
+    """
+    if kind not in ("linear", "table"):
+        raise ProfileError(f"kind must be 'linear' or 'table', got {kind!r}")
+    if profile.model is None or profile.compute is None:
+        raise ProfileError("profile has no compute measurements; rerun `perfmodel profile` with "
+                           "--workload or --model")
+    m, c = profile.model, profile.compute
+    t_cg = c.t_cg
+    where = (f"{_describe(profile)}: {c.device_name}, {c.threads} thread(s), batches "
+             f"{','.join(str(r.batch) for r in c.rows)}")
+    if kind == "linear" and c.fit.slope > 0:
+        ct = ComputeTime("linear", t0_s=c.fit.intercept + t_cg, t1_s=c.fit.slope, copy_s=t_cg,
+                         source=f"{where}; linear fit, max error {c.fit.max_rel_err:.1%}")
+    else:
+        ct = ComputeTime.table({r.batch: r.total.median_s + t_cg for r in c.rows}, copy_s=t_cg,
+                               source=f"{where}; measured medians")
+    try:
+        return Workload(name=name or m.name, tensor_sizes=tuple(m.tensor_sizes), compute={c.key: ct},
+                        tensor_names=tuple(m.tensor_names), classifier_tensors=m.classifier_tensors,
+                        bytes_per_element=m.bytes_per_element, source=_describe(profile))
+    except SpecError as exc:
+        raise ProfileError(f"profile cannot make a workload: {exc}") from None
+
+
+def _link_from(fit: AlphaBetaFit, nbytes: float | None, *, ring_ranks: int | None, source: str) -> Link:
+    """A Link from an op fit, ring-inverted when ``ring_ranks`` is given.
+
+    With ``nbytes``: latency = the small-message intercept, bandwidth = what a message of nbytes gets
+    in the piecewise fit (``AlphaBetaFit.effective``), so the Link reproduces the fitted time at nbytes
+    exactly. Without: the single line fitted over all sizes.
+    """
+    if nbytes is None:
+        alpha, beta, span = fit.alpha_s, fit.beta_s_per_byte, "one line over all sizes"
+    else:
+        alpha, beta = fit.effective(nbytes)
+        span = f"latency of the smallest messages, bandwidth at {nbytes:.0f} B"
+    if ring_ranks is not None:
+        p = ring_ranks
+        alpha, beta = alpha / (2 * (p - 1)), beta * p / (2 * (p - 1))
+    bw = 1.0 / beta if beta > 0 else float("inf")
+    return Link(latency_s=alpha, bandwidth_Bps=bw, source=f"{source}, {span}")
+
+
+NETWORK_SOURCES = ("allreduce", "pingpong")
+
+
+def profile_links(profile: Profile, *, network_from: str = "allreduce",
+                  nbytes: float | None = None) -> dict[str, Link]:
+    """Links measured by the profile: "network" always (needs a comm run with >= 2 ranks), "intra"
+    when an NCCL run exists, "host" when a GPU host-copy fit exists.
+
+    network_from "allreduce" (default): the MPI Allreduce fit at the largest rank count p, inverted
+    through the ring formula t = 2(p-1) alpha + 2(p-1)/p n beta. Why: predictions for ssgd, terngrad
+    and daso are Allreduce-dominated; this choice makes the ring model reproduce the measured Allreduce
+    at p, and it charges the reduction arithmetic (memory-bound on a CPU) that a ping-pong never does.
+    "pingpong": the one-way ping-pong fit itself (the textbook point-to-point link; better for the
+    parameter-server strategy). Latency is the small-message intercept and the bandwidth the one the
+    piecewise fit gives a message of ``nbytes`` (default: the profiled model's gradient bytes; with
+    no model, the single line fitted over all sizes), so the ring model reproduces the measured
+    Allreduce time at that size.
+    """
+    if network_from not in NETWORK_SOURCES:
+        raise ProfileError(f"network_from must be one of {', '.join(NETWORK_SOURCES)}, got {network_from!r}")
+    if nbytes is None and profile.model is not None:
+        nbytes = profile.model.gradient_bytes
+    links: dict[str, Link] = {}
+    mpi = profile.comm_for("mpi")
+    if mpi is not None:
+        op = mpi.ops.get(network_from)
+        if op is None:
+            raise ProfileError(f"profile has no MPI {network_from} measurements at {mpi.ranks} ranks")
+        ring = mpi.ranks if network_from == "allreduce" else None
+        how = "ring-inverted allreduce" if ring else "one-way pingpong"
+        links["network"] = _link_from(op.fit, nbytes, ring_ranks=ring,
+                                      source=f"{_describe(profile)}: MPI {how} at {mpi.ranks} ranks")
+    nccl = profile.comm_for("nccl")
+    if nccl is not None and "allreduce" in nccl.ops:
+        links["intra"] = _link_from(nccl.ops["allreduce"].fit, nbytes, ring_ranks=nccl.ranks,
+                                    source=f"{_describe(profile)}: NCCL ring-inverted allreduce at {nccl.ranks} GPUs")
+    if profile.compute is not None and profile.compute.host_link is not None:
+        links["host"] = _link_from(profile.compute.host_link, nbytes, ring_ranks=None,
+                                   source=f"{_describe(profile)}: device->host copy")
+    return links
+
+
+def profile_cluster(profile: Profile, base: Cluster | None = None, *,
+                    links: str | typing.Iterable[str] | None = None, network_from: str = "allreduce") -> Cluster:
+    """A Cluster from the profile.
+
+    base None: a "local" cluster of this machine (``links`` is ignored). On CPU each rank counts as
+    one node with one "GPU" (gpus_per_node 1) on the measured MPI link, host copies are free, gpu
+    "cpu". On a GPU machine gpus_per_node is the GPU count, intra the NCCL link (the MPI link if NCCL
+    was not measured), host the measured copy link. With ``base``: the preset with the measured links
+    replaced, or only those named in ``links`` (a list, or a comma string like "network,host";
+    "none" or "" replaces nothing).
+    """
+    measured = profile_links(profile, network_from=network_from)
+    if base is not None:
+        if links is None:
+            wanted = list(measured)
+        else:
+            items = links.split(",") if isinstance(links, str) else list(links)
+            wanted = [w.strip() for w in items if w.strip() and w.strip() != "none"]
+        for w in wanted:
+            if w not in ("intra", "host", "network"):
+                raise ProfileError(f"link must be one of intra, host, network (or none), got {w!r}")
+            if w not in measured:
+                raise ProfileError(f"profile did not measure the {w} link "
+                                   f"(measured: {', '.join(sorted(measured)) or 'none'})")
+        out = base
+        for w in wanted:
+            out = out.with_link(w, measured[w])
+        if not wanted:
+            return out
+        return dataclasses.replace(out, source=f"{base.source}; {', '.join(wanted)} from {_describe(profile)}".lstrip("; "))
+    if "network" not in measured:
+        raise ProfileError("profile has no communication measured with 2 or more ranks; "
+                           "rerun `perfmodel profile` with --ranks 1,2")
+    net = measured["network"]
+    compute = profile.compute
+    on_gpu = compute is not None and compute.device == "cuda"
+    gpus = max(profile.machine.gpu_count, 1) if on_gpu else 1
+    free = Link(latency_s=0.0, bandwidth_Bps=float("inf"), source="CPU training: no device->host copy")
+    return Cluster(name="local", gpus_per_node=gpus, intra=measured.get("intra", net),
+                   host=measured.get("host", free), network=net,
+                   gpu=compute.key if compute is not None else "cpu",
+                   source=_describe(profile))

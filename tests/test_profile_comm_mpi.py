@@ -1,0 +1,151 @@
+"""Communication hooks end to end under mpiexec (2 ranks), checked against a plain mpi4py loop."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel.profile.cli import mpiexec_command, run_comm
+from perfmodel.profile.schema import ProfileError, comm_profile_from_dict, load_profile, profile_cluster, profile_links
+
+ROOT = Path(__file__).resolve().parents[1]
+MPIEXEC = shutil.which("mpiexec")
+pytestmark = [pytest.mark.mpi,
+              pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not on PATH")]
+
+
+def _mpiexec(n, *args, timeout=120, cwd=None):
+    version = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True, timeout=30).stdout
+    argv = mpiexec_command(MPIEXEC, n, [], version=version)
+    flags = argv[1:argv.index("-n")]  # the profiler's own launch flags (binding included)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return subprocess.run([MPIEXEC, *flags, "-n", str(n), *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd or ROOT)
+
+
+def test_comm_module_end_to_end(tmp_path):
+    out = tmp_path / "comm.json"
+    res = _mpiexec(2, sys.executable, "-m", "perfmodel.profile.comm", "--min-bytes", "8", "--max-bytes", "1Mi",
+                   "--repeats", "7", "--out", str(out))
+    assert res.returncode == 0, res.stderr[-2000:]
+    cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
+    assert cp.ranks == 2 and cp.backend == "mpi" and cp.library.startswith(("Open MPI", "MPICH", "Intel"))
+    assert set(cp.ops) == {"pingpong", "allreduce", "bcast", "reduce"}
+    assert len(cp.load_avg) == 2
+    for op in cp.ops.values():
+        assert op.sizes_bytes == tuple(2**k for k in range(3, 21))
+        assert op.repeats >= 5 and all(i >= 1 for i in op.iters)
+        # small messages are repeated many times per run, 1 MiB only a few
+        assert op.iters[0] > op.iters[-1]
+        med = np.array(op.median_s)
+        assert np.all(np.array(op.min_s) <= med) and np.all(med <= np.array(op.max_s))
+        assert np.all(med > 1e-8) and np.all(med < 0.1)
+        np.testing.assert_allclose(op.algbw_Bps, np.array(op.sizes_bytes) / med)
+        # at 2 ranks every nccl-tests bus-bandwidth factor is 1
+        np.testing.assert_allclose(op.busbw_Bps, op.algbw_Bps)
+        fitted = op.fit.time(op.sizes_bytes)
+        err = np.max(np.abs(fitted - med) / med)
+        assert err == pytest.approx(op.fit.piecewise_max_rel_err, rel=1e-6)
+    # the times grow with the size: 1 MiB costs more than 8 B in every operation
+    assert all(op.median_s[-1] > 3 * op.median_s[0] for op in cp.ops.values())
+    ar = cp.ops["allreduce"]
+    assert ar.fit.piecewise_max_rel_err <= 0.15
+
+
+PLAIN = textwrap.dedent("""
+    # Independent measurement: the perfmodel hooks and a plain mpi4py loop, alternated in one job.
+    import json, sys
+    import numpy as np
+    from mpi4py import MPI
+    from perfmodel.profile.comm import CommConfig, run_benchmarks
+
+    comm = MPI.COMM_WORLD
+    SIZES = (2**20, 16 * 2**20)
+
+    def plain(nbytes, reps=15):
+        a = np.ones(nbytes // 4, dtype=np.float32)
+        b = np.empty_like(a)
+        for _ in range(3):
+            comm.Allreduce(a, b)
+        times = []
+        for _ in range(reps):
+            comm.Barrier()
+            t0 = MPI.Wtime()
+            comm.Allreduce(a, b)
+            times.append(comm.allreduce(MPI.Wtime() - t0, op=MPI.MAX))
+        return float(np.median(times))
+
+    ours, theirs = [], []
+    for _ in range(3):
+        prof = run_benchmarks(CommConfig(sizes=SIZES, ops=("allreduce",)))
+        if comm.rank == 0:
+            ours.append(prof.ops["allreduce"].median_s)
+        theirs.append([plain(n) for n in SIZES])
+    if comm.rank == 0:
+        print(json.dumps({"ours": np.median(ours, axis=0).tolist(), "plain": np.median(theirs, axis=0).tolist()}))
+""")
+
+
+def test_allreduce_agrees_with_a_plain_mpi4py_loop(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN)
+    res = _mpiexec(2, sys.executable, str(script), timeout=180)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    ratios = np.array(got["ours"]) / np.array(got["plain"])
+    assert np.all(np.abs(ratios - 1) < 0.20), f"1 MiB and 16 MiB: ours {got['ours']} plain {got['plain']}"
+
+
+def test_torch_distributed_path_with_gloo(tmp_path):
+    """The code NCCL uses (torch.distributed), run on CPU tensors with gloo."""
+    pytest.importorskip("torch")
+    out = tmp_path / "gloo.json"
+    res = _mpiexec(2, sys.executable, "-m", "perfmodel.profile.comm", "--backend", "gloo", "--sizes", "8,4Ki,256Ki",
+                   "--repeats", "5", "--out", str(out), timeout=180)
+    assert res.returncode == 0, res.stderr[-2000:]
+    cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
+    assert cp.backend == "gloo" and cp.library.startswith("gloo") and cp.ranks == 2
+    assert set(cp.ops) == {"pingpong", "allreduce", "bcast", "reduce"}
+    assert all(op.sizes_bytes == (8, 4096, 262144) for op in cp.ops.values())
+
+
+def test_failures_come_back_as_one_line(tmp_path):
+    with pytest.raises(ProfileError, match=r"mpi benchmark on 2 ranks failed \(exit \d+\): .*unknown op 'gather'") as e:
+        run_comm(MPIEXEC, 2, backend="mpi", module_args=["--sizes", "8", "--ops", "gather"], extra=[],
+                 version="", timeout=120)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ProfileError, match="did not finish within 0.5 s"):
+        run_comm(MPIEXEC, 2, backend="mpi", module_args=["--max-bytes", "64Mi"], extra=[], version="", timeout=0.5)
+
+
+def test_profile_command_with_ranks_1_and_2(tmp_path):
+    (tmp_path / "tinynets.py").write_text(textwrap.dedent("""
+        import torch
+        def mlp():
+            return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    """))
+    out = tmp_path / "profile.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
+    res = subprocess.run([sys.executable, "-m", "perfmodel.profile.cli", "profile", "--model", "tinynets:mlp",
+                          "--input-shape", "1,8,8", "--batch", "4,8", "--repeats", "3", "--ranks", "1,2",
+                          "--max-bytes", "64Ki", "--comm-repeats", "5", "--out", str(out)],
+                         capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "allreduce fitted vs measured (2 ranks" in res.stdout and f"wrote {out}" in res.stdout
+    prof = load_profile(out)
+    assert [c.ranks for c in prof.comm] == [1, 2]
+    assert "-n 2" in prof.comm[1].launch and "--bind-to" in prof.comm[1].launch
+    assert prof.machine.mpi_library and prof.machine.mpiexec_version
+    link = profile_links(prof)["network"]
+    cl = profile_cluster(prof)
+    assert cl.network == link and cl.name == "local"
+    # the link reproduces the piecewise Allreduce fit at the model's gradient size (ring, p = 2)
+    ar = prof.comm[1].ops["allreduce"]
+    n = prof.model.gradient_bytes
+    assert 2 * link.alpha + n * link.beta == pytest.approx(float(ar.fit.time(n)), rel=1e-9)

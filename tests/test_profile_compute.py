@@ -1,0 +1,131 @@
+"""Compute hooks on CPU: phase timings, the t_c(b) fit, model loading, and `profile` without MPI."""
+
+import statistics
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from perfmodel.profile.cli import main as profile_main  # noqa: E402
+from perfmodel.profile.compute import load_callable_model, load_workload_model, profile_compute  # noqa: E402
+from perfmodel.profile.schema import ProfileError, load_profile, profile_workload  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def nets(tmp_path, monkeypatch):
+    """A module `tinynets` with model factories, importable as --model tinynets:mlp."""
+    (tmp_path / "tinynets.py").write_text(textwrap.dedent("""
+        import torch
+        def mlp():
+            return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 32), torch.nn.ReLU(),
+                                       torch.nn.Linear(32, 5))
+        def wide():
+            return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                       torch.nn.Linear(512, 10))
+        def not_a_module():
+            return 42
+        def image_out():
+            return torch.nn.Identity()
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("tinynets", None)
+    return "tinynets"
+
+
+def test_phases_add_up_and_fit_describes_the_medians(nets):
+    model, info = load_callable_model(f"{nets}:mlp", (1, 8, 8))
+    assert info.num_classes == 5 and info.parameters == 64 * 32 + 32 + 32 * 5 + 5
+    cp = profile_compute(model, info.input_shape, info.num_classes, [8, 4, 16, 4], warmup=1, repeats=5,
+                         device="cpu", threads=1)
+    assert [r.batch for r in cp.rows] == [4, 8, 16]
+    assert (cp.device, cp.key, cp.threads, cp.copy, cp.t_cg) == ("cpu", "cpu", 1, None, 0.0)
+    for r in cp.rows:
+        # each sample's total is the sum of its three phases
+        assert r.total.min_s >= r.forward.min_s + r.backward.min_s + r.step.min_s - 1e-12
+        assert r.total.max_s <= r.forward.max_s + r.backward.max_s + r.step.max_s + 1e-12
+        assert r.total.n == 5 and r.forward.median_s > 0 and r.backward.median_s > 0
+    med = np.array([r.total.median_s for r in cp.rows])
+    fitted = cp.fit(np.array([4, 8, 16]))
+    assert np.max(np.abs(fitted - med) / med) == pytest.approx(cp.fit.max_rel_err, rel=1e-9)
+    assert cp.fit.slope >= 0 and cp.fit.intercept >= 0
+
+
+def test_step_time_agrees_with_a_plain_timing_loop(nets):
+    """Independent path: time the same SGD step with one perf_counter pair per step."""
+    model, info = load_callable_model(f"{nets}:wide", (1, 28, 28))
+    batch = 128
+    cp = profile_compute(model, info.input_shape, info.num_classes, [batch // 2, batch], warmup=3, repeats=15,
+                         device="cpu", threads=1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
+    plain = []
+    for i in range(18):
+        t0 = time.perf_counter()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if i >= 3:
+            plain.append(time.perf_counter() - t0)
+    ours = cp.rows[-1].total.median_s
+    assert ours == pytest.approx(statistics.median(plain), rel=0.35)
+
+
+def test_workload_model_lenet():
+    pytest.importorskip("trainers.models")
+    model, info = load_workload_model("lenet")
+    assert info.parameters == 431080 and info.input_shape == (1, 28, 28) and info.num_classes == 10
+    assert info.classifier_tensors == 2
+    with pytest.raises(ProfileError, match="unknown workload 'lenet9'; choose from .*lenet"):
+        load_workload_model("lenet9")
+
+
+@pytest.mark.parametrize("spec,shape,match", [("nocolon", (1, 8, 8), "package.module:callable"),
+                                              ("tinynets:mlp", None, "--input-shape"),
+                                              ("tinynets:absent", (1, 8, 8), "cannot load"),
+                                              ("tinynets:not_a_module", (1, 8, 8), "not a torch.nn.Module"),
+                                              ("tinynets:image_out", (1, 8, 8), "must output"),
+                                              ("tinynets:mlp", (3, 5, 5), "fails on input shape")])
+def test_bad_model_specs(nets, spec, shape, match):
+    with pytest.raises(ProfileError, match=match) as info:
+        load_callable_model(spec, shape)
+    assert "\n" not in str(info.value)
+
+
+def test_profile_command_without_mpi(nets, tmp_path, capsys):
+    out = tmp_path / "prof.json"
+    rc = profile_main(["profile", "--model", f"{nets}:mlp", "--input-shape", "1,8,8", "--batch", "4,8",
+                       "--ranks", "1", "--repeats", "3", "--warmup", "1", "--out", str(out), "--quiet"])
+    assert rc == 0
+    prof = load_profile(out)
+    assert [r.batch for r in prof.compute.rows] == [4, 8]
+    assert len(prof.comm) == 1 and prof.comm[0].ranks == 1 and prof.comm[0].ops == {}
+    assert prof.machine.cpu_cores >= 1 and prof.machine.torch_version == torch.__version__
+    assert prof.model.name == f"{nets}:mlp"
+    wl = profile_workload(prof)
+    assert wl.compute["cpu"].t1_s == prof.compute.fit.slope or wl.compute["cpu"].kind == "table"
+
+
+@pytest.mark.parametrize("argv,match", [(["--batch", "4"], "at least 2 batch sizes"),
+                                        (["--batch", "4,x"], "comma-separated integers"),
+                                        (["--ranks", "0"], "positive integers"),
+                                        (["--ops", "allreduce,gather"], "unknown operation 'gather'"),
+                                        (["--min-bytes", "5", "--max-bytes", "7"], "no power of two")])
+def test_profile_command_bad_arguments_exit_2(nets, tmp_path, capsys, argv, match):
+    rc = profile_main(["profile", "--model", f"{nets}:mlp", "--input-shape", "1,8,8", "--ranks", "1",
+                       "--out", str(tmp_path / "p.json"), "--quiet", *argv])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("perfmodel: error: ") and match in err[0]
+    assert not (tmp_path / "p.json").exists()

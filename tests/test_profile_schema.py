@@ -1,0 +1,294 @@
+"""Profile JSON: round trip, atomic writes, one-line errors for bad files, and conversion to specs."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel import collectives
+from perfmodel.profile.comm import summarize
+from perfmodel.profile.fit import fit_affine
+from perfmodel.profile.schema import (BUSBW_FACTORS, SCHEMA_VERSION, CommProfile, ComputeProfile, ComputeRow,
+                                      CopyTimes, Machine, ModelInfo, Profile, ProfileError, Stats, device_key,
+                                      load_profile, profile_cluster, profile_from_dict, profile_links,
+                                      profile_to_dict, profile_workload, save_profile)
+from perfmodel.specs import Cluster, Link
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = [2**k for k in range(3, 27)]
+ALPHA_OP, BW_OP = 4e-6, 3e9  # synthetic 2-rank Allreduce: t = alpha + n / bw
+ALPHA_PP, BW_PP = 1.5e-6, 6e9  # synthetic ping-pong (one way)
+
+
+def _stats(t, spread=0.05):
+    return Stats(t, t * (1 - spread / 2), t * (1 + spread / 2), t * (1 - spread), t * (1 + spread), 10)
+
+
+def _op(op, ranks, fn):
+    rng = np.random.default_rng(len(op))
+    samples = [list(fn(n) * rng.uniform(0.999, 1.001, 7)) for n in SIZES]
+    return summarize(op, ranks, SIZES, samples, [1] * len(SIZES))
+
+
+def make_profile(*, gpu=False, comm=True):
+    info = ModelInfo(name="tiny", origin="module", input_shape=(1, 8, 8), num_classes=10,
+                     tensor_names=("0.weight", "0.bias", "fc.weight", "fc.bias"),
+                     tensor_sizes=(640, 10, 100, 10))
+    t0, t1 = 2e-3, 5e-5
+    rows = tuple(ComputeRow(b, _stats(0.4 * (t0 + t1 * b)), _stats(0.5 * (t0 + t1 * b)), _stats(0.1 * (t0 + t1 * b)),
+                            _stats(t0 + t1 * b)) for b in (16, 32, 64))
+    copy = CopyTimes(nbytes=info.gradient_bytes, d2h=_stats(1e-4), h2d=_stats(2e-4)) if gpu else None
+    compute = ComputeProfile(device="cuda" if gpu else "cpu", key="h200" if gpu else "cpu",
+                             device_name="NVIDIA H200" if gpu else "AMD EPYC", threads=1, warmup=3, repeats=10,
+                             optimizer="SGD", rows=rows, fit=fit_affine([r.batch for r in rows],
+                                                                        [r.total.median_s for r in rows]),
+                             copy=copy)
+    runs = [CommProfile(ranks=1, backend="mpi", library="", hosts=("h",), wall_s=0.0)]
+    if comm:
+        ops = {"pingpong": _op("pingpong", 2, lambda n: ALPHA_PP + n / BW_PP),
+               "allreduce": _op("allreduce", 2, lambda n: ALPHA_OP + n / BW_OP)}
+        runs.append(CommProfile(ranks=2, backend="mpi", library="Open MPI v5", hosts=("h",), wall_s=3.0, ops=ops,
+                                load_avg=(0.1, 0.2)))
+    machine = Machine(hostname="h", platform="Linux", python="3.11", cpu_model="AMD EPYC", cpu_cores=2,
+                      cpu_affinity=2, torch_version="2.13", gpu_name="NVIDIA H200" if gpu else "",
+                      gpu_count=1 if gpu else 0)
+    return Profile(schema_version=SCHEMA_VERSION, created="2026-01-01T00:00:00+00:00", command="test",
+                   machine=machine, model=info, compute=compute, comm=tuple(runs))
+
+
+# ---------------------------------------------------------------- round trip and atomic writes
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_round_trip_is_exact(tmp_path, gpu):
+    prof = make_profile(gpu=gpu)
+    path = tmp_path / "p.json"
+    save_profile(prof, path)
+    back = load_profile(path)
+    assert back == prof
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
+    assert profile_from_dict(profile_to_dict(prof)) == prof
+    assert [p.name for p in tmp_path.iterdir()] == ["p.json"]  # no temporary left behind
+
+
+def test_failed_save_keeps_the_old_file(tmp_path):
+    path = tmp_path / "p.json"
+    save_profile(make_profile(), path)
+    before = path.read_text()
+    broken = dataclasses.replace(make_profile(), compute=dataclasses.replace(
+        make_profile().compute, fit=dataclasses.replace(make_profile().compute.fit, slope=float("nan"))))
+    with pytest.raises(ValueError):
+        save_profile(broken, path)  # JSON has no NaN: refused before anything is replaced
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["p.json"]
+
+
+# ---------------------------------------------------------------- bad files: one clear line
+
+
+def _bad_files(tmp_path):
+    good = json.dumps(profile_to_dict(make_profile()), indent=1)
+    data = profile_to_dict(make_profile())
+    cases = {
+        "truncated.json": (good[: len(good) // 2], "not valid JSON (truncated?)"),
+        "empty.json": ("", "empty profile file"),
+        "text.json": ("hello", "not valid JSON"),
+        "list.json": ("[1, 2]", "not a perfmodel profile"),
+        "version.json": (json.dumps(data | {"schema_version": 99}), "schema version 99, this perfmodel reads version 1"),
+    }
+    missing = json.loads(good)
+    del missing["compute"]["fit"]["slope"]
+    cases["missing.json"] = (json.dumps(missing), "missing field compute.fit.slope")
+    wrong = json.loads(good)
+    wrong["comm"][1]["ops"]["allreduce"]["median_s"][3] = "fast"
+    cases["wrongtype.json"] = (json.dumps(wrong), "comm[1].ops.allreduce.median_s[3]: expected a number, got str")
+    extra = json.loads(good)
+    extra["machine"]["colour"] = "blue"
+    cases["unknown.json"] = (json.dumps(extra), "machine: unknown field 'colour'")
+    invalid = json.loads(good)
+    invalid["compute"]["rows"][0]["total"]["min_s"] = 1.0  # min above the median
+    cases["invalid.json"] = (json.dumps(invalid), "min <= p25 <= median")
+    out = {}
+    for name, (text, msg) in cases.items():
+        (tmp_path / name).write_text(text)
+        out[tmp_path / name] = msg
+    out[tmp_path / "absent.json"] = "no such profile file"
+    return out
+
+
+def test_bad_profile_files_raise_one_line_naming_file_and_problem(tmp_path):
+    for path, msg in _bad_files(tmp_path).items():
+        with pytest.raises(ProfileError) as info:
+            load_profile(path)
+        text = str(info.value)
+        assert "\n" not in text
+        assert text.startswith(str(path)), text
+        assert msg in text, text
+
+
+def test_bad_profile_on_the_command_line_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "truncated.json"
+    good = json.dumps(profile_to_dict(make_profile()))
+    bad.write_text(good[:-40])
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-m", "perfmodel.profile.cli", "show", str(bad)], capture_output=True,
+                         text=True, timeout=60, env=env, cwd=tmp_path)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("perfmodel: error: ") and str(bad) in lines[0]
+    assert "truncated" in lines[0] and "Traceback" not in res.stderr
+    ok = tmp_path / "ok.json"
+    save_profile(make_profile(), ok)
+    res = subprocess.run([sys.executable, "-m", "perfmodel.profile.cli", "show", str(ok)], capture_output=True,
+                         text=True, timeout=60, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "allreduce fitted vs measured (2 ranks" in res.stdout
+
+
+# ---------------------------------------------------------------- profile -> specs
+
+
+def test_workload_from_profile_linear_and_table():
+    prof = make_profile()
+    wl = profile_workload(prof)
+    ct = wl.compute["cpu"]
+    assert ct.kind == "linear"
+    assert ct.t0_s == pytest.approx(2e-3, rel=1e-6) and ct.t1_s == pytest.approx(5e-5, rel=1e-6)
+    assert ct.copy_s == 0.0
+    assert wl.tensor_sizes == (640, 10, 100, 10) and wl.parameters == 760
+    assert wl.classifier_tensors == 2  # fc.weight, fc.bias
+    assert wl.name == "tiny" and profile_workload(prof, "other").name == "other"
+    table = profile_workload(prof, kind="table").compute["cpu"]
+    assert table.kind == "table" and table.batches == (16, 32, 64)
+    np.testing.assert_allclose(table(np.array([16, 32, 64])), [r.total.median_s for r in prof.compute.rows])
+
+
+def test_gpu_workload_includes_the_copy_time_in_t_c():
+    prof = make_profile(gpu=True)
+    ct = profile_workload(prof).compute["h200"]
+    assert ct.copy_s == pytest.approx(1e-4)
+    # the spec's t includes the device->host copy: measured step + t_cg
+    assert float(ct(32)) == pytest.approx(2e-3 + 5e-5 * 32 + 1e-4, rel=1e-6)
+    links = profile_links(prof)
+    assert "host" not in links  # no host_link fit in this synthetic profile
+
+
+def test_network_link_from_allreduce_reproduces_the_measured_allreduce():
+    prof = make_profile()
+    link = profile_links(prof)["network"]
+    p = 2
+    # ring inversion: alpha_link = alpha_op / 2(p-1), beta_link = beta_op * p / 2(p-1)
+    assert link.latency_s == pytest.approx(ALPHA_OP / (2 * (p - 1)), rel=1e-3)
+    assert link.bandwidth_Bps == pytest.approx(BW_OP * 2 * (p - 1) / p, rel=1e-3)
+    # independent path: perfmodel.collectives' ring formula on that link gives back the measurement
+    ar = prof.comm_for("mpi").ops["allreduce"]
+    model = collectives.ring_allreduce(np.array(ar.sizes_bytes), p, link.alpha, link.beta)
+    np.testing.assert_allclose(model, ar.median_s, rtol=3e-3)
+
+
+def test_network_link_from_pingpong_is_the_pingpong_fit():
+    link = profile_links(make_profile(), network_from="pingpong")["network"]
+    assert link.latency_s == pytest.approx(ALPHA_PP, rel=1e-3)
+    assert link.bandwidth_Bps == pytest.approx(BW_PP, rel=1e-3)
+    with pytest.raises(ProfileError, match="network_from"):
+        profile_links(make_profile(), network_from="bcast")
+
+
+def test_link_reproduces_the_piecewise_time_at_the_gradient_size():
+    prof = make_profile()
+    sizes = np.array(SIZES, dtype=float)
+    two = np.where(sizes < 2**20, 2e-6 + sizes / 8e9, 5e-5 + sizes / 2e9)  # two regimes
+    op = summarize("allreduce", 2, SIZES, [[t] * 5 for t in two], [1] * len(SIZES))
+    assert len(op.fit.segments) == 2
+    run = dataclasses.replace(prof.comm[1], ops={"allreduce": op})
+    prof = dataclasses.replace(prof, comm=(prof.comm[0], run))
+    small = profile_links(prof)["network"]  # the model's gradient is 3040 B: first regime
+    assert small.latency_s == pytest.approx(1e-6, rel=1e-3)  # 2 us / 2(p-1)
+    assert small.bandwidth_Bps == pytest.approx(8e9, rel=1e-3)
+    for n in (3 * 2**20, 64 * 2**20, 2**30):  # inside, at the top of, and beyond the measured range
+        link = profile_links(prof, nbytes=n)["network"]
+        assert link.latency_s == pytest.approx(1e-6, rel=1e-3)
+        ring = collectives.ring_allreduce(n, 2, link.alpha, link.beta)
+        assert ring == pytest.approx(5e-5 + n / 2e9, rel=1e-3)
+    no_model = dataclasses.replace(prof, model=None, compute=None)
+    line = profile_links(no_model)["network"]  # one line over all sizes
+    assert line.latency_s == pytest.approx(op.fit.alpha_s / 2)
+
+
+def test_local_cluster_from_a_cpu_profile():
+    prof = make_profile()
+    cl = profile_cluster(prof)
+    assert cl.name == "local" and cl.gpus_per_node == 1 and cl.gpu == "cpu"
+    assert cl.network == profile_links(prof)["network"] and cl.intra == cl.network
+    assert cl.host.latency_s == 0.0 and cl.host.beta == 0.0
+    ct, scale, _ = profile_workload(prof).compute_for(cl)
+    assert scale == 1.0 and ct.kind == "linear"
+
+
+def test_profile_overrides_one_link_of_a_preset():
+    slow = Link(50e-6, 1.25e8, "1 GbE")
+    base = Cluster(name="preset", gpus_per_node=4, intra=Link(1e-5, 1e10), host=Link(1e-5, 1.2e10), network=slow,
+                   gpu="gtx1080", source="paper")
+    cl = profile_cluster(make_profile(), base)
+    assert cl.network == profile_links(make_profile())["network"]
+    assert (cl.intra, cl.host, cl.gpus_per_node, cl.gpu) == (base.intra, base.host, 4, "gtx1080")
+    assert cl.source.startswith("paper; network from profile of h")
+    with pytest.raises(ProfileError, match="did not measure the intra link"):
+        profile_cluster(make_profile(), base, links=["intra"])
+    with pytest.raises(ProfileError, match="link must be one of"):
+        profile_cluster(make_profile(), base, links=["wan"])
+    # the command line passes a comma string; "none" keeps the preset as it is
+    assert profile_cluster(make_profile(), base, links="network") == cl
+    assert profile_cluster(make_profile(), base, links="none") == base
+    with pytest.raises(ProfileError, match="did not measure the host link"):
+        profile_cluster(make_profile(), base, links="network,host")
+    assert profile_cluster(make_profile(), None, links="intra").name == "local"  # ignored for local
+
+
+def test_missing_measurements_are_named():
+    with pytest.raises(ProfileError, match="--ranks 1,2"):
+        profile_cluster(make_profile(comm=False))
+    assert profile_links(make_profile(comm=False)) == {}
+    with pytest.raises(ProfileError, match="no compute measurements"):
+        profile_workload(dataclasses.replace(make_profile(), compute=None))
+
+
+def test_bus_bandwidth_factors_follow_nccl_tests():
+    assert [BUSBW_FACTORS["allreduce"](p) for p in (2, 4, 8)] == [1.0, 1.5, 1.75]
+    assert BUSBW_FACTORS["bcast"](8) == BUSBW_FACTORS["reduce"](8) == BUSBW_FACTORS["pingpong"](2) == 1.0
+    ar = _op("allreduce", 4, lambda n: 1e-6 + n / 1e9)
+    np.testing.assert_allclose(ar.algbw_Bps, np.array(SIZES) / np.array(ar.median_s))
+    np.testing.assert_allclose(ar.busbw_Bps, 1.5 * np.array(ar.algbw_Bps))
+
+
+@pytest.mark.parametrize("name,key", [("NVIDIA GeForce GTX 1080", "gtx1080"), ("Tesla P100-PCIE-16GB", "p100pcie16gb"),
+                                      ("NVIDIA H200", "h200"), ("NVIDIA A100-SXM4-40GB", "a100sxm440gb")])
+def test_device_key(name, key):
+    assert device_key(name) == key
+
+
+def test_records_validate_on_creation():
+    with pytest.raises(ValueError, match="min <= p25"):
+        Stats(1.0, 2.0, 3.0, 0.5, 4.0, 3)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        dataclasses.replace(make_profile().compute, rows=make_profile().compute.rows[::-1])
+    with pytest.raises(ValueError, match="one-rank"):
+        CommProfile(ranks=1, backend="mpi", library="", hosts=(), wall_s=0.0, ops=make_profile().comm[1].ops)
+    with pytest.raises(ValueError, match="unknown backend"):
+        CommProfile(ranks=2, backend="tcp", library="", hosts=(), wall_s=0.0)
+    with pytest.raises(ValueError, match="schema version"):
+        dataclasses.replace(make_profile(), schema_version=2)
+
+
+def test_importing_the_profile_package_stays_light():
+    code = ("import sys, perfmodel, perfmodel.profile, perfmodel.profile.schema, perfmodel.profile.fit, "
+            "perfmodel.profile.timers, perfmodel.profile.comm, perfmodel.profile.cli; "
+            "bad = [m for m in ('torch', 'mpi4py') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert res.returncode == 0, res.stdout + res.stderr
