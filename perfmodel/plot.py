@@ -10,6 +10,7 @@ from pathlib import Path
 def plot_throughput(records: list[dict], path: Path, title: str = "") -> Path:
     """Draw samples/s against GPUs from prediction records and save it atomically as ``path`` (PNG)."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -21,6 +22,7 @@ def plot_throughput(records: list[dict], path: Path, title: str = "") -> Path:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sns.lineplot(data=df, x="gpus", y="throughput", hue="strategy", marker="o", ax=ax)
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_yscale("log")
     ax.set_xlabel("GPUs")
     ax.set_ylabel("throughput (samples/s)")
