@@ -200,6 +200,26 @@ def cmd_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .validate import format_rows, mape, rows_json, validate
+
+    if not args.profile:
+        raise CLIError("validate needs --profile (from `perfmodel profile`), one per model trained")
+    rows = validate(args.logs, args.profile, skip=args.skip, cores=args.cores)
+    if args.format == "json":
+        print(rows_json(rows))
+    elif args.format == "csv":
+        print(_csv(rows), end="")
+    else:
+        print(format_rows(rows))
+    if args.plot:
+        from .plot import plot_validation
+
+        plot_validation(rows, Path(args.plot), title=f"perfmodel validate: throughput MAPE "
+                        f"{mape(rows, 'throughput_error_pct'):.1f}%")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="perfmodel", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -236,6 +256,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=["cluster", "workload"], default=None)
     p.add_argument("--sources", action="store_true", help="print each preset's source")
     p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser("validate", help="measured (run logs) versus predicted step time and throughput")
+    p.add_argument("logs", nargs="+", help="run logs (JSONL) written by `trainers run`")
+    p.add_argument("--profile", action="append", default=[], help="profile JSON; repeat for each model")
+    p.add_argument("--skip", type=int, default=5, help="warm-up steps to leave out of each run")
+    p.add_argument("--cores", type=int, default=None, help="cores the runs shared (default: the profile's)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--plot", default=None, help="write a predicted-vs-measured PNG here")
+    p.set_defaults(func=cmd_validate)
 
     try:
         from .profile.cli import add_profile_parser

@@ -1,4 +1,4 @@
-"""Throughput-versus-GPUs figure (seaborn), one line per strategy, log2 x axis."""
+"""Figures (seaborn): throughput versus GPUs, and predicted versus measured throughput."""
 
 from __future__ import annotations
 
@@ -7,28 +7,21 @@ import tempfile
 from pathlib import Path
 
 
-def plot_throughput(records: list[dict], path: Path, title: str = "") -> Path:
-    """Draw samples/s against GPUs from prediction records and save it atomically as ``path`` (PNG)."""
+def _pyplot():
     import matplotlib
-    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import pandas as pd
     import seaborn as sns
 
-    df = pd.DataFrame.from_records(records)
     sns.set_theme(style="whitegrid")
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    sns.lineplot(data=df, x="gpus", y="throughput", hue="strategy", marker="o", ax=ax)
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_yscale("log")
-    ax.set_xlabel("GPUs")
-    ax.set_ylabel("throughput (samples/s)")
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
+    return plt, sns
+
+
+def save_figure(fig, path: str | os.PathLike) -> Path:
+    """Save a figure as PNG atomically (a temporary file, then a rename) and close it."""
+    import matplotlib.pyplot as plt
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".png")
@@ -41,3 +34,42 @@ def plot_throughput(records: list[dict], path: Path, title: str = "") -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def plot_throughput(records: list[dict], path: Path, title: str = "") -> Path:
+    """Samples/s against GPUs from prediction records, one line per strategy, log2 x axis."""
+    import matplotlib.ticker
+    import pandas as pd
+
+    plt, sns = _pyplot()
+    df = pd.DataFrame.from_records(records)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    sns.lineplot(data=df, x="gpus", y="throughput", hue="strategy", marker="o", ax=ax)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_yscale("log")
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("throughput (samples/s)")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def plot_validation(rows: list[dict], path: Path, title: str = "") -> Path:
+    """Predicted against measured samples/s, one point per run, with the y = x line."""
+    import pandas as pd
+
+    plt, sns = _pyplot()
+    df = pd.DataFrame.from_records(rows)
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    sns.scatterplot(data=df, x="measured_throughput", y="predicted_throughput", hue="algo", style="model",
+                    s=70, ax=ax)
+    lo = float(min(df.measured_throughput.min(), df.predicted_throughput.min())) * 0.8
+    hi = float(max(df.measured_throughput.max(), df.predicted_throughput.max())) * 1.2
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--")
+    ax.set(xscale="log", yscale="log", xlabel="measured samples/s", ylabel="predicted samples/s")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return save_figure(fig, path)

@@ -554,7 +554,7 @@ NETWORK_SOURCES = ("allreduce", "pingpong")
 
 
 def profile_links(profile: Profile, *, network_from: str = "allreduce",
-                  nbytes: float | None = None) -> dict[str, Link]:
+                  nbytes: float | None = None, ranks: int | None = None) -> dict[str, Link]:
     """Links measured by the profile: "network" always (needs a comm run with >= 2 ranks), "intra"
     when an NCCL run exists, "host" when a GPU host-copy fit exists.
 
@@ -566,14 +566,15 @@ def profile_links(profile: Profile, *, network_from: str = "allreduce",
     parameter-server strategy). Latency is the small-message intercept and the bandwidth the one the
     piecewise fit gives a message of ``nbytes`` (default: the profiled model's gradient bytes; with
     no model, the single line fitted over all sizes), so the ring model reproduces the measured
-    Allreduce time at that size.
+    Allreduce time at that size. ranks: use the MPI run at this rank count when the profile has one
+    (else the largest measured).
     """
     if network_from not in NETWORK_SOURCES:
         raise ProfileError(f"network_from must be one of {', '.join(NETWORK_SOURCES)}, got {network_from!r}")
     if nbytes is None and profile.model is not None:
         nbytes = profile.model.gradient_bytes
     links: dict[str, Link] = {}
-    mpi = profile.comm_for("mpi")
+    mpi = (ranks is not None and profile.comm_for("mpi", ranks=ranks)) or profile.comm_for("mpi")
     if mpi is not None:
         op = mpi.ops.get(network_from)
         if op is None:
@@ -593,7 +594,8 @@ def profile_links(profile: Profile, *, network_from: str = "allreduce",
 
 
 def profile_cluster(profile: Profile, base: Cluster | None = None, *,
-                    links: str | typing.Iterable[str] | None = None, network_from: str = "allreduce") -> Cluster:
+                    links: str | typing.Iterable[str] | None = None, network_from: str = "allreduce",
+                    ranks: int | None = None) -> Cluster:
     """A Cluster from the profile.
 
     base None: a "local" cluster of this machine (``links`` is ignored). On CPU each rank counts as
@@ -603,7 +605,7 @@ def profile_cluster(profile: Profile, base: Cluster | None = None, *,
     replaced, or only those named in ``links`` (a list, or a comma string like "network,host";
     "none" or "" replaces nothing).
     """
-    measured = profile_links(profile, network_from=network_from)
+    measured = profile_links(profile, network_from=network_from, ranks=ranks)
     if base is not None:
         if links is None:
             wanted = list(measured)

@@ -1,0 +1,182 @@
+"""Measured versus predicted: run logs of the MPI trainers against the model fed by a profile.
+
+For each run log: the measured step time is the median ``t_step`` of its steps after ``skip`` warm-up
+steps; the prediction is ``scaling.predict`` for the run's strategy, rank count and per-rank batch on
+the "local" cluster of the profile whose model is the run's model (the MPI link measured at the run's
+rank count when the profile has it). Runs on one CPU machine with more busy threads than cores share
+the cores: the predicted compute time is stretched by ranks x threads / cores when that exceeds 1.
+DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .scaling import predict
+from .specs import Cluster, ComputeTime, SpecError, Strategy, Workload
+
+
+class ValidateError(ValueError):
+    """A run log or profile cannot be validated."""
+
+
+@dataclass(frozen=True)
+class RunMeasurement:
+    """What one run log measured (seconds; samples/s)."""
+
+    path: str
+    algo: str
+    model: str
+    ranks: int
+    batch: int
+    threads: int
+    steps: int
+    t_step_s: float
+    t_compute_s: float
+    t_comm_s: float
+    throughput: float
+    config: dict
+    phase_steps: dict  # (B, W) -> count for DASO, {} otherwise
+
+
+def _median(values: list[float]) -> float:
+    return float(np.median(np.asarray(values, dtype=float))) if values else float("nan")
+
+
+def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
+    """Read a run log and take the medians of its step times after ``skip`` steps."""
+    from trainers.log import RunLogError, read_run_log  # pure-Python reader, no torch
+
+    try:
+        log = read_run_log(path)
+    except RunLogError as e:
+        raise ValidateError(str(e)) from None
+    head = log.header
+    cfg = head.get("config") or {}
+    algo = head.get("algo") or cfg.get("algo")
+    if algo is None or "model" not in cfg or "batch" not in cfg:
+        raise ValidateError(f"run log {path}: header lacks algo, config.model or config.batch")
+    steps = log.steps[skip:] if len(log.steps) > skip else []
+    if len(steps) < 3:
+        raise ValidateError(f"run log {path}: {len(log.steps)} steps, need more than skip={skip} + 2")
+    ranks = int(head.get("ranks", 1))
+    t_step = _median([s["t_step"] for s in steps])
+    phases: dict = {}
+    if algo == "daso":
+        for s in steps:
+            key = (int(s.get("daso_b", s.get("B", 1))), int(s.get("daso_w", s.get("W", 0))))
+            phases[key] = phases.get(key, 0) + 1
+    samples = _median([s["samples"] for s in steps])
+    return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]), int(cfg.get("threads", 1)),
+                          len(steps), t_step, _median([s["t_compute"] for s in steps]),
+                          _median([s["t_comm"] for s in steps]), samples / t_step, cfg, phases)
+
+
+def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
+    if factor == 1.0:
+        return ct
+    if ct.kind == "linear":
+        return replace(ct, t0_s=ct.t0_s * factor, t1_s=ct.t1_s * factor)
+    return replace(ct, times_s=tuple(t * factor for t in ct.times_s))
+
+
+def run_strategies(run: RunMeasurement) -> list[tuple[Strategy, int]]:
+    """The model strategies (with step counts) that describe a run's steps."""
+    cfg = run.config
+    if run.algo == "ssgd":
+        return [(Strategy("ssgd", allreduce="ring"), run.steps)]
+    if run.algo == "terngrad":
+        return [(Strategy("terngrad", allreduce="ring", terngrad_exchange="allgather",
+                          terngrad_min_elems=int(cfg.get("tern_min_elems", 0)),
+                          terngrad_fp32_last=bool(cfg.get("tern_fp32_last", False))), run.steps)]
+    if run.algo == "daso":
+        phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
+        return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w), n) for (b, w), n in sorted(phases.items())]
+    raise ValidateError(f"run log {run.path}: algo {run.algo!r} is not one the model validates "
+                        f"(ssgd, terngrad, daso)")
+
+
+def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int) -> dict:
+    """Predicted step time and throughput of one run (step-count-weighted over DASO phases)."""
+    share = max(1.0, run.ranks * run.threads / cores)
+    gpu = next(iter(workload.compute))
+    wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
+    rpn = int(run.config.get("ranks_per_node", 1)) if run.algo == "daso" else 1
+    cl = replace(cluster, gpus_per_node=rpn, intra=cluster.network, gpu=gpu)
+    t_iter = t_comp = t_comm = 0.0
+    total = 0
+    for strategy, n in run_strategies(run):
+        try:
+            p = predict(wl, cl, strategy, [run.ranks], scaling="weak", batch=run.batch)
+        except SpecError as e:
+            raise ValidateError(f"run log {run.path}: {e}") from None
+        t_iter += n * float(p.t_iter_s[0])
+        t_comp += n * float(p.t_compute_s[0])
+        t_comm += n * float(p.t_comm_s[0])
+        total += n
+    t_iter, t_comp, t_comm = t_iter / total, t_comp / total, t_comm / total
+    return {"t_step_s": t_iter, "t_compute_s": t_comp, "t_comm_s": t_comm,
+            "throughput": run.ranks * run.batch / t_iter, "core_share": share}
+
+
+def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int | None = None) -> list[dict]:
+    """One row per run: measured and predicted step time and throughput, and their errors (%)."""
+    from .profile.schema import load_profile, profile_cluster, profile_workload
+
+    by_model = {}
+    for path in profiles:
+        prof = load_profile(path)
+        if prof.model is None or prof.compute is None:
+            raise ValidateError(f"profile {path} has no compute measurements of a model")
+        by_model[prof.model.name] = prof
+    rows = []
+    for path in logs:
+        run = measure_run(path, skip)
+        prof = by_model.get(run.model)
+        if prof is None:
+            raise ValidateError(f"run log {path} trained {run.model!r}; no --profile of that model "
+                                f"(profiled: {', '.join(sorted(by_model)) or 'none'})")
+        ncores = cores or prof.machine.cpu_affinity or os.cpu_count() or 1
+        cluster = profile_cluster(prof, ranks=run.ranks) if run.ranks > 1 else profile_cluster(prof)
+        pred = predict_run(run, profile_workload(prof), cluster, ncores)
+        rows.append({
+            "run": Path(path).name, "algo": run.algo, "model": run.model, "ranks": run.ranks, "batch": run.batch,
+            "steps": run.steps, "measured_step_s": run.t_step_s, "predicted_step_s": pred["t_step_s"],
+            "measured_compute_s": run.t_compute_s, "predicted_compute_s": pred["t_compute_s"],
+            "measured_comm_s": run.t_comm_s, "predicted_comm_s": pred["t_comm_s"],
+            "measured_throughput": run.throughput, "predicted_throughput": pred["throughput"],
+            "step_error_pct": 100 * (pred["t_step_s"] - run.t_step_s) / run.t_step_s,
+            "throughput_error_pct": 100 * (pred["throughput"] - run.throughput) / run.throughput,
+            "core_share": pred["core_share"],
+        })
+    return rows
+
+
+def mape(rows: list[dict], key: str = "step_error_pct") -> float:
+    """Mean absolute percentage error over runs."""
+    return float(np.mean([abs(r[key]) for r in rows])) if rows else float("nan")
+
+
+def format_rows(rows: list[dict]) -> str:
+    """A terminal table: per run, then the overall MAPE."""
+    head = f"{'run':28s} {'algo':8s} {'model':9s} {'ranks':>5s} {'batch':>5s} {'meas ms':>9s} {'pred ms':>9s} " \
+           f"{'err':>7s} {'meas/s':>9s} {'pred/s':>9s} {'err':>7s}"
+    lines = [head]
+    for r in rows:
+        lines.append(f"{r['run'][:28]:28s} {r['algo']:8s} {r['model']:9s} {r['ranks']:5d} {r['batch']:5d} "
+                     f"{r['measured_step_s'] * 1e3:9.2f} {r['predicted_step_s'] * 1e3:9.2f} "
+                     f"{r['step_error_pct']:+6.1f}% {r['measured_throughput']:9.0f} "
+                     f"{r['predicted_throughput']:9.0f} {r['throughput_error_pct']:+6.1f}%")
+    lines.append(f"MAPE over {len(rows)} runs: step time {mape(rows):.1f}%, "
+                 f"throughput {mape(rows, 'throughput_error_pct'):.1f}%")
+    return "\n".join(lines)
+
+
+def rows_json(rows: list[dict]) -> str:
+    return json.dumps({"runs": rows, "mape_step_pct": mape(rows),
+                       "mape_throughput_pct": mape(rows, "throughput_error_pct")}, indent=1)

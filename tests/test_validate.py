@@ -1,0 +1,102 @@
+"""perfmodel validate: run-log medians, predictions by hand from a synthetic profile, errors, CLI."""
+
+import json
+
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.profile.schema import save_profile
+from perfmodel.validate import ValidateError, mape, measure_run, validate
+from test_profile_schema import ALPHA_OP, BW_OP, make_profile
+
+T0, T1 = 2e-3, 5e-5  # the synthetic profile's compute: t_c(b) = T0 + T1 b
+GRAD = 4 * (640 + 10 + 100 + 10)  # bytes of the tiny model's gradient
+
+
+def write_log(path, algo, ranks, batch, t_steps, model="tiny", extra=None, cfg=None):
+    lines = [{"type": "header", "schema": 1, "algo": algo, "ranks": ranks,
+              "config": {"algo": algo, "model": model, "batch": batch, "threads": 1, **(cfg or {})}}]
+    for i, t in enumerate(t_steps):
+        lines.append({"type": "step", "step": i, "epoch": 0, "loss": 1.0, "samples": batch * ranks,
+                      "t_compute": t * 0.8, "t_comm": t * 0.2, "t_compress": 0.0, "t_idle": 0.0, "t_step": t,
+                      "bytes_sent": 0, **((extra or {}).get(i, {}))})
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return str(path)
+
+
+@pytest.fixture
+def profile(tmp_path):
+    path = tmp_path / "p.json"
+    save_profile(make_profile(), path)
+    return str(path)
+
+
+def test_measure_run_takes_medians_after_warmup(tmp_path):
+    log = write_log(tmp_path / "a.jsonl", "ssgd", 2, 32, [9.0, 9.0, 0.010, 0.012, 0.011, 0.5])
+    m = measure_run(log, skip=2)
+    assert m.steps == 4 and m.t_step_s == pytest.approx(0.0115)
+    assert m.throughput == pytest.approx(64 / 0.0115)
+    with pytest.raises(ValidateError, match="need more than skip"):
+        measure_run(log, skip=4)
+
+
+def test_ssgd_prediction_by_hand(tmp_path, profile):
+    t_pred = (T0 + T1 * 32) + (ALPHA_OP + GRAD / BW_OP)  # the ring link reproduces the measured Allreduce
+    log = write_log(tmp_path / "a.jsonl", "ssgd", 2, 32, [0.004] * 8)
+    (row,) = validate([log], [profile], skip=2, cores=2)
+    assert row["predicted_step_s"] == pytest.approx(t_pred, rel=1e-3)
+    assert row["step_error_pct"] == pytest.approx(100 * (t_pred - 0.004) / 0.004, rel=1e-3)
+    assert row["throughput_error_pct"] == pytest.approx(100 * (0.004 / t_pred - 1), rel=1e-3)
+    assert mape([row]) == pytest.approx(abs(row["step_error_pct"]))
+
+
+def test_oversubscribed_ranks_share_the_cores(tmp_path, profile):
+    # 4 ranks on 2 cores: compute stretched 2x; the 2-rank Allreduce link (alpha', beta') used by a 4-rank ring
+    a, b = ALPHA_OP / 2, (1 / BW_OP) * 2 / 2
+    t_comm = 2 * 3 * a + 2 * 3 / 4 * GRAD * b
+    log = write_log(tmp_path / "a.jsonl", "ssgd", 4, 32, [0.01] * 8)
+    (row,) = validate([log], [profile], skip=2, cores=2)
+    assert row["core_share"] == 2.0
+    assert row["predicted_compute_s"] == pytest.approx(2 * (T0 + T1 * 32), rel=1e-3)
+    assert row["predicted_comm_s"] == pytest.approx(t_comm, rel=1e-3)
+
+
+def test_daso_steps_are_predicted_per_logged_phase(tmp_path, profile):
+    extra = {i: {"B": 1, "W": 0} for i in range(5)} | {i: {"B": 2, "W": 1} for i in range(5, 11)}
+    log = write_log(tmp_path / "d.jsonl", "daso", 4, 16, [0.01] * 11, extra=extra, cfg={"ranks_per_node": 2})
+    (row,) = validate([log], [profile], skip=1, cores=4)
+    blocking = validate([write_log(tmp_path / "b.jsonl", "daso", 4, 16, [0.01] * 11,
+                                   extra={i: {"B": 1, "W": 0} for i in range(11)}, cfg={"ranks_per_node": 2})],
+                        [profile], skip=1, cores=4)[0]
+    cycling = validate([write_log(tmp_path / "c.jsonl", "daso", 4, 16, [0.01] * 11,
+                                  extra={i: {"B": 2, "W": 1} for i in range(11)}, cfg={"ranks_per_node": 2})],
+                       [profile], skip=1, cores=4)[0]
+    # 4 blocking steps and 6 cycling steps after skipping one
+    expect = (4 * blocking["predicted_step_s"] + 6 * cycling["predicted_step_s"]) / 10
+    assert row["predicted_step_s"] == pytest.approx(expect)
+    assert cycling["predicted_step_s"] < blocking["predicted_step_s"]
+
+
+def test_errors(tmp_path, profile, capsys):
+    log = write_log(tmp_path / "a.jsonl", "ssgd", 2, 32, [0.01] * 8, model="resnet20")
+    with pytest.raises(ValidateError, match="no --profile of that model"):
+        validate([log], [profile])
+    assert main(["validate", log]) == 2
+    assert "needs --profile" in capsys.readouterr().err
+    assert main(["validate", str(tmp_path / "missing.jsonl"), "--profile", profile]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err
+    (tmp_path / "torn.jsonl").write_text('{"type": "step"}\n')
+    assert main(["validate", str(tmp_path / "torn.jsonl"), "--profile", profile]) == 2
+    assert "not a header" in capsys.readouterr().err
+
+
+def test_cli_formats(tmp_path, profile, capsys):
+    log = write_log(tmp_path / "a.jsonl", "ssgd", 2, 32, [0.004] * 8)
+    assert main(["validate", log, "--profile", profile, "--cores", "2", "--format", "json",
+                 "--plot", str(tmp_path / "v.png")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["runs"]) == 1 and out["mape_step_pct"] == pytest.approx(abs(out["runs"][0]["step_error_pct"]))
+    assert (tmp_path / "v.png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["validate", log, "--profile", profile, "--cores", "2"]) == 0
+    assert "MAPE over 1 runs" in capsys.readouterr().out
