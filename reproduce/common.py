@@ -1,0 +1,128 @@
+"""What every reproduce script shares: scales, the results table, the command line.
+
+A results table is results/<paper>/<table>.csv, one row per configuration, with the paper's value,
+the rerun value, their difference, the scale and the exact settings. It is rewritten atomically after
+every finished row (a temporary file, then a rename), and a rerun skips rows whose key is already
+there: an interrupted script loses at most the row it was computing and redoes nothing finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+SCALES = ("smoke", "small", "paper")
+
+
+class ReproduceError(ValueError):
+    """Bad arguments or missing inputs for a reproduce script."""
+
+
+def default_results_dir() -> Path:
+    return ROOT / "results"
+
+
+@dataclass
+class ResultTable:
+    """A CSV of finished rows keyed by ``key`` columns; ``add`` appends one row and rewrites atomically."""
+
+    path: Path
+    key: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        if self.path.exists():
+            try:
+                self.frame = pd.read_csv(self.path, keep_default_na=False)
+            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+                raise ReproduceError(f"results file {self.path} is unreadable ({e}); move it away to rerun") from None
+            missing = [k for k in self.key if k not in self.frame.columns]
+            if missing:
+                raise ReproduceError(f"results file {self.path} lacks key columns {missing}; move it away to rerun")
+        else:
+            self.frame = pd.DataFrame()
+
+    def _key_of(self, row: dict) -> tuple[str, ...]:
+        return tuple(str(row[k]) for k in self.key)
+
+    def done(self, **key: Any) -> bool:
+        """Whether a row with this key is already finished."""
+        if self.frame.empty:
+            return False
+        want = self._key_of(key)
+        have = self.frame[list(self.key)].astype(str).itertuples(index=False, name=None)
+        return want in set(have)
+
+    def add(self, row: dict) -> None:
+        """Append one finished row and write the whole table atomically."""
+        for k in self.key:
+            if k not in row:
+                raise ReproduceError(f"row lacks key column {k!r}")
+        if self.done(**{k: row[k] for k in self.key}):
+            return
+        self.frame = pd.concat([self.frame, pd.DataFrame([row])], ignore_index=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            self.frame.to_csv(tmp, index=False)
+            os.replace(tmp, self.path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def settings_text(settings: dict) -> str:
+    """The exact settings of a row as a compact, sorted JSON string."""
+    return json.dumps(settings, sort_keys=True, separators=(",", ":"))
+
+
+def difference(rerun: float | None, paper: float | None) -> float | None:
+    """rerun - paper where both are known."""
+    if rerun is None or paper is None or pd.isna(rerun) or pd.isna(paper):
+        return None
+    return float(rerun) - float(paper)
+
+
+def parser(paper: str, description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"reproduce/{paper}.py", description=description)
+    p.add_argument("--scale", choices=SCALES, default="smoke",
+                   help="smoke: seconds, for CI; small: reduced real runs on a CPU; paper: the paper's settings")
+    p.add_argument("--out", default=None, help="results folder (default results/)")
+    p.add_argument("--data-root", default=None, help="datasets folder (default $DSGD_DATA_ROOT or data/datasets)")
+    p.add_argument("--only", default=None, help="comma list of the tables to run (default all)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return p
+
+
+def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path], None]],
+               args: argparse.Namespace) -> int:
+    """Run the selected tables of one paper; bad input or missing data is one line and exit 2."""
+    out = Path(args.out) if args.out else default_results_dir()
+    wanted = list(tables) if not args.only else [t.strip() for t in args.only.split(",") if t.strip()]
+    unknown = [t for t in wanted if t not in tables]
+    try:
+        if unknown:
+            raise ReproduceError(f"unknown table(s) {', '.join(unknown)}; choose from {', '.join(tables)}")
+        for name in wanted:
+            tables[name](args, out / paper)
+    except (ValueError, OSError) as e:
+        print(f"reproduce/{paper}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def progress(iterable: Iterable, args: argparse.Namespace, desc: str, total: int | None = None):
+    """A tqdm bar unless --no-progress."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, desc=desc, total=total, disable=args.no_progress, leave=False)
