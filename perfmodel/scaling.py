@@ -131,8 +131,7 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     comm, nbytes, extra, straggle_over = _STRATEGY_COMM[strategy.name](workload, cluster, strategy, w, t_comp)
 
     if strategy.straggler_cv > 0 or strategy.straggler_machine_cv > 0:
-        model = CVB(1.0, strategy.straggler_cv, strategy.straggler_machine_cv,
-                    heterogeneous=strategy.straggler_machine_cv > 0)
+        model = straggler_model(strategy)
         if strategy.name == "asgd":
             t_comp = t_comp / async_speedup_factor(model)
         else:
@@ -157,6 +156,18 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     speedup = throughput / single_tp
     return Prediction(strategy.name, workload.name, cluster.name, scaling, w.astype(int), nodes.astype(int),
                       b, t_comp, comm, t_iter, throughput, speedup, speedup / w, nbytes, source, extra)
+
+
+def straggler_model(strategy: Strategy) -> CVB:
+    """The CVB model of a strategy's straggler options (mean 1).
+
+    straggler_cv spreads one worker's batch times around its machine's mean; straggler_machine_cv
+    spreads the machine means (heterogeneous workers). Without machine spread this is the CVB
+    homogeneous algorithm, whose task spread is its V_mach; with it, the heterogeneous one.
+    """
+    if strategy.straggler_machine_cv > 0:
+        return CVB(1.0, v_task=strategy.straggler_cv, v_mach=strategy.straggler_machine_cv, heterogeneous=True)
+    return CVB(1.0, v_task=0.0, v_mach=strategy.straggler_cv, heterogeneous=False)
 
 
 # ---------------------------------------------------------------- communication per strategy

@@ -149,6 +149,20 @@ def test_stragglers_slow_sync_and_not_async():
     np.testing.assert_allclose(asgd.efficiency, 2.7778 / 1.7778, rtol=1e-3)  # a/(a-1), a = 1/0.36
 
 
+@pytest.mark.parametrize("cv,machine_cv,kind", [(0.1, 0.0, "homogeneous"), (0.1, 0.6, "heterogeneous")])
+def test_straggler_options_are_the_cvb_settings(cv, machine_cv, kind):
+    from perfmodel.stragglers import CVB, sync_slowdown
+
+    wl, cl = make_workload(), make_cluster(inf=True)
+    base = predict(wl, cl, Strategy("ssgd"), GPUS, batch=32)
+    slow = predict(wl, cl, Strategy("ssgd", straggler_cv=cv, straggler_machine_cv=machine_cv), GPUS, batch=32)
+    np.testing.assert_allclose(slow.t_iter_s / base.t_iter_s, sync_slowdown(GPUS, CVB.named(kind)), rtol=1e-9)
+    # DASO's non-blocking phase waits only for the GPUs of a node
+    daso = predict(wl, cl, Strategy("daso", daso_B=4, daso_W=1, straggler_cv=cv, straggler_machine_cv=machine_cv),
+                   [64], batch=32)
+    assert daso.t_compute_s[0] / base.t_compute_s[-1] == pytest.approx(float(sync_slowdown(4, CVB.named(kind))))
+
+
 def test_gpus_must_fill_nodes_where_needed():
     wl, cl = make_workload(), make_cluster()
     with pytest.raises(SpecError, match="not a multiple of 4"):
