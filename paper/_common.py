@@ -1,0 +1,26 @@
+"""Helpers the paper notebooks share: where results are, reading a table or saying it is missing."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def results_dir() -> Path:
+    return Path(os.environ.get("DSGD_RESULTS", ROOT / "results"))
+
+
+def read_results(paper: str, table: str) -> pd.DataFrame | None:
+    """results/<paper>/<table>.csv, or None (with a printed note saying how to make it)."""
+    path = results_dir() / paper / f"{table}.csv"
+    if not path.exists():
+        print(f"No results yet: {path} is missing. Make it with `python -m reproduce.{paper} --only {table}`.")
+        return None
+    return pd.read_csv(path)

@@ -1,0 +1,78 @@
+"""Render the paper notebooks (jupytext py:percent) to HTML, executing them: paper/_build/<name>.html.
+
+Usage: python paper/render.py [NAME ...] [--results DIR] [--timeout S]
+The notebooks read results/ (or $DSGD_RESULTS / --results) and the published numbers in
+data/paper_tables/. A notebook whose results are missing says so in its output rather than failing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+NOTEBOOKS = ("zhang2016", "wen2017", "barkai2020", "hermans2018", "coquelin2021", "validation")
+
+
+def render(name: str, build: Path, results: Path, timeout: int = 600) -> Path:
+    """Execute paper/<name>.py as a notebook and write build/<name>.html atomically."""
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    src = HERE / f"{name}.py"
+    if not src.exists():
+        raise FileNotFoundError(f"no notebook {src}")
+    nb = jupytext.read(src)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    old = os.environ.get("DSGD_RESULTS")
+    os.environ["DSGD_RESULTS"] = str(results)
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(HERE)}}).execute()
+    finally:
+        if old is None:
+            os.environ.pop("DSGD_RESULTS", None)
+        else:
+            os.environ["DSGD_RESULTS"] = old
+    body, _ = HTMLExporter().from_notebook_node(nbformat.from_dict(nb))
+    build.mkdir(parents=True, exist_ok=True)
+    out = build / f"{name}.html"
+    fd, tmp = tempfile.mkstemp(dir=build, suffix=".html")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(body)
+    os.replace(tmp, out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help=f"notebooks (default all: {', '.join(NOTEBOOKS)})")
+    ap.add_argument("--results", default=os.environ.get("DSGD_RESULTS", str(ROOT / "results")))
+    ap.add_argument("--build", default=str(HERE / "_build"))
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    args = ap.parse_args(argv)
+    names = args.names or [n for n in NOTEBOOKS if (HERE / f"{n}.py").exists()]
+    unknown = [n for n in names if n not in NOTEBOOKS]
+    if unknown:
+        print(f"render: error: unknown notebook(s) {', '.join(unknown)}; choose from {', '.join(NOTEBOOKS)}",
+              file=sys.stderr)
+        return 2
+    for name in names:
+        try:
+            out = render(name, Path(args.build), Path(args.results), args.timeout)
+        except Exception as e:  # a failing cell: one line naming the notebook and the error
+            print(f"render: error: {name}: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
+                  file=sys.stderr)
+            return 2
+        print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
