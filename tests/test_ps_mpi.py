@@ -1,0 +1,147 @@
+"""trainers.ps under mpiexec: replaying the simulator's arrival order gives the simulator's parameters;
+a free-running server applies exactly its budget and stops every worker; bad configuration gets one
+line and status 2; a worker that exits, raises or hangs ends the job instead of hanging it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainers.log import read_run_log
+from trainers.simulate import simulate
+from trainers.worker_step import AsyncConfig
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "tests" / "mpi_ps"
+MPIEXEC = shutil.which("mpiexec")
+
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")]
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, OMP_NUM_THREADS="1",
+                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+
+def run_mpi(n: int, args: list[str], timeout: float = 120.0) -> tuple[int | None, str, float]:
+    """mpiexec -n n python ARGS. Returns (returncode or None on timeout, output, seconds). Never leaves
+    ranks behind: on timeout the whole session gets SIGTERM, then SIGKILL."""
+    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable, *args]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode(errors="replace"), time.monotonic() - t0
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            out, _ = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+        return None, (out or b"").decode(errors="replace"), time.monotonic() - t0
+
+
+def _base(**kw) -> AsyncConfig:
+    values = dict(workers=3, model="gem-cnn", dataset="synthetic", synthetic_n=384, batch=16, lr=0.05,
+                  steps=30, eval_every=0.5, eval_limit=32, seed=3)
+    values.update(kw)
+    return AsyncConfig(**values)
+
+
+# The four families: master-side momentum with gap (ga), per-worker momentum and look-ahead
+# (dana-ga), gradients buffered c at a time (softsync), worker-side rescaling with a round trip for
+# the central parameters (gem); and weight decay, a schedule, heterogeneous delays.
+REPLAY = {
+    "ga": _base(algo="ga", weight_decay=1e-3, delays="heterogeneous", warmup_epochs=0.5, milestones=(1.0,)),
+    "dana-ga": _base(algo="dana-ga", delays="heterogeneous"),
+    "softsync": _base(algo="softsync", n=1, momentum=0.5),
+    "gem": _base(algo="gem", delays="heterogeneous"),
+}
+
+
+def test_replay_of_the_simulated_order_gives_the_simulated_parameters(tmp_path: Path) -> None:
+    jobs, sims = [], {}
+    for name, cfg in REPLAY.items():
+        sim = simulate(cfg)
+        sims[name] = sim
+        order = tmp_path / f"{name}.order.json"
+        order.write_text(json.dumps({"order": sim.order}))
+        jobs.append({"config": cfg.to_dict(), "replay_order": str(order), "save_params": str(tmp_path / f"{name}.npy"),
+                     "log": str(tmp_path / f"{name}.jsonl")})
+    # a free run of ga: its order differs from the simulator's, and so must its parameters
+    free = dict(REPLAY["ga"].to_dict(), delays="none")
+    jobs.append({"config": free, "replay_order": None, "save_params": str(tmp_path / "free.npy")})
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    code, out, _ = run_mpi(4, [str(SCRIPTS / "replay_jobs.py"), str(tmp_path / "jobs.json")], timeout=180)
+    assert code == 0, out
+    for name, sim in sims.items():
+        assert len(set(sim.order)) == 3 and len(sim.order) == 30
+        got = np.load(tmp_path / f"{name}.npy")
+        ref = sim.params.numpy()
+        assert np.abs(got - ref).max() <= 1e-6, name
+        log = read_run_log(tmp_path / f"{name}.jsonl")
+        s = log.summaries[-1]
+        assert s["replayed"] is True and s["gradients"] == 30
+        assert s["tau_hist"] == sim.stats["tau_hist"]
+        assert log.evals[-1]["test_acc"] == pytest.approx(sim.evals[-1]["test_acc"])
+    assert np.abs(np.load(tmp_path / "free.npy") - sims["ga"].params.numpy()).max() > 1e-4
+
+
+def test_free_running_server_applies_its_budget_and_stops_everyone(tmp_path: Path) -> None:
+    log = tmp_path / "ps.jsonl"
+    # through the documented entry point: trainers run --algo ga, the server's settings as --opt
+    code, out, _ = run_mpi(4, ["-m", "trainers.run", "run", "--algo", "ga", "--model", "gem-cnn", "--dataset",
+                               "synthetic", "--synthetic-n", "384", "--batch", "16", "--lr", "0.05", "--nesterov",
+                               "--steps", "45", "--eval-every", "12", "--no-progress", "--opt", "delays=heterogeneous",
+                               "--opt", "delay_mean=0.02", "--opt", "eval_limit=32", "--log", str(log)])
+    assert code == 0, out
+    contents = read_run_log(log)
+    head, s = contents.header, contents.summaries[-1]
+    assert head["simulated"] is False and head["ranks"] == 4 and head["workers"] == 3
+    assert head["config"]["delays"] == "heterogeneous" and head["config"]["nesterov"] is True
+    assert s["gradients"] == 45 and sum(s["per_worker_gradients"]) == 45
+    assert sum(s["tau_hist"].values()) == 45
+    # after the 45th gradient the two other workers are still computing: each push is answered STOP
+    assert s["discarded"] == 2
+    assert s["delay_mean"] == pytest.approx(s["tau_mean"] + 1)
+    assert 0 < s["tau_mean"] < 10 and s["gap_mean"] >= 1.0
+    assert [e["step"] for e in contents.evals] == [12, 24, 36, 45]  # per epoch: 3 workers x 128/16 batches
+    assert contents.steps[-1]["step"] == 45 and all(r["t_idle"] >= 0 for r in contents.steps)
+
+
+@pytest.mark.parametrize("ranks,args,needle", [
+    (1, ["--algo", "ga", "--steps", "5"], "at least 2 MPI ranks"),
+    (2, ["--algo", "nosuch", "--steps", "5"], "unknown algorithm 'nosuch'"),
+    (2, ["--algo", "softsync", "--n", "2", "--steps", "5"], "n must be in 1..workers=1"),
+])
+def test_bad_configuration_one_line_status_2(ranks: int, args: list[str], needle: str) -> None:
+    code, out, _ = run_mpi(ranks, ["-m", "trainers.ps", *args], timeout=60)
+    assert code == 2, out
+    ours = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(ours) == 1 and needle in ours[0], out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("mode,extra", [("exit", []), ("raise", []), ("hang", ["--worker-timeout", "3"])])
+def test_a_failing_worker_ends_the_job(mode: str, extra: list[str]) -> None:
+    code, out, secs = run_mpi(3, ["-m", "trainers.ps", "--algo", "asgd", "--model", "none", "--steps", "100000",
+                                  "--delays", "homogeneous", "--delay-mean", "0.005", "--fail-worker", "1",
+                                  "--fail-after", "5", "--fail-mode", mode, *extra], timeout=90)
+    assert code is not None, f"the job hung:\n{out}"
+    assert code != 0, out
+    assert f"worker 1: deliberate failure ({mode})" in out
+    if mode == "hang":
+        assert "worker 1 (rank 2) silent for" in out, out
+    if mode == "raise":
+        assert "RuntimeError: worker 1: deliberate failure" in out
