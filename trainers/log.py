@@ -84,10 +84,12 @@ class RunLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if _resume:
+            # Cut an unterminated last line before reading: a writer killed just before its "\n" leaves
+            # a line that parses as JSON; counting it as logged while cutting it would lose that step.
+            self._truncate_torn_tail()
             contents = read_run_log(self.path)
             self.header = contents.header
             self.last_step = contents.last_step
-            self._truncate_torn_tail()
             self._f = open(self.path, "a")
         else:
             self.header = {"type": "header", "schema": SCHEMA, "time": time.time(), **(header or {})}
@@ -100,6 +102,8 @@ class RunLog:
         return cls(path, _resume=True)
 
     def _truncate_torn_tail(self) -> None:
+        if not self.path.is_file():
+            return  # read_run_log reports it
         data = self.path.read_bytes()
         if data and not data.endswith(b"\n"):
             cut = data.rfind(b"\n") + 1

@@ -1,0 +1,215 @@
+"""The `trainers` command: RunConfig validation, the algorithm and command registries (lazy), the models
+and datasets subcommands, and bad input -> one line `trainers: error: ...` with exit status 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from trainers import run as tr
+from trainers.run import ALGORITHMS, COMMANDS, CLIError, RunConfig, UsageError, main
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "datasets"
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+
+def _error_line(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trainers: error: "), err
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------------ config
+
+
+def test_run_config_defaults_and_validation() -> None:
+    cfg = RunConfig(algo="ssgd")
+    assert cfg.batch == 64 and cfg.epochs is None and cfg.steps is None and cfg.threads == 1
+    assert cfg.bucket_bytes == 25 * 2**20
+    assert RunConfig(algo="daso", bucket_mb=0.5).bucket_bytes == 2**19
+    for kwargs, field in [({"algo": "nope"}, "algo"), ({"batch": 0}, "batch"), ({"momentum": 1.0}, "momentum"),
+                          ({"lr": 0.0}, "lr"), ({"dataset": "imagenet"}, "dataset"), ({"steps": 3, "epochs": 1}, "epochs"),
+                          ({"daso_b": 2}, "daso_b"), ({"resume": True}, "resume"), ({"checkpoint_every": 5}, "checkpoint_every"),
+                          ({"daso_global_dtype": "fp16"}, "daso_global_dtype"), ({"daso_rule": "x"}, "daso_rule"),
+                          ({"tern_clip": -1.0}, "tern_clip"), ({"lr_milestones": (5, 3)}, "lr_milestones"),
+                          ({"threads": 0}, "threads"), ({"nesterov": True, "momentum": 0.0}, "nesterov")]:
+        with pytest.raises(ValueError, match=field):
+            RunConfig(**{"algo": "ssgd", **kwargs})
+
+
+def test_options_and_to_dict() -> None:
+    cfg = RunConfig(algo="ssgd", options=(("n", "4"), ("rule", "ga"), ("n", "8")), lr_milestones=(80, 120))
+    assert cfg.option("n") == "8" and cfg.option("rule") == "ga" and cfg.option("missing", "d") == "d"
+    d = cfg.to_dict()
+    assert d["options"] == {"n": "8", "rule": "ga"} and d["lr_milestones"] == [80.0, 120.0]
+
+
+def test_cli_flags_map_to_config() -> None:
+    parser = tr.build_run_parser(tr.make_parser("t"))
+    args = parser.parse_args(["--algo", "daso", "--steps", "7", "--ranks-per-node", "2", "--daso-b", "1",
+                              "--daso-w", "0", "--daso-global-dtype", "fp32", "--tern-clip", "none",
+                              "--tern-ternarize-last", "--lr-milestones", "2,4", "--opt", "k=v", "--no-progress",
+                              "--fail-at-step", "3"])
+    cfg = tr.config_from_args(args)
+    assert (cfg.algo, cfg.steps, cfg.ranks_per_node, cfg.daso_b, cfg.daso_w) == ("daso", 7, 2, 1, 0)
+    assert cfg.daso_global_dtype == "fp32" and cfg.tern_clip is None and cfg.tern_fp32_last is False
+    assert cfg.lr_milestones == (2.0, 4.0) and cfg.options == (("k", "v"),) and cfg.progress is False
+    assert cfg.fail_at_step == 3
+    # every RunConfig field has a flag
+    names = {f.name for f in __import__("dataclasses").fields(RunConfig)}
+    assert names <= set(vars(args)), names - set(vars(args))
+
+
+# ------------------------------------------------------------------------------------ registries
+
+
+def test_algorithm_registry_is_lazy_and_resolves() -> None:
+    code = ("import sys, trainers.run as r; print(sorted(r.ALGORITHMS)); print('torch' in sys.modules, "
+            "'trainers.sync' in sys.modules, 'mpi4py' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True, text=True,
+                         timeout=60).stdout.splitlines()
+    assert {"ssgd", "terngrad", "daso"} <= set(eval(out[0]))  # other engineers register theirs too
+    assert out[1] == "False False False"  # nothing heavy is imported until an algorithm runs
+    for name in ("ssgd", "terngrad", "daso"):
+        assert ALGORITHMS[name] == ("trainers.sync", f"run_{name}")
+    from trainers import sync
+
+    assert tr.resolve_algorithm("ssgd") is sync.run_ssgd
+    assert tr.resolve_algorithm("terngrad") is sync.run_terngrad
+    assert tr.resolve_algorithm("daso") is sync.run_daso
+    with pytest.raises(UsageError, match="unknown algorithm"):
+        tr.resolve_algorithm("nope")
+
+
+class _FakeComm:
+    def Get_rank(self) -> int:
+        return 0
+
+    def Get_size(self) -> int:
+        return 1
+
+
+def test_a_registered_algorithm_is_dispatched(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    module = types.ModuleType("fake_async_algo")
+
+    def run_fake(cfg: RunConfig, comm: object) -> None:
+        import torch
+
+        calls.append((cfg.algo, cfg.option("rule"), comm, torch.get_num_threads()))
+        if cfg.option("rule") == "bad":
+            raise UsageError("rule bad is not a rule")
+
+    module.run_fake = run_fake
+    monkeypatch.setitem(sys.modules, "fake_async_algo", module)
+    monkeypatch.setitem(ALGORITHMS, "fake", ("fake_async_algo", "run_fake"))
+    comm = _FakeComm()
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        tr.dispatch(RunConfig(algo="fake", threads=1, options=(("rule", "ga"),)), comm)
+        assert calls == [("fake", "ga", comm, 1)]
+        with pytest.raises(UsageError, match="rule bad"):  # re-raised, not turned into an MPI abort
+            tr.dispatch(RunConfig(algo="fake", options=(("rule", "bad"),)), comm)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_a_registered_command_gets_its_arguments(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    module = types.ModuleType("fake_simulate")
+    seen = []
+
+    def fake_main(argv: list[str]) -> int:
+        parser = tr.make_parser("trainers simulate")
+        parser.add_argument("--workers", type=int, required=True)
+        args = parser.parse_args(argv)
+        seen.append(args.workers)
+        return 0
+
+    module.main = fake_main
+    monkeypatch.setitem(sys.modules, "fake_simulate", module)
+    monkeypatch.setitem(COMMANDS, "simulate", ("fake_simulate", "main", "simulate asynchronous workers"))
+    assert main(["simulate", "--workers", "8"]) == 0 and seen == [8]
+    line = _error_line(capsys, ["simulate", "--workers", "x"])
+    assert "--workers" in line
+    assert main(["--help"]) == 0
+    assert "simulate" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------ subcommands
+
+
+def test_models_lists_parameter_counts(capsys: pytest.CaptureFixture) -> None:
+    from trainers.models import MODELS
+
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split() for line in out[1:]}
+    assert set(rows) == set(MODELS)
+    assert rows["lenet"][1] == "431,080" and rows["resnet20"][1] == "269,722"
+    assert rows["resnet50"][1] == "25,557,032" and rows["resnet20"][2] == "3x32x32"
+
+
+def test_datasets_reports_and_fails_on_missing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["datasets", "--data-root", str(tmp_path)]) == 0  # report only
+    out = capsys.readouterr().out
+    assert out.count("MISSING") == 6  # mnist, cifar10, cifar100 x train, test
+    line = _error_line(capsys, ["datasets", "mnist", "--data-root", str(tmp_path)])
+    assert "not found" in line
+    _error_line(capsys, ["datasets", "svhn"])
+
+
+@pytest.mark.skipif(not (SHARED / "mnist").is_dir(), reason="shared MNIST not present")
+def test_datasets_verifies_the_shared_files(capsys: pytest.CaptureFixture) -> None:
+    assert main(["datasets", "mnist", "cifar10", "--data-root", str(SHARED)]) == 0
+    out = capsys.readouterr().out
+    assert "mnist     train ok       n=60000 checksum=official" in out
+    assert "mnist     test  ok       n=10000 checksum=official" in out
+    assert "cifar10   train ok       n=4000 (SUBSET of 50000) checksum=known-subset" in out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    ([], "required"),
+    (["run"], "--algo"),
+    (["run", "--algo", "nope"], "invalid choice"),
+    (["run", "--algo", "ssgd", "--batch", "0"], "batch"),
+    (["run", "--algo", "ssgd", "--batch", "x"], "integer"),
+    (["run", "--algo", "ssgd", "--steps", "3", "--epochs", "1"], "not allowed with"),
+    (["run", "--algo", "ssgd", "--tern-clip", "big"], "none"),
+    (["run", "--algo", "ssgd", "--opt", "novalue"], "key=value"),
+    (["run", "--algo", "ssgd", "--resume"], "resume"),
+    (["run", "--algo", "daso", "--daso-b", "2"], "daso_b"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_input_is_one_line_and_status_2(argv: list[str], fragment: str, capsys: pytest.CaptureFixture) -> None:
+    assert fragment in _error_line(capsys, argv)
+
+
+def test_bad_input_found_at_start_of_a_run(tmp_path: Path) -> None:
+    """Errors found while setting up (unknown model, missing dataset) are one line and status 2 too."""
+    for extra, fragment in ((["--model", "nosuch", "--dataset", "synthetic"], "unknown model 'nosuch'"),
+                            (["--dataset", "mnist", "--data-root", str(tmp_path)], "not found")):
+        proc = subprocess.run([sys.executable, "-m", "trainers.run", "run", "--algo", "ssgd", "--steps", "1", *extra],
+                              cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("trainers: error: ") and fragment in lines[0], proc.stderr
+
+
+def test_cli_error_type() -> None:
+    parser = tr.make_parser("x")
+    with pytest.raises(CLIError):
+        parser.parse_args(["--nope"])

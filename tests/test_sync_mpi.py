@@ -1,0 +1,346 @@
+"""trainers.sync: data order, the DASO schedule and checkpoints in-process; SSGD, TernGrad and DASO
+under mpiexec (2 and 4 ranks, synthetic data, a few steps) against a plain single-process torch loop,
+the TernGrad wire bytes from the run log, abort on a failing rank, and resume after a kill.
+
+The MPI jobs run tests/mpi_sync/train_dump.py (the real Trainer, then every rank's live state
+dumped) or `python -m trainers.run run ...` (the real command line)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from trainers.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from trainers.compress import TernGradCodec
+from trainers.data import synthetic
+from trainers.log import read_run_log
+from trainers.models import build_model, tensor_sizes
+from trainers.sync import (DasoSchedule, DasoScheduleConfig, PlateauDetector, batch_indices, epoch_permutation,
+                           steps_per_epoch)
+
+REPO = Path(__file__).resolve().parents[1]
+DUMP_SCRIPT = REPO / "tests" / "mpi_sync" / "train_dump.py"
+MPIEXEC = shutil.which("mpiexec")
+U16 = 2.0**-8  # bfloat16 unit roundoff
+mpi_only = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, OMP_NUM_THREADS="1",
+                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+
+def run_mpi(n: int, argv: list[str], timeout: float = 150.0) -> tuple[int | None, str, float]:
+    """mpiexec -n n python ARGV; (returncode or None on timeout, output, time.time() at the end).
+    Never leaves ranks behind (the job runs in its own session, killed as a group on timeout)."""
+    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable, *argv]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode(errors="replace"), time.time()
+    except subprocess.TimeoutExpired:
+        ended = time.time()
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out.decode(errors="replace"), ended
+
+
+def train_dump(n: int, dump: Path, args: list[str]) -> list[dict]:
+    """Run train_dump.py under mpiexec; every rank's final {"model", "optimizer"} state."""
+    code, out, _ = run_mpi(n, [str(DUMP_SCRIPT), str(dump), *args, "--no-progress"])
+    assert code == 0, out[-3000:]
+    return [torch.load(dump / f"rank{r}.pt", weights_only=False) for r in range(n)]
+
+
+def reference(world: int, batch: int, steps: int, lr: float, momentum: float, seed: int, n: int,
+              order: str = "batch", init: bool = False) -> dict[str, torch.Tensor]:
+    """Plain single-process torch: LeNet, SGD, batch world*batch, the same data order.
+
+    order "batch": one loss over the whole batch; "forward" / "reverse": one gradient per rank slice,
+    summed in rank order or reversed, then / world (other summation orders, same mathematics).
+    init: return the initial parameters instead."""
+    torch.set_num_threads(1)
+    ds = synthetic("lenet", n=n, seed=seed, train=True)
+    torch.manual_seed(seed)
+    model = build_model("lenet", num_classes=10)
+    if init:
+        return {k: v.clone() for k, v in model.state_dict().items()}
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=lr, momentum=momentum)
+    spe = n // (world * batch)
+    for s in range(steps):
+        epoch, i = divmod(s, spe)
+        idx = epoch_permutation(n, seed, epoch)[i * world * batch:(i + 1) * world * batch]
+        x, y = ds[torch.from_numpy(idx)]
+        opt.zero_grad()
+        if order == "batch":
+            F.cross_entropy(model(x), y).backward()
+        else:
+            ranks = range(world) if order == "forward" else reversed(range(world))
+            grads = [torch.autograd.grad(F.cross_entropy(model(x[r * batch:(r + 1) * batch]),
+                                                         y[r * batch:(r + 1) * batch]), params) for r in ranks]
+            for j, p in enumerate(params):
+                p.grad = torch.stack([g[j] for g in grads]).sum(0) / world
+        opt.step()
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    assert a.keys() == b.keys()
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+def flat(state: dict[str, torch.Tensor]) -> torch.Tensor:
+    return torch.cat([v.reshape(-1).double() for v in state.values()])
+
+
+# Shared settings of the equality runs: LeNet on 1024 synthetic images, 20 steps, per-rank batch 16.
+# Rounding differences (another summation order of the rank gradients) grow into jumps of ~lr/batch
+# whenever they flip a ReLU or max-pool decision; at lr 0.005 that reaches 1e-4 after 20 steps for
+# some seeds. At lr 0.001 three summation orders stay within 1e-6 (checked below) while the
+# parameters move by more than 1e-3 from their initial values, so a 1e-5 gap is a real difference.
+EQ = dict(batch=16, steps=20, lr=0.001, momentum=0.9, seed=3, n=1024)
+EQ_ARGS = ["--algo", "ssgd", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", str(EQ["n"]),
+           "--batch", str(EQ["batch"]), "--steps", str(EQ["steps"]), "--lr", str(EQ["lr"]),
+           "--momentum", str(EQ["momentum"]), "--seed", str(EQ["seed"])]
+
+
+# ------------------------------------------------------------------------------- in-process
+
+
+def test_global_batch_is_the_union_of_rank_slices() -> None:
+    perm = epoch_permutation(100, seed=5, epoch=2)
+    assert sorted(perm.tolist()) == list(range(100))
+    assert steps_per_epoch(100, 8, 3) == 4
+    for index in range(4):
+        parts = [batch_indices(perm, 8, r, 3, index) for r in range(3)]
+        np.testing.assert_array_equal(np.concatenate(parts), batch_indices(perm, 24, 0, 1, index))
+    with pytest.raises(ValueError, match="outside the epoch"):
+        batch_indices(perm, 8, 0, 3, 4)
+
+
+def test_plateau_detector_counts_epochs_without_relative_improvement() -> None:
+    d = PlateauDetector(patience=2, threshold=0.05)
+    # 1.0 best; 0.96 is not 5% better; 0.97, 0.99 neither -> third bad epoch is a plateau
+    assert [d.update(v) for v in (1.0, 0.96, 0.97, 0.99)] == [False, False, False, True]
+    assert d.bad_epochs == 0 and d.best == 1.0
+    assert d.update(0.94) is False and d.best == 0.94  # 6% better: improvement
+    with pytest.raises(ValueError, match="patience"):
+        PlateauDetector(patience=-1)
+
+
+def test_daso_schedule_paper_rule() -> None:
+    # patience 0: every epoch without a 5% improvement is a plateau.
+    s = DasoSchedule(DasoScheduleConfig(total_epochs=10, warmup_epochs=2, cooldown_epochs=2, max_b=8,
+                                        rule="paper", patience=0, threshold=0.05))
+    losses = [3.0, 2.0,                      # warm-up: not fed to the detector
+              1.0, 1.0, 0.5, 0.5, 0.5, 0.5,  # cycling: improve, plateau, improve, plateau x3
+              0.4, 0.4]                      # cool-down
+    assert s.trace(losses) == [
+        ("warmup", 1, 0), ("warmup", 1, 0),
+        ("cycling", 8, 2),   # B = max, W = B/4
+        ("cycling", 8, 2),   # epoch 2 improved (first value)
+        ("cycling", 4, 1),   # epoch 3 plateau: halve both
+        ("cycling", 4, 1),   # epoch 4 improved (0.5 < 0.95)
+        ("cycling", 2, 1),   # plateau: B halves, W stays at its minimum 1
+        ("cycling", 1, 1),   # plateau
+        ("cooldown", 1, 0), ("cooldown", 1, 0)]
+    # epoch 7 (0.5 again) was a plateau at B = W = 1 too: reset, seen by no cycling epoch
+    assert s.plateaus == 4 and (s.b, s.w) == (8, 2)
+    # one more plateau at B = W = 1 resets to the initial values
+    s2 = DasoSchedule(DasoScheduleConfig(total_epochs=6, warmup_epochs=0, cooldown_epochs=0, max_b=4,
+                                         patience=0))
+    assert [bw for _, *bw in s2.trace([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])] == [
+        [4, 1], [4, 1], [2, 1], [1, 1], [4, 1], [2, 1]]
+
+
+def test_daso_schedule_code_rule_and_fixed() -> None:
+    s = DasoSchedule(DasoScheduleConfig(total_epochs=8, warmup_epochs=1, cooldown_epochs=0, max_b=8,
+                                        rule="code", patience=0))
+    # authors' code: B = 4, W = 1 after warm-up; halve B, W - 1 (min 1); reset to (8, 8 // 4)
+    assert [bw for _, *bw in s.trace([9.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])] == [
+        [1, 0], [4, 1], [4, 1], [2, 1], [1, 1], [8, 2], [4, 1], [2, 1]]
+    fixed = DasoSchedule(DasoScheduleConfig(total_epochs=4, warmup_epochs=0, cooldown_epochs=0, fixed=(1, 0),
+                                            patience=0))
+    assert [bw for _, *bw in fixed.trace([1.0] * 4)] == [[1, 0]] * 4
+    state = s.state_dict()
+    again = DasoSchedule(s.config)
+    again.load_state_dict(state)
+    assert again.state_dict() == state and again.b_w(7) == s.b_w(7)
+
+
+def test_checkpoint_is_atomic_and_validated(tmp_path: Path) -> None:
+    path = tmp_path / "ck" / "run.pt"
+    save_checkpoint(path, {"format": 1, "x": torch.arange(3)})
+    assert torch.equal(load_checkpoint(path)["x"], torch.arange(3))
+    with pytest.raises(Exception):
+        save_checkpoint(path, {"format": 1, "bad": lambda: 0})  # cannot be pickled
+    assert torch.equal(load_checkpoint(path)["x"], torch.arange(3))  # the old checkpoint survives
+    assert [p.name for p in path.parent.iterdir()] == ["run.pt"]  # no temporary file left
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="cannot be read"):
+        load_checkpoint(path)
+    save_checkpoint(path, {"format": 99})
+    with pytest.raises(CheckpointError, match="format 99"):
+        load_checkpoint(path)
+
+
+def test_reference_is_well_conditioned() -> None:
+    """Three summation orders of the same large-batch training agree far below the 1e-5 test bound,
+    and training moves the parameters far beyond it."""
+    args = (EQ["batch"], EQ["steps"], EQ["lr"], EQ["momentum"], EQ["seed"], EQ["n"])
+    for world in (2, 4):
+        a = reference(world, *args)
+        for order in ("forward", "reverse"):
+            assert max_diff(a, reference(world, *args, order=order)) < 1e-6
+        assert max_diff(a, reference(world, *args, init=True)) > 1e-3
+
+
+# --------------------------------------------------------------------------------- under MPI
+
+
+@pytest.mark.mpi
+@mpi_only
+@pytest.mark.parametrize("world", [2, 4])
+def test_ssgd_equals_single_process_large_batch(world: int, tmp_path: Path) -> None:
+    ranks = train_dump(world, tmp_path, EQ_ARGS)
+    ref = reference(world, EQ["batch"], EQ["steps"], EQ["lr"], EQ["momentum"], EQ["seed"], EQ["n"])
+    for r in range(world):
+        assert max_diff(ranks[r]["model"], ref) < 1e-5
+        assert max_diff(ranks[r]["model"], ranks[0]["model"]) == 0.0  # replicas stay bit-identical
+
+
+@pytest.fixture(scope="module")
+def daso_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
+    """DASO with B = 1, W = 0 (blocking global sync every batch), 2 pretend nodes x 2 ranks."""
+    base = tmp_path_factory.mktemp("daso")
+    args = [a if a != "ssgd" else "daso" for a in EQ_ARGS] + [
+        "--ranks-per-node", "2", "--daso-b", "1", "--daso-w", "0", "--daso-warmup-epochs", "0",
+        "--daso-cooldown-epochs", "0"]
+    return {dt: train_dump(4, base / dt, args + ["--daso-global-dtype", dt]) for dt in ("fp32", "bf16")}
+
+
+@pytest.mark.mpi
+@mpi_only
+def test_daso_b1_w0_fp32_equals_ssgd(daso_runs: dict[str, list[dict]]) -> None:
+    ref = reference(4, EQ["batch"], EQ["steps"], EQ["lr"], EQ["momentum"], EQ["seed"], EQ["n"])
+    for r in range(4):
+        assert max_diff(daso_runs["fp32"][r]["model"], ref) < 1e-5
+        assert max_diff(daso_runs["fp32"][r]["model"], daso_runs["fp32"][0]["model"]) == 0.0
+
+
+@pytest.mark.mpi
+@mpi_only
+def test_daso_bf16_global_sync_stays_within_bf16_tolerance(daso_runs: dict[str, list[dict]]) -> None:
+    exact, bf16 = daso_runs["fp32"][0]["model"], daso_runs["bf16"][0]["model"]
+    for r in range(4):  # the last step ended with a bf16 sync and a broadcast: all ranks equal
+        assert max_diff(daso_runs["bf16"][r]["model"], bf16) == 0.0
+    for v in bf16.values():  # the mean of 2 bf16 values is a bf16 value: parameters came over the wire as bf16
+        assert torch.equal(v, v.to(torch.bfloat16).to(torch.float32))
+    # Each of the T blocking syncs rounds every parameter to bf16 (twice with the bf16-sum op):
+    # ||error|| <= 2 u ||x|| per sync, and SGD with a small step passes earlier errors on ~unchanged.
+    rel = float((flat(bf16) - flat(exact)).norm() / flat(exact).norm())
+    assert 0.05 * U16 < rel <= 2 * EQ["steps"] * U16, rel
+
+
+def _assert_once(log: Path, total: int) -> None:
+    contents = read_run_log(log)
+    assert [s["step"] for s in contents.steps] == list(range(total))
+    evals = [e["step"] for e in contents.evals]
+    assert evals == sorted(set(evals))  # no evaluation written twice
+
+
+def _interrupt_and_resume(tmp_path: Path, world: int, args: list[str], fail_at: int, total: int
+                          ) -> tuple[list[dict], list[dict], float, str, dict]:
+    """An uninterrupted run; a run whose last rank raises at `fail_at` (real CLI); a --resume run."""
+    full = train_dump(world, tmp_path / "full", args + ["--log", str(tmp_path / "full.jsonl"),
+                                                        "--checkpoint", str(tmp_path / "full.pt")])
+    log, ck = tmp_path / "run.jsonl", tmp_path / "run.pt"
+    code, out, ended = run_mpi(world, ["-m", "trainers.run", "run", *args, "--log", str(log), "--checkpoint",
+                                       str(ck), "--fail-at-step", str(fail_at), "--no-progress"], timeout=120)
+    assert code not in (0, None), out[-3000:]
+    failed_at = float(re.search(r"injected failure at step \d+ on rank \d+ \(t=([0-9.]+)\)", out).group(1))
+    assert read_run_log(log).last_step < fail_at
+    at_failure = load_checkpoint(ck)
+    resumed = train_dump(world, tmp_path / "resumed", args + ["--log", str(log), "--checkpoint", str(ck), "--resume"])
+    _assert_once(log, total)
+    a, b = read_run_log(tmp_path / "full.jsonl"), read_run_log(log)
+    assert [s["loss"] for s in a.steps] == [s["loss"] for s in b.steps]
+    return full, resumed, ended - failed_at, out, at_failure
+
+
+@pytest.mark.mpi
+@mpi_only
+def test_terngrad_abort_resume_and_wire_bytes(tmp_path: Path) -> None:
+    # ResNet-20 (BatchNorm buffers differ per rank), checkpoints every 2 steps, rank 1 raises at step 5
+    args = ["--algo", "terngrad", "--model", "resnet20", "--dataset", "synthetic", "--synthetic-n", "64",
+            "--batch", "4", "--steps", "7", "--lr", "0.05", "--seed", "2", "--checkpoint-every", "2",
+            "--eval-every", "3"]
+    full, resumed, abort_s, out, ckpt = _interrupt_and_resume(tmp_path, 2, args, fail_at=5, total=7)
+    assert ckpt["step"] == 4
+    assert abort_s < 10.0, f"job took {abort_s:.1f} s to end after the failure"
+    assert "[rank 1/2] RuntimeError: injected failure" in out
+    for r in range(2):
+        for k, v in full[r]["model"].items():
+            assert torch.equal(v, resumed[r]["model"][k]), (r, k)
+        assert torch.equal(flat({k: s["momentum_buffer"] for k, s in full[r]["optimizer"]["state"].items()}),
+                           flat({k: s["momentum_buffer"] for k, s in resumed[r]["optimizer"]["state"].items()}))
+
+    # Bytes on the wire, from the logs: the TernGrad run above against SSGD on the same model.
+    ssgd_log = tmp_path / "ssgd.jsonl"
+    code, out, _ = run_mpi(2, ["-m", "trainers.run", "run", "--algo", "ssgd", *args[2:10], "--steps", "1",
+                               "--log", str(ssgd_log), "--no-progress"])
+    assert code == 0, out[-3000:]
+    fp32 = [s["bytes_sent"] for s in read_run_log(ssgd_log).steps]
+    tern = [s["bytes_sent"] for s in read_run_log(tmp_path / "full.jsonl").steps]
+    # hand count: fp32 = 4 bytes per parameter; TernGrad = ceil(n/4) + a 4-byte scaler per ternary
+    # tensor, 4 bytes per element of the last layer (fc, 650 elements); both + the 4-byte loss slot
+    sizes = tensor_sizes("resnet20")
+    assert fp32 == [4 * 269_722 + 4]
+    expect = sum((n + 3) // 4 + 4 for name, n in sizes if not name.startswith("fc.")) + 4 * 650 + 4
+    assert expect == TernGradCodec().wire_bytes(sizes) + 4
+    assert tern == [expect] * 7
+    assert fp32[0] / tern[0] >= 15.0
+
+
+@pytest.mark.mpi
+@mpi_only
+def test_daso_resume_reissues_in_flight_sync(tmp_path: Path) -> None:
+    # 8 steps per epoch; epoch 0 warm-up (blocking), epoch 1 cycling with B = 2, W = 1: syncs start at
+    # steps 8, 10, 12, 14 and are merged one step later. Checkpoints every 3 steps: the one after
+    # step 8 holds a sync in flight; rank 3 fails at step 11, the rerun resumes from it.
+    args = ["--algo", "daso", "--ranks-per-node", "2", "--model", "lenet", "--dataset", "synthetic",
+            "--synthetic-n", "256", "--batch", "8", "--steps", "16", "--lr", "0.005", "--seed", "4",
+            "--daso-b", "2", "--daso-w", "1", "--daso-warmup-epochs", "1", "--daso-cooldown-epochs", "0",
+            "--checkpoint-every", "3"]
+    full, resumed, abort_s, _, ckpt = _interrupt_and_resume(tmp_path, 4, args, fail_at=11, total=16)
+    assert abort_s < 10.0
+    # the checkpoint the rerun started from: after 9 steps, the sync started at step 8 in flight,
+    # its send buffer held by the sending group's members (local rank 0: ranks 0 and 2)
+    assert ckpt["step"] == 9
+    pending = [r["algo"]["pending"] for r in ckpt["ranks"]]
+    assert [[(due, group, waited) for due, group, waited, _ in p] for p in pending] == [[(1, 0, 1)]] * 4
+    assert [p[0][3] is not None for p in pending] == [True, False, True, False]
+    for r in range(4):
+        for k, v in full[r]["model"].items():
+            assert torch.equal(v, resumed[r]["model"][k]), (r, k)
+    steps = read_run_log(tmp_path / "full.jsonl").steps
+    assert [s["sync"] for s in steps[8:]] == ["start", "none"] * 3 + ["start", "blocking"]
+    assert [s["merged"] for s in steps[8:]] == [0, 1] * 4
+    final = load_checkpoint(tmp_path / "run.pt")  # after 16 steps: nothing in flight at the end
+    assert final["step"] == 16 and all(not r["algo"]["pending"] for r in final["ranks"])

@@ -1,0 +1,100 @@
+"""Checkpoints of the MPI trainers: written atomically by rank 0, read back by every rank.
+
+A checkpoint is one ``torch.save`` file holding a dict::
+
+    {"format": 1, "algo": ..., "config": {...}, "world": K, "step": steps done,
+     "shared": {...},            # rank 0's replicated state (model, optimizer) or {}
+     "ranks": [state_0, ...]}    # one dict per rank: RNG states, algorithm state, per-rank tensors
+
+It is written to a temporary file in the same folder, flushed, fsynced and moved into place with
+``os.replace``, so a reader sees the old checkpoint or the new one, never a torn file.
+
+Example::
+
+    states = gather_to_root(comm, my_state)             # collective; a list on rank 0, None elsewhere
+    if comm.Get_rank() == 0:
+        save_checkpoint(path, {"format": 1, ..., "ranks": states})
+    ...
+    ckpt = load_checkpoint(path)                         # every rank reads the file itself
+    restore_rng(ckpt["ranks"][rank]["rng"])
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = [
+    "FORMAT",
+    "CheckpointError",
+    "save_checkpoint",
+    "load_checkpoint",
+    "rng_state",
+    "restore_rng",
+    "gather_to_root",
+]
+
+FORMAT = 1
+"""Version of the checkpoint layout; load_checkpoint refuses any other."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, unreadable, of another format or of an incompatible run (one line)."""
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
+    """Write ``state`` to ``path`` atomically (temporary file + fsync + os.replace); return the path.
+
+    The folder is created if needed. A failure leaves the previous checkpoint (if any) untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a checkpoint written by save_checkpoint; CheckpointError (one line) when it cannot be used."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as exc:  # torch raises many types for a corrupt file
+        msg = " ".join(str(exc).split())[:200]
+        raise CheckpointError(f"checkpoint {path} cannot be read ({type(exc).__name__}: {msg})") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        got = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise CheckpointError(f"checkpoint {path}: format {got!r}, expected {FORMAT}")
+    return state
+
+
+def rng_state() -> dict[str, Any]:
+    """The process's global random states: torch (CPU), numpy, python ``random``."""
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    """Restore what rng_state returned."""
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+
+
+def gather_to_root(comm: Any, obj: Any, root: int = 0) -> list[Any] | None:
+    """Collective: every rank's picklable ``obj``; a list in rank order on ``root``, None elsewhere."""
+    return comm.gather(obj, root=root)

@@ -1,0 +1,521 @@
+"""The ``trainers`` command: run | models | datasets, plus registered extra commands (``simulate``).
+
+Usage::
+
+    mpiexec -n 4 trainers run --algo ssgd --model lenet --dataset mnist --batch 64 --epochs 2 \\
+        --lr 0.01 --momentum 0.9 --seed 1 --log runs/ssgd.jsonl
+    mpiexec -n 4 trainers run --algo daso --ranks-per-node 2 ...   # 2 pretend nodes x 2 ranks
+    trainers models
+    trainers datasets [mnist cifar10 ...] [--data-root DIR]
+
+Bad input prints one line ``trainers: error: ...`` (on rank 0 only under mpiexec) and exits with 2.
+
+Extending it (the asynchronous trainers and the simulator register here; nothing is imported until used):
+
+- ``ALGORITHMS[name] = (module path, function name)``: ``trainers run --algo name`` imports the module
+  and calls ``function(cfg, comm) -> None`` with ``cfg`` a :class:`RunConfig` and ``comm`` an
+  ``mpi4py.MPI.Comm`` (``MPI.COMM_WORLD``). The function trains, writes ``cfg.log`` on rank 0 with
+  :class:`trainers.log.RunLog`, and raises :class:`UsageError` -- on every rank alike -- for bad input
+  it detects (it is printed as ``trainers: error: ...`` and the job exits 2); any other exception
+  aborts the whole MPI job (``trainers.comm.abort_on_error``). Algorithm-specific settings come as
+  ``cfg.options`` (``--opt key=value``, repeatable; read them with :meth:`RunConfig.option`).
+- ``COMMANDS[name] = (module path, function name, help)``: ``trainers name ARGS...`` calls
+  ``function(argv: list[str]) -> int`` with the arguments after the name (e.g. ``"simulate":
+  ("trainers.simulate", "main", "...")``). Build its parser with :func:`make_parser` so that argparse
+  errors raise :class:`CLIError`; a CLIError or UsageError it raises becomes ``trainers: error: ...``
+  and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ALGORITHMS",
+    "COMMANDS",
+    "CLIError",
+    "UsageError",
+    "RunConfig",
+    "make_parser",
+    "build_run_parser",
+    "config_from_args",
+    "resolve_algorithm",
+    "dispatch",
+    "main",
+]
+
+ALGORITHMS: dict[str, tuple[str, str]] = {
+    "ssgd": ("trainers.sync", "run_ssgd"),
+    "terngrad": ("trainers.sync", "run_terngrad"),
+    "daso": ("trainers.sync", "run_daso"),
+}
+"""Algorithm name -> (module, function); the function is ``def run_<algo>(cfg: RunConfig, comm) -> None``."""
+
+COMMANDS: dict[str, tuple[str, str, str]] = {}
+"""Extra subcommand name -> (module, function, help); the function is ``def main(argv: list[str]) -> int``."""
+
+ASYNC_ALGORITHMS = ("asgd", "nag-asgd", "sa", "softsync", "ga", "dana", "dana-sa", "dana-ga", "adam", "adam-sa",
+                    "adam-ga", "gem", "downpour", "adaptive-staleness")
+"""The parameter server's algorithms (trainers.worker_step.ALGOS; tests/test_simulate.py keeps them equal).
+Their settings beyond RunConfig come as ``--opt key=value`` (trainers.ps.OPTION_KEYS)."""
+ALGORITHMS.update({name: ("trainers.ps", "run_from_run_config") for name in ASYNC_ALGORITHMS})
+COMMANDS["simulate"] = ("trainers.simulate", "simulate_main", "event-driven simulation of N asynchronous workers")
+
+DATASET_CHOICES = ("mnist", "cifar10", "cifar100", "synthetic")
+OPTIMIZERS = ("sgd", "adam")
+DASO_RULES = ("paper", "code")
+DASO_DTYPES = ("bf16", "fp32")
+
+
+class CLIError(ValueError):
+    """A command-line value is malformed (printed as ``trainers: error: ...``, exit 2)."""
+
+
+class UsageError(ValueError):
+    """Bad input found while starting a run (missing dataset, incompatible checkpoint, ...).
+
+    Raised on every rank alike, so the job ends with status 2 without an MPI abort."""
+
+
+# ------------------------------------------------------------------------------------------ config
+
+
+def _int(name: str, value: Any, lo: int | None = None, *, none_ok: bool = False) -> None:
+    if value is None and none_ok:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or (lo is not None and value < lo):
+        bound = f" >= {lo}" if lo is not None else ""
+        raise ValueError(f"{name} must be an integer{bound}, got {value!r}")
+
+
+def _num(name: str, value: Any, lo: float | None = None, *, strict: bool = False, none_ok: bool = False) -> None:
+    if value is None and none_ok:
+        return
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    if ok and lo is not None:
+        ok = value > lo if strict else value >= lo
+    if not ok:
+        bound = "" if lo is None else (f" > {lo}" if strict else f" >= {lo}")
+        raise ValueError(f"{name} must be a finite number{bound}, got {value!r}")
+
+
+def _choice(name: str, value: Any, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything ``trainers run`` needs; validated on creation (ValueError naming the field).
+
+    Units: batch = samples per rank per step (the global batch is batch * ranks); lr per step;
+    epochs / steps: length of training (give at most one; default 1 epoch); checkpoint_every and
+    eval_every in steps (0: checkpoint only at the end / evaluate at epoch ends only); bucket_mb in
+    MiB; synthetic_n = training images of the synthetic dataset (its test split has a quarter).
+    TernGrad: tern_clip (c of s = c*std, None = max|g|), tern_min_elems (smaller tensors travel in
+    fp32), tern_fp32_last (last layer in fp32). DASO: ranks_per_node forms the pretend nodes;
+    daso_global_dtype is the wire type of blocking global syncs; daso_b / daso_w fix B and W in the
+    cycling phase (no plateau cycling); daso_rule = "paper" (halve B and W on a plateau) or "code"
+    (the authors' code: W starts at 1 and decreases by 1). fail_at_step / fail_rank inject a failure
+    (tests). options: extra ``key=value`` settings for registered algorithms. mpi_yield: ranks waiting
+    in MPI yield the CPU (Open MPI ``mpi_yield_when_idle``, set before MPI starts unless the
+    environment sets it) instead of busy-polling, which steals cores from CPU training when ranks
+    share them.
+    """
+
+    algo: str
+    model: str = "lenet"
+    dataset: str = "mnist"
+    batch: int = 64
+    epochs: int | None = None
+    steps: int | None = None
+    lr: float = 0.01
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    nesterov: bool = False
+    optimizer: str = "sgd"
+    lr_warmup_epochs: float = 0.0
+    lr_milestones: tuple[float, ...] = ()
+    lr_gamma: float = 0.1
+    seed: int = 0
+    log: str | None = None
+    data_root: str | None = None
+    synthetic_n: int = 1024
+    augment: bool = False
+    threads: int = 1
+    eval_every: int = 0
+    eval_batch: int = 1000
+    checkpoint: str | None = None
+    checkpoint_every: int = 0
+    resume: bool = False
+    progress: bool = True
+    mpi_yield: bool = True
+    bucket_mb: float = 25.0
+    tern_clip: float | None = 2.5
+    tern_min_elems: int = 1
+    tern_fp32_last: bool = True
+    ranks_per_node: int = 1
+    daso_global_dtype: str = "bf16"
+    daso_warmup_epochs: int = 1
+    daso_cooldown_epochs: int = 1
+    daso_max_b: int = 4
+    daso_rule: str = "paper"
+    daso_b: int | None = None
+    daso_w: int | None = None
+    daso_plateau_patience: int = 2
+    daso_plateau_threshold: float = 0.05
+    fail_at_step: int | None = None
+    fail_rank: int | None = None
+    options: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        _choice("algo", self.algo, sorted(ALGORITHMS))
+        if not isinstance(self.model, str) or not self.model:
+            raise ValueError(f"model must be a model name, got {self.model!r}")
+        _choice("dataset", self.dataset, DATASET_CHOICES)
+        _int("batch", self.batch, 1)
+        _int("epochs", self.epochs, 1, none_ok=True)
+        _int("steps", self.steps, 1, none_ok=True)
+        if self.epochs is not None and self.steps is not None:
+            raise ValueError("give epochs or steps, not both")
+        _num("lr", self.lr, 0.0, strict=True)
+        _num("momentum", self.momentum, 0.0)
+        if self.momentum >= 1:
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+        _num("weight_decay", self.weight_decay, 0.0)
+        if self.nesterov and self.momentum == 0:
+            raise ValueError("nesterov needs momentum > 0")
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _num("lr_warmup_epochs", self.lr_warmup_epochs, 0.0)
+        ms = tuple(float(m) for m in self.lr_milestones)
+        if any(not math.isfinite(m) or m < 0 for m in ms) or any(b <= a for a, b in zip(ms, ms[1:])):
+            raise ValueError(f"lr_milestones must be strictly increasing epochs >= 0, got {self.lr_milestones!r}")
+        object.__setattr__(self, "lr_milestones", ms)
+        _num("lr_gamma", self.lr_gamma, 0.0, strict=True)
+        if self.lr_gamma > 1:
+            raise ValueError(f"lr_gamma must be in (0, 1], got {self.lr_gamma!r}")
+        _int("seed", self.seed, 0)
+        _int("synthetic_n", self.synthetic_n, 1)
+        _int("threads", self.threads, 1)
+        _int("eval_every", self.eval_every, 0)
+        _int("eval_batch", self.eval_batch, 1)
+        _int("checkpoint_every", self.checkpoint_every, 0)
+        if self.checkpoint_every and not self.checkpoint:
+            raise ValueError("checkpoint_every needs a checkpoint path")
+        if self.resume and not self.checkpoint:
+            raise ValueError("resume needs a checkpoint path")
+        _num("bucket_mb", self.bucket_mb, 0.0, strict=True)
+        _num("tern_clip", self.tern_clip, 0.0, strict=True, none_ok=True)
+        _int("tern_min_elems", self.tern_min_elems, 1)
+        _int("ranks_per_node", self.ranks_per_node, 1)
+        _choice("daso_global_dtype", self.daso_global_dtype, DASO_DTYPES)
+        _int("daso_warmup_epochs", self.daso_warmup_epochs, 0)
+        _int("daso_cooldown_epochs", self.daso_cooldown_epochs, 0)
+        _int("daso_max_b", self.daso_max_b, 1)
+        _choice("daso_rule", self.daso_rule, DASO_RULES)
+        _int("daso_b", self.daso_b, 1, none_ok=True)
+        _int("daso_w", self.daso_w, 0, none_ok=True)
+        if (self.daso_b is None) != (self.daso_w is None):
+            raise ValueError("daso_b and daso_w go together (fixed B and W), give both or neither")
+        _int("daso_plateau_patience", self.daso_plateau_patience, 0)
+        _num("daso_plateau_threshold", self.daso_plateau_threshold, 0.0)
+        if self.daso_plateau_threshold >= 1:
+            raise ValueError(f"daso_plateau_threshold must be in [0, 1), got {self.daso_plateau_threshold!r}")
+        _int("fail_at_step", self.fail_at_step, 0, none_ok=True)
+        _int("fail_rank", self.fail_rank, 0, none_ok=True)
+        opts = tuple((str(k), str(v)) for k, v in self.options)
+        if any(not k for k, _ in opts):
+            raise ValueError("options need a non-empty key (key=value)")
+        object.__setattr__(self, "options", opts)
+
+    @property
+    def bucket_bytes(self) -> int:
+        """Fusion bucket cap in bytes."""
+        return max(int(self.bucket_mb * 2**20), 4)
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        """The last ``--opt key=value`` given for key, else default."""
+        found = default
+        for k, v in self.options:
+            if k == key:
+                found = v
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of every field (for the run-log header and checkpoints)."""
+        d = dataclasses.asdict(self)
+        d["lr_milestones"] = list(self.lr_milestones)
+        d["options"] = dict(self.options)
+        return d
+
+
+# ----------------------------------------------------------------------------------------- parsers
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises CLIError instead of printing usage and exiting."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise CLIError(message)
+
+
+def make_parser(prog: str, description: str | None = None) -> argparse.ArgumentParser:
+    """A parser whose errors raise CLIError (for commands registered in COMMANDS)."""
+    return _Parser(prog=prog, description=description)
+
+
+def _int_arg(text: str) -> int:
+    """An integer (RunConfig checks its range, naming the field)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    return value
+
+
+def _clip(text: str) -> float | None:
+    if text.lower() in ("none", "max"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+
+
+def _milestones(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated epochs like 80,120, got {text!r}") from None
+
+
+def _option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key, value
+
+
+def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``trainers run`` arguments to parser (one flag per RunConfig field)."""
+    a = parser.add_argument
+    a("--algo", required=True, choices=sorted(ALGORITHMS), help="training algorithm")
+    a("--model", default="lenet", help="model name (see `trainers models`)")
+    a("--dataset", default="mnist", choices=DATASET_CHOICES, help="dataset (synthetic: generated, for tests)")
+    a("--batch", type=_int_arg, default=64, help="samples per rank per step")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--epochs", type=_int_arg, default=None, help="epochs to train (default 1)")
+    length.add_argument("--steps", type=_int_arg, default=None, help="steps to train")
+    a("--lr", type=float, default=0.01, help="learning rate")
+    a("--momentum", type=float, default=0.9, help="SGD momentum (0 for none)")
+    a("--weight-decay", type=float, default=0.0, help="L2 weight decay")
+    a("--nesterov", action="store_true", help="Nesterov momentum")
+    a("--optimizer", default="sgd", choices=OPTIMIZERS, help="local optimizer")
+    a("--lr-warmup-epochs", type=float, default=0.0, help="linear LR warm-up from lr/ranks to lr (epochs)")
+    a("--lr-milestones", type=_milestones, default=(), help="epochs at which lr is multiplied by --lr-gamma")
+    a("--lr-gamma", type=float, default=0.1, help="LR decay factor at each milestone")
+    a("--seed", type=_int_arg, default=0, help="seed of init, data order and stochastic parts")
+    a("--log", default=None, help="JSONL run log written by rank 0")
+    a("--data-root", default=None, help="dataset folder (default $DSGD_DATA_ROOT, then data/datasets)")
+    a("--synthetic-n", type=_int_arg, default=1024, help="training images of --dataset synthetic")
+    a("--augment", action="store_true", help="random crops (pad 4) and flips for CIFAR")
+    a("--threads", type=_int_arg, default=1, help="torch threads per rank")
+    a("--eval-every", type=_int_arg, default=0, help="evaluate every N steps (0: at epoch ends)")
+    a("--eval-batch", type=_int_arg, default=1000, help="batch size of evaluation")
+    a("--checkpoint", default=None, help="checkpoint file (written atomically by rank 0)")
+    a("--checkpoint-every", type=_int_arg, default=0, help="checkpoint every N steps (0: at the end)")
+    a("--resume", action="store_true", help="continue from --checkpoint and the existing --log")
+    a("--no-progress", dest="progress", action="store_false", help="no progress bar on rank 0")
+    a("--mpi-busy-poll", dest="mpi_yield", action="store_false",
+      help="let waiting ranks busy-poll (Open MPI default) instead of yielding the CPU")
+    a("--bucket-mb", type=float, default=25.0, help="fusion bucket size in MiB (ssgd, fp32 parts)")
+    a("--tern-clip", type=_clip, default=2.5, help="TernGrad scaler c*std (c; 'none' for max|g|)")
+    a("--tern-min-elems", type=_int_arg, default=1, help="TernGrad: smaller tensors travel in fp32")
+    a("--tern-ternarize-last", dest="tern_fp32_last", action="store_false",
+      help="TernGrad: ternarize the last layer too (default: it travels in fp32)")
+    a("--ranks-per-node", type=_int_arg, default=1, help="ranks per (pretend) node, for DASO")
+    a("--daso-global-dtype", default="bf16", choices=DASO_DTYPES, help="wire type of blocking global syncs")
+    a("--daso-warmup-epochs", type=_int_arg, default=1, help="DASO blocking warm-up epochs")
+    a("--daso-cooldown-epochs", type=_int_arg, default=1, help="DASO blocking cool-down epochs")
+    a("--daso-max-b", type=_int_arg, default=4, help="DASO initial (maximum) B in the cycling phase")
+    a("--daso-rule", default="paper", choices=DASO_RULES, help="B/W cycling rule on plateaus")
+    a("--daso-b", type=_int_arg, default=None, help="fix B (batches between global syncs)")
+    a("--daso-w", type=_int_arg, default=None, help="fix W (batches to wait; 0 = blocking)")
+    a("--daso-plateau-patience", type=_int_arg, default=2,
+      help="a plateau is more than this many epochs without relative improvement")
+    a("--daso-plateau-threshold", type=float, default=0.05, help="relative improvement that counts")
+    a("--opt", dest="options", type=_option, action="append", default=[],
+      help="key=value setting for a registered algorithm (repeatable)")
+    a("--fail-at-step", type=_int_arg, default=None, help=argparse.SUPPRESS)
+    a("--fail-rank", type=_int_arg, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """RunConfig from parsed ``trainers run`` arguments (ValueError for bad values)."""
+    names = {f.name for f in dataclasses.fields(RunConfig)}
+    values = {k: v for k, v in vars(args).items() if k in names}
+    values["options"] = tuple(values.get("options") or ())
+    return RunConfig(**values)
+
+
+# --------------------------------------------------------------------------------------- dispatch
+
+
+def resolve_algorithm(name: str) -> Callable[[RunConfig, Any], None]:
+    """Import and return the run function registered for algorithm ``name``."""
+    try:
+        module, function = ALGORITHMS[name]
+    except KeyError:
+        raise UsageError(f"unknown algorithm {name!r}; choose from {', '.join(sorted(ALGORITHMS))}") from None
+    return getattr(importlib.import_module(module), function)
+
+
+def dispatch(cfg: RunConfig, comm: Any = None) -> None:
+    """Set torch threads, then run the registered algorithm on comm (default MPI.COMM_WORLD).
+
+    Any exception other than UsageError aborts the MPI job (one line on stderr, exit status 1)."""
+    import torch
+
+    from trainers.comm import abort_on_error
+
+    torch.set_num_threads(cfg.threads)
+    fn = resolve_algorithm(cfg.algo)
+    if comm is None:
+        if cfg.mpi_yield:  # read by Open MPI when MPI starts (the import below); an explicit setting wins
+            os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+    usage: UsageError | None = None
+    with abort_on_error(comm):
+        try:
+            fn(cfg, comm)
+        except UsageError as exc:  # raised on every rank alike: no abort needed
+            usage = exc
+    if usage is not None:
+        raise usage
+
+
+def _env_rank() -> int:
+    """This process's MPI rank from the launcher's environment (0 when not under mpiexec)."""
+    for key in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"):
+        if key in os.environ:
+            try:
+                return int(os.environ[key])
+            except ValueError:
+                pass
+    return 0
+
+
+def _fail(message: str) -> int:
+    if _env_rank() == 0:
+        print(f"trainers: error: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+    return 2
+
+
+# ------------------------------------------------------------------------------------ subcommands
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    try:
+        dispatch(cfg)
+    except UsageError as exc:
+        return _fail(str(exc))
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from trainers.models import MODELS, tensor_sizes
+
+    rows = [("model", "parameters", "input", "classes", "dataset")]
+    for name, info in MODELS.items():
+        n = sum(k for _, k in tensor_sizes(name))
+        rows.append((name, f"{n:,}", "x".join(map(str, info.input_shape)), str(info.num_classes), info.dataset))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.rjust(w) if i == 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    return 0
+
+
+def _cmd_datasets(args: argparse.Namespace) -> int:
+    from trainers.data import DATASETS, DatasetError, data_root, load_dataset
+
+    names = args.names or list(DATASETS)
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown:
+        raise CLIError(f"unknown dataset {unknown[0]!r}; choose from {', '.join(DATASETS)}")
+    print(f"root: {data_root(args.data_root)}")
+    errors = []
+    for name in names:
+        for train in (True, False):
+            split = "train" if train else "test"
+            try:
+                ds = load_dataset(name, args.data_root, train=train, verify=not args.no_verify)
+            except DatasetError as exc:
+                errors.append(str(exc))
+                print(f"{name:9s} {split:5s} MISSING  {' '.join(str(exc).split())}")
+                continue
+            i = ds.info
+            print(f"{name:9s} {split:5s} ok       n={i.n}{' (SUBSET of %d)' % i.official_n if i.subset else ''} "
+                  f"checksum={i.checksum} path={i.path}")
+    if errors and args.names:
+        raise CLIError(errors[0])
+    return 0
+
+
+def _root_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="trainers", description="Distributed training with MPI: synchronous and "
+                     "asynchronous trainers, and the tools around them.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="train with an algorithm under mpiexec",
+                         description="Train a model with a distributed algorithm (start it with mpiexec -n K).")
+    build_run_parser(run)
+    run.set_defaults(handler=_cmd_run)
+    models = sub.add_parser("models", help="list the models with their parameter counts")
+    models.set_defaults(handler=_cmd_models)
+    datasets = sub.add_parser("datasets", help="verify the dataset files (md5, structure)")
+    datasets.add_argument("names", nargs="*", help="datasets to check (default: all, report only)")
+    datasets.add_argument("--data-root", default=None, help="dataset folder (default $DSGD_DATA_ROOT)")
+    datasets.add_argument("--no-verify", action="store_true", help="skip the md5 checks")
+    datasets.set_defaults(handler=_cmd_datasets)
+    for name, (_, _, text) in COMMANDS.items():
+        sub.add_parser(name, help=text, add_help=False)
+    return parser
+
+
+def _external(name: str, argv: list[str]) -> int:
+    module, function, _ = COMMANDS[name]
+    fn = getattr(importlib.import_module(module), function)
+    return int(fn(argv) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``trainers`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in COMMANDS:
+            return _external(argv[0], argv[1:])
+        args = _root_parser().parse_args(argv)
+        return args.handler(args)
+    except (CLIError, UsageError, ValueError) as exc:
+        return _fail(str(exc))
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+
+
+if __name__ == "__main__":
+    # `python -m trainers.run`: run the canonical module, so that trainers.sync and this entry point
+    # share one UsageError class (not __main__'s copy).
+    from trainers.run import main as _main
+
+    sys.exit(_main())
