@@ -83,7 +83,8 @@ def _parse_straggler(text: str | None) -> tuple[float, float]:
     return parts[0], parts[1] if len(parts) == 2 else 0.0
 
 
-def build_strategies(args: argparse.Namespace) -> list[Strategy]:
+def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] = (0.0, 0.0)) -> list[Strategy]:
+    """Strategies from the command line; TernGrad codec rates from a profile unless given."""
     names = [s.strip() for s in args.strategy.split(",") if s.strip()]
     if not names:
         raise CLIError("--strategy is empty")
@@ -94,7 +95,8 @@ def build_strategies(args: argparse.Namespace) -> list[Strategy]:
             raise CLIError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}")
         out.append(Strategy(name, allreduce=args.allreduce, overlap=args.overlap, wire=args.wire,
                             terngrad_min_elems=args.terngrad_min_elems, terngrad_fp32_last=args.terngrad_fp32_last,
-                            terngrad_encode_elems_per_s=args.terngrad_encode_rate,
+                            terngrad_encode_elems_per_s=args.terngrad_encode_rate or codec_rates[0],
+                            terngrad_decode_elems_per_s=args.terngrad_decode_rate or codec_rates[1],
                             terngrad_exchange=args.terngrad_exchange, daso_B=args.daso_b, daso_W=args.daso_w,
                             ps_servers=args.ps_servers, straggler_cv=cv_task, straggler_machine_cv=cv_mach))
     return out
@@ -114,10 +116,13 @@ def _resolve_workload_cluster(args: argparse.Namespace):
         workload = profile_workload(profile) if args.workload is None else presets.load_workload(args.workload)
         base = None if args.cluster in (None, "local") else presets.load_cluster(args.cluster)
         cluster = profile_cluster(profile, base, links=args.profile_links)
+        codec = profile.compute.codec if profile.compute is not None else None
+        rates = codec.rates() if codec is not None and args.workload is None else (0.0, 0.0)
     else:
         workload = presets.load_workload(args.workload or "vgg-a")
         cluster = presets.load_cluster(args.cluster or "terngrad-infiniband")
-    return workload, cluster
+        rates = (0.0, 0.0)
+    return workload, cluster, rates
 
 
 TABLE_COLUMNS = [("strategy", "strategy", "{}"), ("gpus", "gpus", "{:d}"), ("nodes", "nodes", "{:d}"),
@@ -165,9 +170,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .scaling import predict
 
     gpus = parse_gpus(args.gpus)
-    workload, cluster = _resolve_workload_cluster(args)
+    workload, cluster, codec_rates = _resolve_workload_cluster(args)
     records: list[dict] = []
-    for strategy in build_strategies(args):
+    for strategy in build_strategies(args, codec_rates):
         records.extend(predict(workload, cluster, strategy, gpus, scaling=args.scaling, batch=args.batch).records())
     if args.format == "json":
         text = json.dumps(records, indent=1)
@@ -239,7 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="none | homogeneous | heterogeneous | CV | CV_TASK,CV_MACHINE (gamma CVB model)")
     p.add_argument("--terngrad-min-elems", type=int, default=0, help="tensors smaller than this stay fp32")
     p.add_argument("--terngrad-fp32-last", action="store_true", help="keep the classifier layer in fp32")
-    p.add_argument("--terngrad-encode-rate", type=float, default=0.0, help="elements/s to ternarize+pack (0: free)")
+    p.add_argument("--terngrad-encode-rate", type=float, default=0.0,
+                   help="elements/s to ternarize+pack (0: free, or the profile's measurement)")
+    p.add_argument("--terngrad-decode-rate", type=float, default=0.0,
+                   help="elements/s to unpack+average one copy (0: free, or the profile's measurement)")
     p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels")
     p.add_argument("--daso-b", type=int, default=4, help="DASO: global sync every B batches")
     p.add_argument("--daso-w", type=int, default=1, help="DASO: batches to overlap the global sync with (0 blocking)")

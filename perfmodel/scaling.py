@@ -14,7 +14,8 @@ Strategies:
     ssgd      allreduce of the gradient every step (fp32, fp16 or bf16 on the wire).
     terngrad  scaler sharing (allreduce of one float per tensor), then the ternary gradient: with the
               paper's form |theta| is one worker's 2-bit gradient; otherwise the aggregate (2p+1 levels)
-              is allreduced, or every worker's packed gradient allgathered; encode time added.
+              is allreduced, or every worker's packed gradient allgathered; encode time and the
+              decode time of each copy received added.
     daso      node-local gradient allreduce every batch; every B batches one GPU per node allreduces
               the parameters across nodes (bf16 and blocking when W=0; fp32 and overlapped with the
               next W batches of compute otherwise) and broadcasts them inside its node.
@@ -192,18 +193,19 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
     split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
     scalers = 4.0 * split.ternary_tensors
     encode = encode_seconds(split.ternary_elems, strategy.terngrad_encode_elems_per_s)
+    decode_one = encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
     if strategy.allreduce == "paper":
         n = terngrad_bytes(split, 2.0)
-        return coll.paper_allreduce(n, w, cluster) + encode, n * np.log2(np.maximum(w, 1)), {}, w
+        return (coll.paper_allreduce(n, w, cluster) + encode + decode_one, n * np.log2(np.maximum(w, 1)), {}, w)
     # scaler sharing: allreduce(max) of one float per ternary tensor
     t_scalers = coll.cluster_allreduce(strategy.allreduce, scalers, w, cluster)
     if strategy.terngrad_exchange == "allgather":
         n_each = terngrad_bytes(split, 2.0) - scalers
-        t = coll.cluster_allgather(n_each, w, cluster)
+        t = coll.cluster_allgather(n_each, w, cluster) + w * decode_one
         sent = (w - 1) * n_each
     else:
         n = terngrad_bytes(split, aggregate_bits(w)) - scalers
-        t = coll.cluster_allreduce(strategy.allreduce, n, w, cluster)
+        t = coll.cluster_allreduce(strategy.allreduce, n, w, cluster) + decode_one
         sent = _allreduce_bytes(strategy.allreduce, n, w)
     return t + t_scalers + encode, sent + _allreduce_bytes(strategy.allreduce, scalers, w), {}, w
 

@@ -246,8 +246,9 @@ class Strategy:
     overlap: fraction (0..1) of communication hidden behind backprop.
     wire: element format on the wire for ssgd ("fp32", "fp16", "bf16").
     terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
-    layer when set, travel in fp32. terngrad_encode_elems_per_s: ternarize+pack+unpack rate, gradient
-    elements per second (0 means free). terngrad_exchange: "levels" allreduces the aggregate with
+    layer when set, travel in fp32. terngrad_encode_elems_per_s: scalers+ternarize+pack rate, once per
+    step; terngrad_decode_elems_per_s: unpack+average rate per received copy (an Allgather exchange
+    decodes every worker's copy, a levels exchange one aggregate); elements per second, 0 means free. terngrad_exchange: "levels" allreduces the aggregate with
     ceil(log2(2p+1)) bits per element (scaler sharing bounds the levels); "allgather" gathers every
     worker's 2-bit packed gradient (what an MPI trainer without a custom reduction does).
     daso_B: global sync every B batches; daso_W: batches the non-blocking global sync is overlapped with
@@ -264,6 +265,7 @@ class Strategy:
     terngrad_min_elems: int = 0
     terngrad_fp32_last: bool = False
     terngrad_encode_elems_per_s: float = 0.0
+    terngrad_decode_elems_per_s: float = 0.0
     terngrad_exchange: str = "levels"
     daso_B: int = 4
     daso_W: int = 1
@@ -283,6 +285,8 @@ class Strategy:
         if self.terngrad_min_elems < 0:
             raise SpecError(f"terngrad_min_elems must be >= 0, got {self.terngrad_min_elems!r}")
         _positive("terngrad_encode_elems_per_s", self.terngrad_encode_elems_per_s, allow_zero=True,
+                  allow_inf=True)
+        _positive("terngrad_decode_elems_per_s", self.terngrad_decode_elems_per_s, allow_zero=True,
                   allow_inf=True)
         if self.terngrad_exchange not in TERNGRAD_EXCHANGES:
             raise SpecError(f"terngrad_exchange must be one of {', '.join(TERNGRAD_EXCHANGES)}, "

@@ -85,15 +85,21 @@ def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
     return replace(ct, times_s=tuple(t * factor for t in ct.times_s))
 
 
-def run_strategies(run: RunMeasurement) -> list[tuple[Strategy, int]]:
-    """The model strategies (with step counts) that describe a run's steps."""
+def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0, 0.0)
+                   ) -> list[tuple[Strategy, int]]:
+    """The model strategies (with step counts) that describe a run's steps.
+
+    codec_rates: TernGrad (encode, decode) elements/s from the profile, 0 when not measured.
+    """
     cfg = run.config
     if run.algo == "ssgd":
         return [(Strategy("ssgd", allreduce="ring"), run.steps)]
     if run.algo == "terngrad":
         return [(Strategy("terngrad", allreduce="ring", terngrad_exchange="allgather",
                           terngrad_min_elems=int(cfg.get("tern_min_elems", 0)),
-                          terngrad_fp32_last=bool(cfg.get("tern_fp32_last", False))), run.steps)]
+                          terngrad_fp32_last=bool(cfg.get("tern_fp32_last", False)),
+                          terngrad_encode_elems_per_s=codec_rates[0],
+                          terngrad_decode_elems_per_s=codec_rates[1]), run.steps)]
     if run.algo == "daso":
         phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
         return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w), n) for (b, w), n in sorted(phases.items())]
@@ -101,7 +107,8 @@ def run_strategies(run: RunMeasurement) -> list[tuple[Strategy, int]]:
                         f"(ssgd, terngrad, daso)")
 
 
-def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int) -> dict:
+def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
+                codec_rates: tuple[float, float] = (0.0, 0.0)) -> dict:
     """Predicted step time and throughput of one run (step-count-weighted over DASO phases)."""
     share = max(1.0, run.ranks * run.threads / cores)
     gpu = next(iter(workload.compute))
@@ -110,7 +117,7 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     cl = replace(cluster, gpus_per_node=rpn, intra=cluster.network, gpu=gpu)
     t_iter = t_comp = t_comm = 0.0
     total = 0
-    for strategy, n in run_strategies(run):
+    for strategy, n in run_strategies(run, codec_rates):
         try:
             p = predict(wl, cl, strategy, [run.ranks], scaling="weak", batch=run.batch)
         except SpecError as e:
@@ -143,7 +150,9 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
                                 f"(profiled: {', '.join(sorted(by_model)) or 'none'})")
         ncores = cores or prof.machine.cpu_affinity or os.cpu_count() or 1
         cluster = profile_cluster(prof, ranks=run.ranks) if run.ranks > 1 else profile_cluster(prof)
-        pred = predict_run(run, profile_workload(prof), cluster, ncores)
+        codec = prof.compute.codec
+        pred = predict_run(run, profile_workload(prof), cluster, ncores,
+                           codec.rates() if codec is not None else (0.0, 0.0))
         rows.append({
             "run": Path(path).name, "algo": run.algo, "model": run.model, "ranks": run.ranks, "batch": run.batch,
             "steps": run.steps, "measured_step_s": run.t_step_s, "predicted_step_s": pred["t_step_s"],

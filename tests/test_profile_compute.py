@@ -129,3 +129,15 @@ def test_profile_command_bad_arguments_exit_2(nets, tmp_path, capsys, argv, matc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("perfmodel: error: ") and match in err[0]
     assert not (tmp_path / "p.json").exists()
+
+
+def test_terngrad_codec_is_timed_on_the_ternary_tensors():
+    from perfmodel.profile.compute import time_terngrad_codec
+    from trainers.compress import TernGradCodec
+
+    named = [("conv.weight", 500), ("conv.bias", 20), ("fc.weight", 300), ("fc.bias", 10)]
+    codec = time_terngrad_codec(named, repeats=3, workers=2)
+    plan = TernGradCodec().plan(named)  # the trainer's defaults: the last layer stays fp32
+    assert codec.elements == sum(n for (_, n), t in zip(named, plan) if t) == 520
+    enc, dec = codec.rates()
+    assert enc == pytest.approx(520 / codec.encode.median_s) and dec == pytest.approx(2 * 520 / codec.decode.median_s)

@@ -75,6 +75,20 @@ def test_terngrad_paper_form_uses_one_workers_packed_bytes():
     assert p.t_comm_s[0] == pytest.approx(t_comm)
 
 
+def test_terngrad_encode_and_decode_costs_by_hand():
+    wl, cl = make_workload(), make_cluster()
+    elems = wl.parameters
+    free = predict(wl, cl, Strategy("terngrad", terngrad_exchange="allgather"), [8], batch=32)
+    paid = predict(wl, cl, Strategy("terngrad", terngrad_exchange="allgather", terngrad_encode_elems_per_s=1e8,
+                                    terngrad_decode_elems_per_s=2e8), [8], batch=32)
+    # one encode, and the decode of all 8 workers' packed copies
+    assert paid.t_comm_s[0] - free.t_comm_s[0] == pytest.approx(elems / 1e8 + 8 * elems / 2e8)
+    levels = predict(wl, cl, Strategy("terngrad", terngrad_encode_elems_per_s=1e8, terngrad_decode_elems_per_s=2e8),
+                     [8], batch=32)
+    levels_free = predict(wl, cl, Strategy("terngrad"), [8], batch=32)
+    assert levels.t_comm_s[0] - levels_free.t_comm_s[0] == pytest.approx(elems / 1e8 + elems / 2e8)
+
+
 @pytest.mark.parametrize("name", ["ssgd", "terngrad", "daso", "asgd"])
 @pytest.mark.parametrize("alg", ["paper", "ring", "rabenseifner", "hierarchical"])
 @pytest.mark.parametrize("scaling", ["weak", "strong"])

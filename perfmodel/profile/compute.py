@@ -20,7 +20,7 @@ import importlib
 import time
 from typing import Any, Callable, Sequence
 
-from .schema import ComputeProfile, ComputeRow, CopyTimes, ModelInfo, ProfileError, Stats, device_key
+from .schema import CodecTimes, ComputeProfile, ComputeRow, CopyTimes, ModelInfo, ProfileError, Stats, device_key
 
 __all__ = ["resolve_device", "profile_compute", "time_copies", "model_info", "load_workload_model",
            "load_callable_model", "torch_environment"]
@@ -201,10 +201,52 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
         name = torch.cuda.get_device_name()
     else:
         name = _cpu_model()
+    codec = time_terngrad_codec([(k, p.numel()) for k, p in model.named_parameters() if p.requires_grad],
+                                repeats=repeats, device=dev)
     return ComputeProfile(device=dev, key=device_key(name) if dev == "cuda" else "cpu", device_name=name,
                           threads=torch.get_num_threads(), warmup=warmup, repeats=repeats,
                           optimizer=f"SGD(lr={lr}, momentum=0.9), CrossEntropyLoss", rows=tuple(rows),
-                          fit=fit, copy=copy, host_link=host_link)
+                          fit=fit, copy=copy, host_link=host_link, codec=codec)
+
+
+def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int = 10, workers: int = 4,
+                        device: str = "cpu", seed: int = 0) -> CodecTimes | None:
+    """Time the MPI trainer's TernGrad path on gradients of these tensor sizes (trainers.compress, with
+    the trainer's defaults: 2.5-sigma clipping, last layer in fp32): encode = scalers + ternarize + pack;
+    decode = unpack ``workers`` copies and average them. None when the trainers package is absent."""
+    try:
+        import torch
+
+        from trainers.compress import TernGradCodec, pack2bit, packed_nbytes, ternary_mean, unpack2bit
+    except ImportError:
+        return None
+    codec = TernGradCodec()
+    plan = codec.plan(list(named_sizes))
+    sizes = [n for (_, n), t in zip(named_sizes, plan) if t]
+    if not sizes:
+        return None
+    gen = torch.Generator().manual_seed(seed)
+    grads = [torch.randn(n, generator=gen).to(device) * 1e-2 for n in sizes]
+    all_true = [True] * len(grads)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    enc_t, dec_t = [], []
+    for it in range(repeats + 2):
+        sync()
+        t0 = time.perf_counter()
+        shared = codec.scalers(grads, all_true)
+        packed = [pack2bit(t) for t in codec.encode(grads, all_true, shared, gen)]
+        sync()
+        t1 = time.perf_counter()
+        for pk, n, s in zip(packed, sizes, shared):
+            block = pk.repeat(workers)
+            nb = packed_nbytes(n)
+            ternary_mean(unpack2bit(block, workers * nb * 4).view(workers, nb * 4)[:, :n], float(s))
+        sync()
+        t2 = time.perf_counter()
+        if it >= 2:
+            enc_t.append(t1 - t0)
+            dec_t.append(t2 - t1)
+    return CodecTimes(elements=int(sum(sizes)), encode=Stats.of(enc_t), decode=Stats.of(dec_t), workers=workers)
 
 
 def time_copies(nbytes: int, *, warmup: int = 2, repeats: int = 10):

@@ -210,6 +210,25 @@ class CopyTimes:
 
 
 @dataclass(frozen=True)
+class CodecTimes:
+    """TernGrad's worker-side cost for the model's gradient, as the MPI trainer runs it (CPU/GPU time).
+
+    encode: scalers, stochastic ternarization and 2-bit packing of ``elements`` ternary elements, once
+    per step. decode: unpacking and averaging ``workers`` workers' packed gradients (an Allgather
+    exchange decodes every worker's copy).
+    """
+
+    elements: int
+    encode: Stats
+    decode: Stats
+    workers: int
+
+    def rates(self) -> tuple[float, float]:
+        """(encode, decode) in elements per second; decode per worker's copy."""
+        return (self.elements / self.encode.median_s, self.workers * self.elements / self.decode.median_s)
+
+
+@dataclass(frozen=True)
 class ComputeProfile:
     """t_c(b) measurements on one device, their fit and (GPU) the host copy time."""
 
@@ -224,6 +243,7 @@ class ComputeProfile:
     fit: AffineFit
     copy: CopyTimes | None = None
     host_link: AlphaBetaFit | None = None
+    codec: CodecTimes | None = None
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "cuda"):
