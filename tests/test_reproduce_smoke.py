@@ -1,0 +1,75 @@
+"""Every reproduce script at --scale smoke, then every paper notebook executed through nbconvert on
+the results it wrote; a rerun of a finished script redoes nothing."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(p.stem for p in (ROOT / "reproduce").glob("*.py")
+                 if p.stem not in ("__init__", "common", "paper_tables"))
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "paper").glob("*.py") if not p.stem.startswith("_") and p.stem != "render")
+SHARED = ROOT.parent / "shared" / "datasets"
+
+
+def _run(args, timeout):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def smoke_results(tmp_path_factory):
+    if shutil.which("mpiexec") is None:
+        pytest.skip("mpiexec not on PATH")
+    out = tmp_path_factory.mktemp("results")
+    extra = ["--data-root", str(SHARED)] if SHARED.exists() else []
+    for name in SCRIPTS:
+        res = _run(["-m", f"reproduce.{name}", "--scale", "smoke", "--out", str(out), "--no-progress", *extra], 600)
+        assert res.returncode == 0, f"reproduce/{name}.py: {res.stderr[-3000:]}"
+    return out
+
+
+def test_there_is_a_script_and_a_notebook_per_paper():
+    for paper in ("zhang2016", "wen2017", "barkai2020", "hermans2018", "coquelin2021"):
+        assert paper in SCRIPTS and paper in NOTEBOOKS, paper
+    assert "validation" in SCRIPTS and "validation" in NOTEBOOKS
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_smoke_results_have_the_rerun_beside_the_paper(smoke_results, name):
+    tables = list((smoke_results / name).glob("*.csv"))
+    assert tables, f"reproduce/{name}.py wrote no table"
+    for t in tables:
+        df = pd.read_csv(t)
+        assert len(df) > 0, t
+        if name != "validation":
+            assert {"paper_value", "rerun_value", "difference", "settings"} <= set(df.columns), t
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_rerun_skips_finished_rows(smoke_results, name):
+    before = {t.name: t.read_bytes() for t in (smoke_results / name).glob("*.csv")}
+    res = _run(["-m", f"reproduce.{name}", "--scale", "smoke", "--out", str(smoke_results), "--no-progress",
+                *(["--data-root", str(SHARED)] if SHARED.exists() else [])], 120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    after = {t.name: t.read_bytes() for t in (smoke_results / name).glob("*.csv")}
+    assert after == before
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_executes(smoke_results, tmp_path, name):
+    res = _run(["paper/render.py", name, "--results", str(smoke_results), "--build", str(tmp_path)], 600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    html = (tmp_path / f"{name}.html").read_text()
+    assert "<img" in html, f"paper/{name}.py drew no figure from the smoke results"
+
+
+def test_bad_arguments_are_one_line_exit_2():
+    res = _run(["-m", "reproduce.wen2017", "--only", "nope"], 60)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "unknown table" in res.stderr
