@@ -4,15 +4,36 @@ Tables (results/wen2017/<table>.csv):
   fig5_model   Figure 5: the performance model's throughput of AlexNet, GoogLeNet and VGG-A with fp32
                and TernGrad gradients on the paper's two clusters, 1..512 GPUs (ALGORITHMS.md section 2,
                `--allreduce paper`). Same at every scale: the model answers in milliseconds.
+  fig3_mnist   Figure 3: LeNet on MNIST, TernGrad vs fp32 gradients, with momentum SGD and with vanilla
+               SGD, across worker counts; real MPI runs of `trainers run` (total batch 128 split over
+               the ranks, as the paper keeps the total mini-batch fixed). small: 2 and 4 ranks, 1 epoch
+               (the 2-rank momentum runs are 2-epoch logs read at epoch 1 and 2), constant lr, no
+               weight decay (the paper: polynomial decay and weight decay; its base LRs are lost from
+               the text, ours are said in each row). smoke: synthetic data, a few steps.
+  table1_cifarnet  Table 1 (2 workers): CifarNet, Adam lr 0.0002, total batch 128, fp32 vs TernGrad.
+               small: 200 steps on the CIFAR-10 SUBSET (4000 train / 1000 test images), not
+               comparable with the paper's 300K iterations on full CIFAR-10. smoke: synthetic data.
+  imagenet     Tables 2 and 3 (AlexNet, GoogLeNet on ImageNet): paper scale only; ImageNet is not
+               available offline here, so the script refuses with one line.
+
+Real runs write their JSONL logs to results/wen2017/runs/; a complete log whose header configuration
+matches is reused, so a rerun skips it.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import shlex
+import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
-from reproduce.common import ResultTable, difference, parser, progress, run_tables, settings_text
+from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables,
+                              settings_text)
 from reproduce.paper_tables import published
 
 PAPER = "wen2017"
@@ -56,12 +77,260 @@ def fig5_model(args: argparse.Namespace, out: Path) -> None:
                                                                     "batch_per_gpu": b, "presets": "data/presets"})})
 
 
-TABLES = {"fig5_model": fig5_model}
+# --------------------------------------------------------------------------- real runs (shared helpers)
+#: header-config keys that do not change what a run computes
+IGNORED_CONFIG = ("log", "data_root", "progress", "checkpoint", "checkpoint_every", "resume", "no_progress")
+
+
+def data_root(args: argparse.Namespace) -> str | None:
+    """--data-root, else $DSGD_DATA_ROOT, else None (the trainers' default data/datasets)."""
+    return args.data_root or os.environ.get("DSGD_DATA_ROOT")
+
+
+def require_data(args: argparse.Namespace, sub: str) -> str:
+    """The data root holding folder `sub` (e.g. 'mnist'); ReproduceError in one line when it is missing."""
+    root = data_root(args)
+    cands = [Path(root)] if root else [Path(__file__).resolve().parents[1] / "data" / "datasets"]
+    for c in cands:
+        if (c / sub).exists():
+            return str(c)
+    raise ReproduceError(f"dataset folder {sub!r} not found under {', '.join(map(str, cands))}; pass --data-root")
+
+
+def log_matches(path: Path, want: dict) -> bool:
+    """Whether `path` is a complete run log (a summary and a final eval) whose header config has `want`."""
+    from trainers.log import RunLogError, read_run_log
+
+    if not path.exists():
+        return False
+    try:
+        log = read_run_log(path)
+    except RunLogError:
+        return False
+    cfg = log.header.get("config", {})
+    for k, v in want.items():
+        if k in IGNORED_CONFIG:
+            continue
+        have = cfg.get(k)
+        if isinstance(v, float) or isinstance(have, float):
+            try:
+                if abs(float(have) - float(v)) > 1e-12:
+                    return False
+            except (TypeError, ValueError):
+                return False
+        elif have != v:
+            return False
+    return bool(log.summaries) and bool(log.evals)
+
+
+def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: str) -> float | None:
+    """Run `cmd` (which writes `log`) unless a matching complete log is there; wall seconds, None if reused.
+
+    A failing or timed-out run raises ReproduceError with one line naming it and the log's last words.
+    """
+    if log_matches(log, want):
+        return None
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        raise ReproduceError(f"{what}: timed out after {timeout_s:.0f} s: {shlex.join(cmd)}") from None
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0 or not log_matches(log, want):
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["(no output)"]
+        raise ReproduceError(f"{what}: failed (exit {proc.returncode}): {tail[0][:300]}")
+    return wall
+
+
+def mpi_command(ranks: int, train_args: list[str]) -> list[str]:
+    """mpiexec -n ranks trainers run ...; ReproduceError when mpiexec is missing."""
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        raise ReproduceError("mpiexec not found; the real-run tables need Open MPI (or pass --only for model tables)")
+    return [mpiexec, "--oversubscribe", "--allow-run-as-root", "-n", str(ranks), sys.executable, "-m",
+            "trainers.run", "run", *train_args]
+
+
+def train_args(cfg: dict) -> list[str]:
+    """`trainers run` flags from a config dict using the header's key names (None and False are left out)."""
+    out: list[str] = []
+    for k, v in cfg.items():
+        if v is None or v is False:
+            continue
+        flag = "--" + k.replace("_", "-")
+        out += [flag] if v is True else [flag, str(v)]
+    return out
+
+
+def _diverged(path: Path) -> bool:
+    """Whether a run log holds a non-finite training or test loss."""
+    from trainers.log import RunLogError, read_run_log
+
+    try:
+        log = read_run_log(path)
+    except RunLogError:
+        return False
+    losses = [s.get("loss") for s in log.steps] + [e.get("test_loss") for e in log.evals]
+    return any(v is not None and not math.isfinite(float(v)) for v in losses) or \
+        any(v is not None and float(v) > 1e6 for v in losses)
+
+
+def log_wall(path: Path) -> float | None:
+    """The wall seconds a run log's summary reports (rank 0), None when it has none."""
+    from trainers.log import read_run_log
+
+    summaries = read_run_log(path).summaries
+    return float(summaries[-1]["wall_s"]) if summaries and "wall_s" in summaries[-1] else None
+
+
+def evals_of(path: Path) -> list[dict]:
+    from trainers.log import read_run_log
+
+    return read_run_log(path).evals
+
+
+def epoch_walls(path: Path) -> dict[int, float]:
+    """Measured wall seconds per epoch (rank 0's sum of t_step over the epoch's steps), from a run log."""
+    from trainers.log import read_run_log
+
+    out: dict[int, float] = {}
+    for s in read_run_log(path).steps:
+        out[int(s["epoch"])] = out.get(int(s["epoch"]), 0.0) + float(s["t_step"])
+    return out
+
+
+def _published_acc(**setting) -> float | None:
+    try:
+        return float(published(PAPER, **setting).value.iloc[0])
+    except LookupError:
+        return None
+
+
+# --------------------------------------------------------------------------- Figure 3: LeNet on MNIST
+FIG3_TOTAL_BATCH = 128
+#: optimizer -> (lr, momentum); the paper's base LRs are lost from the text
+FIG3_OPT = {"momentum": (0.01, 0.9), "vanilla": (0.01, 0.0)}
+FIG3_ALGOS = {"fp32": "ssgd", "TernGrad": "terngrad"}
+
+
+def _fig3_plan(scale: str) -> list[tuple[str, str, int, float]]:
+    """(optimizer, gradients, ranks, epochs) of each run at `scale`."""
+    if scale == "smoke":
+        return [("momentum", g, 2, 0) for g in FIG3_ALGOS]
+    ranks = (2, 4) if scale == "small" else (2, 4, 8, 16, 32, 64)
+    plan = []
+    for o in FIG3_OPT:
+        for g in FIG3_ALGOS:
+            for k in ranks:
+                epochs = 2 if (scale == "small" and o == "momentum" and k == 2) else (1 if scale == "small" else 10)
+                plan.append((o, g, k, epochs))
+    return plan
+
+
+def fig3_mnist(args: argparse.Namespace, out: Path) -> None:
+    table = ResultTable(out / "fig3_mnist.csv", ("optimizer", "gradients", "workers", "epoch", "scale"))
+    smoke = args.scale == "smoke"
+    root = None if smoke else require_data(args, "mnist")
+    for opt, grads, ranks, epochs in progress(_fig3_plan(args.scale), args, "wen2017 fig3_mnist"):
+        lr, mom = FIG3_OPT[opt]
+        cfg = {"algo": FIG3_ALGOS[grads], "model": "lenet", "dataset": "synthetic" if smoke else "mnist",
+               "batch": FIG3_TOTAL_BATCH // ranks, "lr": lr, "momentum": mom, "seed": 1}
+        if smoke:
+            cfg.update(steps=6, synthetic_n=256, eval_every=6)
+        else:
+            cfg.update(epochs=epochs)
+        read_at = [1] if smoke else sorted({1, int(epochs)})
+        if all(table.done(optimizer=opt, gradients=grads, workers=ranks, epoch=e, scale=args.scale) for e in read_at):
+            continue
+        name = f"lenet_{FIG3_ALGOS[grads]}_{opt}_n{ranks}_e{epochs}" + ("_smoke" if smoke else "")
+        if opt != "momentum":
+            name += f"_lr{lr:g}"
+        log = out / "runs" / f"{name}.jsonl"
+        extra = {"data_root": root} if root else {}
+        cmd = mpi_command(ranks, train_args({**cfg, **extra, "log": str(log), "no_progress": True}))
+        try:
+            wall = run_command(cmd, log, cfg, timeout_s=120 if smoke else 900, what=f"wen2017 fig3 {name}")
+        except ReproduceError:
+            if not _diverged(log):
+                raise
+            wall = float("nan")  # the trainer stopped on a non-finite loss: a result, not a failure
+        evals = evals_of(log)
+        for e in read_at:
+            ev = evals[-1] if (smoke and evals) else next((v for v in evals if abs(float(v["epoch"]) - e) < 1e-6), None)
+            if ev is None and not _diverged(log):
+                raise ReproduceError(f"wen2017 fig3 {name}: log {log} has no evaluation at epoch {e}")
+            finite = ev is not None and math.isfinite(float(ev.get("test_loss", float("nan"))))
+            acc = round(100 * float(ev["test_acc"]), 2) if finite else None
+            table.add({"optimizer": opt, "gradients": grads, "workers": ranks, "epoch": e, "scale": args.scale,
+                       "total_batch": FIG3_TOTAL_BATCH, "metric": "test_accuracy", "paper_value": None,
+                       "rerun_value": acc, "difference": None, "outcome": "converged" if finite else "diverged",
+                       "steps": int(ev["step"]) + 1 if ev is not None else None,
+                       "run_wall_s": wall if wall is not None else log_wall(log), "reused": wall is None,
+                       "log": str(log.relative_to(out)),
+                       "settings": settings_text({**cfg, "ranks": ranks, "read_at_epoch": e,
+                                                  "dataset_note": "synthetic" if smoke else "full MNIST"}),
+                       "note": ("reused log; " if wall is None else "") + "paper Figure 3 prints curves, no "
+                               "numbers; paper: polynomial lr decay + weight decay, base LRs lost from the "
+                               "text; here constant lr, no weight decay" +
+                               ("; REDUCED: 1-2 epochs, 2 and 4 workers" if args.scale == "small" else "")})
+
+
+# --------------------------------------------------------------------------- Table 1: CifarNet, Adam
+T1_LR, T1_TOTAL_BATCH, T1_WORKERS = 0.0002, 128, 2
+
+
+def table1_cifarnet(args: argparse.Namespace, out: Path) -> None:
+    table = ResultTable(out / "table1_cifarnet.csv", ("gradients", "workers", "scale"))
+    smoke = args.scale == "smoke"
+    steps = {"smoke": 5, "small": 200, "paper": 300_000}[args.scale]
+    if args.scale == "paper":
+        raise ReproduceError("wen2017 table1_cifarnet at paper scale needs full CIFAR-10 (300K iterations); "
+                             "only the 4000-image subset is offline here")
+    root = None if smoke else require_data(args, "cifar10-subset")
+    for grads, algo in progress(list(FIG3_ALGOS.items()), args, "wen2017 table1_cifarnet"):
+        if table.done(gradients=grads, workers=T1_WORKERS, scale=args.scale):
+            continue
+        cfg = {"algo": algo, "model": "cifarnet", "dataset": "synthetic" if smoke else "cifar10",
+               "batch": T1_TOTAL_BATCH // T1_WORKERS, "optimizer": "adam", "lr": T1_LR, "momentum": 0.0,
+               "steps": steps, "seed": 1, "augment": not smoke, "eval_every": steps}
+        if smoke:
+            cfg["synthetic_n"] = 256
+        name = f"cifarnet_{algo}_adam_n{T1_WORKERS}_s{steps}" + ("_smoke" if smoke else "")
+        log = out / "runs" / f"{name}.jsonl"
+        extra = {"data_root": root} if root else {}
+        cmd = mpi_command(T1_WORKERS, train_args({**cfg, **extra, "log": str(log), "no_progress": True}))
+        wall = run_command(cmd, log, cfg, timeout_s=120 if smoke else 900, what=f"wen2017 table1 {name}")
+        ev = evals_of(log)[-1]
+        acc = round(100 * float(ev["test_acc"]), 2)
+        paper = _published_acc(table="Table 1", method="floating" if grads == "fp32" else "TernGrad",
+                               workers=T1_WORKERS, metric="test_accuracy")
+        table.add({"gradients": grads, "workers": T1_WORKERS, "scale": args.scale, "metric": "test_accuracy",
+                   "paper_value": paper, "rerun_value": acc, "difference": difference(acc, paper),
+                   "steps": steps, "run_wall_s": wall if wall is not None else log_wall(log), "reused": wall is None,
+                   "log": str(log.relative_to(out)),
+                   "settings": settings_text({**cfg, "ranks": T1_WORKERS,
+                                              "dataset_note": "synthetic" if smoke else
+                                              "CIFAR-10 SUBSET: 4000 train / 1000 test images"}),
+                   "note": "NOT comparable with the paper: it trains 300K iterations on full CIFAR-10 "
+                           "(50000 images); here 200 steps on a 4000-image subset"})
+
+
+def imagenet(args: argparse.Namespace, out: Path) -> None:
+    raise ReproduceError("wen2017 imagenet (Tables 2, 3): paper scale only and ImageNet is not available "
+                         "offline here; nothing run")
+
+
+TABLES = {"fig5_model": fig5_model, "fig3_mnist": fig3_mnist, "table1_cifarnet": table1_cifarnet}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser(PAPER, __doc__.splitlines()[0]).parse_args(argv)
-    return run_tables(PAPER, TABLES, args)
+    tables = dict(TABLES)
+    if args.only and "imagenet" in args.only.split(","):
+        tables["imagenet"] = imagenet
+    return run_tables(PAPER, tables, args)
 
 
 if __name__ == "__main__":

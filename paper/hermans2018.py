@@ -1,0 +1,133 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Gradient Energy Matching (Hermans et al., 2018): rerun beside the paper
+#
+# GEM rescales every asynchronous worker's update so that the energy of all workers' updates together
+# matches the energy of sequential momentum SGD (the "proxy"); the master just adds what it receives.
+# The paper's MNIST claims: GEM stays stable up to 100 asynchronous workers and reaches 99.38% test
+# accuracy there, while Downpour "faces strong convergence issues" as workers grow; with a deliberately
+# large learning rate Downpour fails and GEM does not (Section 4.2, Figure 6).
+#
+# Our runs use the deterministic event-driven simulator of N asynchronous workers
+# (`trainers simulate`, homogeneous gamma batch times), the paper's MNIST CNN, worker batch 64, lr 0.05,
+# momentum 0.9, the authors' code variant of GEM (pi clamped to [0, 5]) and `--data replicate` (each
+# worker gets its own pass over the data). `reproduce/hermans2018.py` makes the tables.
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from _common import read_results, results_dir
+from reproduce.paper_tables import load_table
+from trainers.log import read_run_log
+
+sns.set_theme(style="whitegrid")
+published = load_table("hermans2018")
+display(published[["table", "workers", "method", "metric", "value", "unit"]])
+
+
+def curves(frame: pd.DataFrame) -> pd.DataFrame:
+    """Test-accuracy curves of the runs in `frame`, read from their logs (absent logs are skipped)."""
+    parts = []
+    for row in frame.itertuples():
+        path = results_dir() / "hermans2018" / row.log
+        if not path.exists():
+            continue
+        evals = read_run_log(path).evals
+        parts.append(pd.DataFrame({"rule": row.rule, "workers": row.workers, "lr": row.lr,
+                                   "epochs per worker": [e["epoch"] for e in evals],
+                                   "test accuracy (%)": [100 * e["test_acc"] for e in evals]}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+# %% [markdown]
+# ## Stability and final accuracy against the number of workers
+#
+# "diverged": the loss became non-finite; "collapsed": the run ended at chance level (test accuracy
+# at most 20%, loss back at ln 10 = 2.30) after its training loss had dropped below 2.0; "stuck at
+# chance": it ends at chance and its loss never dropped below 2.0 (stuck from the start, or, with a
+# reduced budget and a small effective step, simply too slow). Rows at reduced scale give every worker only a
+# fraction of an epoch (0.04 at small scale; the `note` and `epochs_per_worker` columns say how much).
+
+# %%
+sweep = read_results("hermans2018", "workers_sweep")
+if sweep is not None:
+    sweep["run"] = sweep.epochs_per_worker.map(lambda f: f"{f:g} epoch per worker")
+    g = sns.relplot(data=sweep, x="workers", y="rerun_value", hue="rule", style="run", kind="line",
+                    marker="o", height=3.5, aspect=1.4)
+    g.set(xscale="log", ylabel="final test accuracy (%)", xlabel="asynchronous workers N")
+    g.ax.axhline(99.38, color="grey", ls="--", lw=1)
+    g.ax.text(sweep.workers.min(), 99.38, " paper: GEM, N=100", va="bottom", fontsize=8)
+    plt.show()
+    display(sweep.pivot_table(index=["epochs_per_worker", "workers"], columns="rule",
+                              values=["rerun_value", "outcome"], aggfunc="first"))
+
+# %% [markdown]
+# ## Figure 5 shape: test accuracy over training with 100 workers (full epoch per worker)
+
+# %%
+if sweep is not None:
+    full = sweep[sweep.epochs_per_worker == 1.0]
+    c = curves(full)
+    if not c.empty:
+        ax = sns.lineplot(data=c, x="epochs per worker", y="test accuracy (%)", hue="rule", style="workers",
+                          marker="o")
+        ax.set_title("MNIST CNN, 100 asynchronous workers, lr 0.05, momentum 0.9")
+        plt.show()
+    else:
+        print("No full-epoch logs here (small scale reuses them only when they are in results/hermans2018/runs/).")
+
+# %% [markdown]
+# ## Paper against rerun
+
+# %%
+if sweep is not None:
+    cmp = sweep[sweep.paper_value.notna()][["rule", "workers", "epochs_per_worker", "paper_value", "rerun_value",
+                                            "difference", "outcome", "scale", "note"]]
+    display(cmp if not cmp.empty else "no row of this scale has a published counterpart")
+
+# %% [markdown]
+# ## Section 4.2: resilience against a too-large learning rate (Figure 6 shape)
+
+# %%
+big = read_results("hermans2018", "large_lr")
+if big is not None:
+    display(big[["rule", "workers", "lr", "epochs_per_worker", "outcome", "rerun_value", "paper_claim", "note"]])
+    c = curves(big)
+    if not c.empty:
+        ax = sns.lineplot(data=c, x="epochs per worker", y="test accuracy (%)", hue="rule", marker="o")
+        ax.set_title(f"lr {big.lr.iloc[0]:g}, {big.workers.iloc[0]} workers")
+        plt.show()
+
+# %% [markdown]
+# ## What the rerun supports, and what not
+#
+# * **GEM is stable with 100 asynchronous workers and reaches 99.38%.** Supported: the full-epoch run
+#   (every worker one epoch, 93,800 gradients, mean staleness about 99) ends at 99.32%, 0.06 points
+#   below the paper, with one seed where the paper averages 3.
+# * **Downpour fails as workers grow.** Supported: with lr 0.05 Downpour still learns at N=5 (52.9%
+#   after 0.04 epoch per worker), collapses back to chance (11.35%) at N=20 and N=50, and with 100
+#   workers and a full epoch each it never leaves chance level (11.35%). Its loss stays finite: it does
+#   not overflow, it stalls. GEM at the same reduced budget reaches 81-85% at every N.
+# * **Adaptive staleness is stable but slow** (the paper groups it with the unstable/weak baselines in
+#   its figures): its updates are divided by about N, so at 0.04 epoch per worker it is at 19-38%; it
+#   does not collapse. Its full-epoch N=100 run is not made at small scale (about 35 minutes here).
+# * **Resilience to a too-large learning rate (Section 4.2)**: partly supported. The paper's value is
+#   lost from its text. At lr 0.2 (4x), 20 workers, GEM stays stable (42.9% after 0.04 epoch per worker,
+#   still learning) while Downpour is stuck at chance; at lr 0.5 (10x) both end at chance, GEM after
+#   having learned first. The paper's argument, GEM is stable where the sequential momentum-SGD proxy
+#   is, predicts this if lr 0.5 is beyond what momentum SGD itself tolerates; we did not run the proxy.
+# * **Reductions**: the N=5/20/50 runs give every worker 0.04 of an epoch (paper: 1 epoch), one seed,
+#   N=10 is left out; N=100 rows are full-epoch runs reused from a colleague's logs made with the same
+#   command. **Not checked**: the wall-clock speedup of Figure 4 (the simulator gives simulated time
+#   only), the generalization gap against momentum SGD, the ImageNet AlexNet runs (no ImageNet offline).
