@@ -63,9 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"render: error: unknown notebook(s) {', '.join(unknown)}; choose from {', '.join(NOTEBOOKS)}",
               file=sys.stderr)
         return 2
+    results = Path(args.results).resolve()  # the notebooks run from paper/: make the path absolute
     for name in names:
         try:
-            out = render(name, Path(args.build), Path(args.results), args.timeout)
+            out = render(name, Path(args.build), results, args.timeout)
         except Exception as e:  # a failing cell: one line naming the notebook and the error
             print(f"render: error: {name}: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
                   file=sys.stderr)

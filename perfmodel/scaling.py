@@ -14,8 +14,9 @@ Strategies:
     ssgd      allreduce of the gradient every step (fp32, fp16 or bf16 on the wire).
     terngrad  scaler sharing (allreduce of one float per tensor), then the ternary gradient: with the
               paper's form |theta| is one worker's 2-bit gradient; otherwise the aggregate (2p+1 levels)
-              is allreduced, or every worker's packed gradient allgathered; encode time and the
-              decode time of each copy received added.
+              is allreduced, or every worker's packed gradient allgathered. Encoding and the
+              decoding of each copy received are computation (column t_compress_s), charged on
+              every GPU count, one included: a 1-GPU TernGrad run still ternarizes.
     daso      node-local gradient allreduce every batch; every B batches one GPU per node allreduces
               the parameters across nodes (bf16 and blocking when W=0; fp32 and overlapped with the
               next W batches of compute otherwise) and broadcasts them inside its node.
@@ -45,7 +46,8 @@ COLUMNS = ("strategy", "gpus", "nodes", "batch_per_gpu", "t_compute_s", "t_comm_
 class Prediction:
     """A sweep over GPU counts for one strategy. Arrays are aligned with ``gpus``.
 
-    t_compute_s: seconds of compute per iteration (stragglers included); t_comm_s: seconds of
+    t_compute_s: seconds of compute per iteration (stragglers included, TernGrad's encoding not: it
+    is extra["t_compress_s"], added to t_iter_s); t_comm_s: seconds of
     communication per iteration (amortized for DASO, the worker's own exchange for ASGD), before
     overlap; t_iter_s: seconds per iteration; throughput: samples/s; bytes_per_gpu: bytes one GPU
     sends per iteration (amortized); extra: strategy-specific columns (ASGD: server load, staleness).
@@ -141,7 +143,7 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     comm = np.where(w > 1, comm, 0.0)
     nbytes = np.where(w > 1, nbytes, 0.0)
     hidden = strategy.overlap * np.minimum(comm, t_comp)
-    t_iter = t_comp + comm - hidden
+    t_iter = t_comp + comm - hidden + extra.get("t_compress_s", 0.0)
     throughput = samples / t_iter
     if strategy.name == "asgd":
         # the servers' links bound the aggregate rate; report the bandwidth they must sustain
@@ -192,22 +194,25 @@ def _allreduce_bytes(algorithm: str, n, w: np.ndarray) -> np.ndarray:
 def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):
     split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
     scalers = 4.0 * split.ternary_tensors
+    # compression is computation: charged on every GPU count, never hidden behind backprop
     encode = encode_seconds(split.ternary_elems, strategy.terngrad_encode_elems_per_s)
     decode_one = encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
+    copies = w if strategy.terngrad_exchange == "allgather" and strategy.allreduce != "paper" else np.ones_like(w)
+    extra = {"t_compress_s": encode + copies * decode_one}
     if strategy.allreduce == "paper":
         n = terngrad_bytes(split, 2.0)
-        return (coll.paper_allreduce(n, w, cluster) + encode + decode_one, n * np.log2(np.maximum(w, 1)), {}, w)
+        return coll.paper_allreduce(n, w, cluster), n * np.log2(np.maximum(w, 1)), extra, w
     # scaler sharing: allreduce(max) of one float per ternary tensor
     t_scalers = coll.cluster_allreduce(strategy.allreduce, scalers, w, cluster)
     if strategy.terngrad_exchange == "allgather":
         n_each = terngrad_bytes(split, 2.0) - scalers
-        t = coll.cluster_allgather(n_each, w, cluster) + w * decode_one
+        t = coll.cluster_allgather(n_each, w, cluster)
         sent = (w - 1) * n_each
     else:
         n = terngrad_bytes(split, aggregate_bits(w)) - scalers
-        t = coll.cluster_allreduce(strategy.allreduce, n, w, cluster) + decode_one
+        t = coll.cluster_allreduce(strategy.allreduce, n, w, cluster)
         sent = _allreduce_bytes(strategy.allreduce, n, w)
-    return t + t_scalers + encode, sent + _allreduce_bytes(strategy.allreduce, scalers, w), {}, w
+    return t + t_scalers, sent + _allreduce_bytes(strategy.allreduce, scalers, w), extra, w
 
 
 def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):

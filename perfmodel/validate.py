@@ -39,6 +39,7 @@ class RunMeasurement:
     t_step_s: float
     t_compute_s: float
     t_comm_s: float
+    t_compress_s: float
     throughput: float
     config: dict
     phase_steps: dict  # (B, W) -> count for DASO, {} otherwise
@@ -74,7 +75,8 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     samples = _median([s["samples"] for s in steps])
     return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]), int(cfg.get("threads", 1)),
                           len(steps), t_step, _median([s["t_compute"] for s in steps]),
-                          _median([s["t_comm"] for s in steps]), samples / t_step, cfg, phases)
+                          _median([s["t_comm"] for s in steps]), _median([s.get("t_compress", 0.0) for s in steps]),
+                          samples / t_step, cfg, phases)
 
 
 def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
@@ -111,11 +113,12 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
                 codec_rates: tuple[float, float] = (0.0, 0.0)) -> dict:
     """Predicted step time and throughput of one run (step-count-weighted over DASO phases)."""
     share = max(1.0, run.ranks * run.threads / cores)
+    codec_rates = (codec_rates[0] / share, codec_rates[1] / share)  # encoding is CPU work too
     gpu = next(iter(workload.compute))
     wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
     rpn = int(run.config.get("ranks_per_node", 1)) if run.algo == "daso" else 1
     cl = replace(cluster, gpus_per_node=rpn, intra=cluster.network, gpu=gpu)
-    t_iter = t_comp = t_comm = 0.0
+    t_iter = t_comp = t_comm = t_compress = 0.0
     total = 0
     for strategy, n in run_strategies(run, codec_rates):
         try:
@@ -125,9 +128,10 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
         t_iter += n * float(p.t_iter_s[0])
         t_comp += n * float(p.t_compute_s[0])
         t_comm += n * float(p.t_comm_s[0])
+        t_compress += n * float(p.extra.get("t_compress_s", [0.0])[0])
         total += n
-    t_iter, t_comp, t_comm = t_iter / total, t_comp / total, t_comm / total
-    return {"t_step_s": t_iter, "t_compute_s": t_comp, "t_comm_s": t_comm,
+    t_iter, t_comp, t_comm, t_compress = t_iter / total, t_comp / total, t_comm / total, t_compress / total
+    return {"t_step_s": t_iter, "t_compute_s": t_comp, "t_comm_s": t_comm, "t_compress_s": t_compress,
             "throughput": run.ranks * run.batch / t_iter, "core_share": share}
 
 
@@ -158,6 +162,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             "steps": run.steps, "measured_step_s": run.t_step_s, "predicted_step_s": pred["t_step_s"],
             "measured_compute_s": run.t_compute_s, "predicted_compute_s": pred["t_compute_s"],
             "measured_comm_s": run.t_comm_s, "predicted_comm_s": pred["t_comm_s"],
+            "measured_compress_s": run.t_compress_s, "predicted_compress_s": pred["t_compress_s"],
             "measured_throughput": run.throughput, "predicted_throughput": pred["throughput"],
             "step_error_pct": 100 * (pred["t_step_s"] - run.t_step_s) / run.t_step_s,
             "throughput_error_pct": 100 * (pred["throughput"] - run.throughput) / run.throughput,
