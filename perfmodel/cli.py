@@ -13,7 +13,7 @@ import math
 import sys
 from pathlib import Path
 
-from .specs import SpecError, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, TERNGRAD_EXCHANGES
+from .specs import Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, TERNGRAD_EXCHANGES
 
 DEFAULT_GPUS = "1-512:x2"
 

@@ -87,7 +87,7 @@ def _small_plan(scale: str) -> dict[str, dict]:
 
 
 def small_runs(args: argparse.Namespace, out: Path) -> None:
-    from reproduce.wen2017 import (epoch_walls, evals_of, mpi_command, require_data, run_command,
+    from reproduce.runs import (epoch_walls, evals_of, mpi_command, require_data, run_command,
                                    train_args)
 
     table = ResultTable(out / "small_runs.csv", ("algo", "epoch", "metric", "scale"))

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from reproduce.common import ReproduceError, ResultTable, difference, parser, progress, run_tables, settings_text
 from reproduce.paper_tables import published
-from reproduce.wen2017 import log_matches, require_data
+from reproduce.runs import log_matches, require_data
 
 PAPER = "hermans2018"
 RULES = ("gem", "downpour", "adaptive-staleness")

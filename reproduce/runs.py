@@ -1,0 +1,142 @@
+"""Real runs for the reproduce scripts: start `trainers run` under mpiexec, reuse finished run logs,
+read what the logs measured.
+
+A run is skipped when its log is complete (summary and final evaluation present) and its header
+configuration equals the one wanted, so an interrupted reproduce script redoes only unfinished runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from reproduce.common import ReproduceError
+
+#: header-config keys that do not change what a run computes
+IGNORED_CONFIG = ("log", "data_root", "progress", "checkpoint", "checkpoint_every", "resume", "no_progress")
+
+
+def data_root(args: argparse.Namespace) -> str | None:
+    """--data-root, else $DSGD_DATA_ROOT, else None (the trainers' default data/datasets)."""
+    return args.data_root or os.environ.get("DSGD_DATA_ROOT")
+
+
+def require_data(args: argparse.Namespace, sub: str) -> str:
+    """The data root holding folder `sub` (e.g. 'mnist'); ReproduceError in one line when it is missing."""
+    root = data_root(args)
+    cands = [Path(root)] if root else [Path(__file__).resolve().parents[1] / "data" / "datasets"]
+    for c in cands:
+        if (c / sub).exists():
+            return str(c)
+    raise ReproduceError(f"dataset folder {sub!r} not found under {', '.join(map(str, cands))}; pass --data-root")
+
+
+def log_matches(path: Path, want: dict) -> bool:
+    """Whether `path` is a complete run log (a summary and a final eval) whose header config has `want`."""
+    from trainers.log import RunLogError, read_run_log
+
+    if not path.exists():
+        return False
+    try:
+        log = read_run_log(path)
+    except RunLogError:
+        return False
+    cfg = log.header.get("config", {})
+    for k, v in want.items():
+        if k in IGNORED_CONFIG:
+            continue
+        have = cfg.get(k)
+        if isinstance(v, float) or isinstance(have, float):
+            try:
+                if abs(float(have) - float(v)) > 1e-12:
+                    return False
+            except (TypeError, ValueError):
+                return False
+        elif have != v:
+            return False
+    return bool(log.summaries) and bool(log.evals)
+
+
+def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: str) -> float | None:
+    """Run `cmd` (which writes `log`) unless a matching complete log is there; wall seconds, None if reused.
+
+    A failing or timed-out run raises ReproduceError with one line naming it and the log's last words.
+    """
+    if log_matches(log, want):
+        return None
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        raise ReproduceError(f"{what}: timed out after {timeout_s:.0f} s: {shlex.join(cmd)}") from None
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0 or not log_matches(log, want):
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["(no output)"]
+        raise ReproduceError(f"{what}: failed (exit {proc.returncode}): {tail[0][:300]}")
+    return wall
+
+
+def mpi_command(ranks: int, train_args: list[str]) -> list[str]:
+    """mpiexec -n ranks trainers run ...; ReproduceError when mpiexec is missing."""
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        raise ReproduceError("mpiexec not found; the real-run tables need Open MPI (or pass --only for model tables)")
+    return [mpiexec, "--oversubscribe", "--allow-run-as-root", "-n", str(ranks), sys.executable, "-m",
+            "trainers.run", "run", *train_args]
+
+
+def train_args(cfg: dict) -> list[str]:
+    """`trainers run` flags from a config dict using the header's key names (None and False are left out)."""
+    out: list[str] = []
+    for k, v in cfg.items():
+        if v is None or v is False:
+            continue
+        flag = "--" + k.replace("_", "-")
+        out += [flag] if v is True else [flag, str(v)]
+    return out
+
+
+def diverged(path: Path) -> bool:
+    """Whether a run log holds a non-finite training or test loss."""
+    from trainers.log import RunLogError, read_run_log
+
+    try:
+        log = read_run_log(path)
+    except RunLogError:
+        return False
+    losses = [s.get("loss") for s in log.steps] + [e.get("test_loss") for e in log.evals]
+    return any(v is not None and not math.isfinite(float(v)) for v in losses) or \
+        any(v is not None and float(v) > 1e6 for v in losses)
+
+
+def log_wall(path: Path) -> float | None:
+    """The wall seconds a run log's summary reports (rank 0), None when it has none."""
+    from trainers.log import read_run_log
+
+    summaries = read_run_log(path).summaries
+    return float(summaries[-1]["wall_s"]) if summaries and "wall_s" in summaries[-1] else None
+
+
+def evals_of(path: Path) -> list[dict]:
+    from trainers.log import read_run_log
+
+    return read_run_log(path).evals
+
+
+def epoch_walls(path: Path) -> dict[int, float]:
+    """Measured wall seconds per epoch (rank 0's sum of t_step over the epoch's steps), from a run log."""
+    from trainers.log import read_run_log
+
+    out: dict[int, float] = {}
+    for s in read_run_log(path).steps:
+        out[int(s["epoch"])] = out.get(int(s["epoch"]), 0.0) + float(s["t_step"])
+    return out
