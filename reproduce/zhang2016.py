@@ -20,14 +20,12 @@ Tables (results/zhang2016/<table>.csv):
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from unittest import mock
 
 from reproduce.common import ReproduceError, ResultTable, difference, parser, progress, run_tables, settings_text
 from reproduce.paper_tables import published
@@ -232,26 +230,6 @@ def fig2_speedup(args: argparse.Namespace, out: Path) -> None:
 # --------------------------------------------------------------------------- Figure 3
 
 
-def _simulate(cfg, modulate: bool):
-    """trainers.simulate.simulate with softsync's alpha(tau) modulation on or off.
-
-    AsyncConfig has no field for SoftSyncHyper.modulate, so the constant-rate variant wraps the
-    simulator's build_rule to replace the rule's hyperparameters (modulate=False) after it is built."""
-    from trainers import simulate as sim
-
-    if modulate:
-        return sim.simulate(cfg)
-    original = sim.build_rule
-
-    def build(c, params, segments=None):
-        rule = original(c, params, segments)
-        rule.hyper = dataclasses.replace(rule.hyper, modulate=False)
-        return rule
-
-    with mock.patch.object(sim, "build_rule", build):
-        return sim.simulate(cfg)
-
-
 def _check_full_cifar(args: argparse.Namespace) -> None:
     from trainers.data import load_dataset
 
@@ -276,8 +254,10 @@ def fig3_accuracy(args: argparse.Namespace, out: Path) -> None:
     for n, modulate in progress(cases, args, "zhang2016 fig3_accuracy"):
         if table.done(n=n, modulate=modulate):
             continue
-        cfg = AsyncConfig(algo="softsync", model="cifar10-quick", n=n, seed=0, **params)
-        res = _simulate(cfg, modulate)
+        from trainers.simulate import simulate
+
+        cfg = AsyncConfig(algo="softsync", model="cifar10-quick", n=n, modulate=modulate, seed=0, **params)
+        res = simulate(cfg)
         s = res.summary
         err = 100.0 * (1.0 - s["final_test_acc"])
         n_max = params["workers"]

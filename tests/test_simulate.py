@@ -269,3 +269,13 @@ def test_run_config_bad_input_is_a_usage_error(size: int, options: tuple, needle
 
     with pytest.raises(UsageError, match=needle):
         run_from_run_config(RunConfig(algo="ga", dataset="synthetic", model="gem-cnn", options=options), _Comm(size))
+
+
+def test_softsync_constant_rate_option_reaches_the_rule():
+    import torch
+
+    from trainers.worker_step import AsyncConfig, build_rule
+
+    for modulate in (True, False):
+        cfg = AsyncConfig(algo="softsync", model="none", workers=4, n=2, modulate=modulate, steps=10)
+        assert build_rule(cfg, torch.zeros(3)).hyper.modulate is modulate

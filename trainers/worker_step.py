@@ -161,6 +161,7 @@ class AsyncConfig:
     nesterov: bool = True
     weight_decay: float = 0.0
     n: int | None = None
+    modulate: bool = True
     gap: str = "parameter"
     kappa: float = 1.0
     gem_code: str = "paper"
@@ -444,11 +445,11 @@ class NullModel:
 
 def build_rule(cfg: AsyncConfig, params: Tensor, segments: tuple | None = None) -> MasterRule:
     """The master rule of cfg.algo on ``params`` (copied), with every configuration field the
-    rule's Hyper dataclass has (lr, momentum, nesterov, weight_decay, n, gap)."""
+    rule's Hyper dataclass has (lr, momentum, nesterov, weight_decay, n, gap, modulate)."""
     spec = cfg.spec
     allowed = {f.name for f in fields(RULES[spec.master].Hyper)}
     values = {"lr": cfg.lr, "momentum": cfg.momentum, "nesterov": cfg.nesterov,
-              "weight_decay": cfg.weight_decay, "n": cfg.n, "gap": cfg.gap}
+              "weight_decay": cfg.weight_decay, "n": cfg.n, "gap": cfg.gap, "modulate": cfg.modulate}
     hyper = {k: v for k, v in values.items() if k in allowed}
     try:
         return make_rule(spec.master, params, cfg.workers, segments=segments if cfg.gap == "layer" else None, **hyper)
@@ -595,6 +596,8 @@ def add_async_arguments(parser: argparse.ArgumentParser, *, algo_flag: str = "--
     parser.add_argument("--no-nesterov", dest="nesterov", action="store_false", help="heavy-ball momentum")
     parser.add_argument("--weight-decay", type=float, default=d.weight_decay, help="L2 coefficient")
     parser.add_argument("--n", type=int, default=None, help="softsync splitting parameter n (1..N)")
+    parser.add_argument("--no-modulate", dest="modulate", action="store_false",
+                        help="softsync: constant rate instead of alpha0/tau (Zhang's unmodulated baseline)")
     parser.add_argument("--gap", default=d.gap, help="gap rules: parameter, layer or global")
     parser.add_argument("--kappa", type=float, default=d.kappa, help="GEM proxy amplification")
     parser.add_argument("--gem-code", default=d.gem_code, help="GEM: paper (no clamp) or authors (clamp [0,5])")
