@@ -19,7 +19,7 @@ from trainers import data
 from trainers.data import (DATASETS, ENV_ROOT, DatasetError, batches, crop_flip, load_dataset,
                            md5sum, shard_indices, synthetic)
 
-SHARED = Path("/work/shared/datasets")
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"  # ../shared beside the checkout
 MNIST_DIR = SHARED / "mnist"
 CIFAR_DIR = SHARED / "cifar10-subset" / "cifar-10-batches-py"
 need_mnist = pytest.mark.skipif(not (MNIST_DIR / "train-images-idx3-ubyte.gz").is_file(),
@@ -27,7 +27,7 @@ need_mnist = pytest.mark.skipif(not (MNIST_DIR / "train-images-idx3-ubyte.gz").i
 need_cifar = pytest.mark.skipif(not (CIFAR_DIR / "data_batch_1").is_file(),
                                 reason="shared CIFAR-10 subset absent")
 
-# /work/shared/datasets/README.md
+# ../shared/datasets/README.md
 README_MD5 = {
     "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
     "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",

@@ -14,7 +14,7 @@ and inside the root a few known sub-folders (``mnist/``, ``MNIST/raw/``, ``cifar
 
 Example::
 
-    >>> ds = load_dataset("mnist", root="/work/shared/datasets")
+    >>> ds = load_dataset("mnist", root="../shared/datasets")
     >>> idx = shard_indices(len(ds), rank=0, world=4, seed=1, epoch=0)
     >>> for x, y in batches(ds, idx, 64): ...   # x float32 normalised (B, 1, 28, 28), y int64
 
@@ -134,7 +134,7 @@ DATASETS: dict[str, DatasetSpec] = {
               "http://yann.lecun.com/exdb/mnist/"),
         archive=None, reader="mnist",
         source="LeCun et al., http://yann.lecun.com/exdb/mnist/ (gzip md5s as published with "
-               "torchvision and /work/shared/datasets/README.md); mean/std of the training set",
+               "torchvision and shared/datasets/README.md); mean/std of the training set",
     ),
     "cifar10": DatasetSpec(
         name="cifar10", num_classes=10, shape=(3, 32, 32),
@@ -170,7 +170,7 @@ DATASETS: dict[str, DatasetSpec] = {
 }
 
 # md5s of partial CIFAR files whose content is documented: the shared offline copy described in
-# /work/shared/datasets/README.md (first 4,000 train / 1,000 test images of the originals).
+# shared/datasets/README.md (first 4,000 train / 1,000 test images of the originals).
 KNOWN_SUBSET_MD5: dict[str, str] = {
     "42e63b6c650ef38c94713853b9741226": "data_batch_1, first 4,000 images (shared offline subset)",
     "3cef2dc2bfabc0e219192d2d84536d6a": "test_batch, first 1,000 images (shared offline subset)",
