@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from reproduce.common import ReproduceError, ResultTable, difference, parser, progress, run_tables, settings_text
+from reproduce.common import ResultTable, difference, parser, progress, run_tables, settings_text
 from reproduce.paper_tables import published
-from reproduce.runs import log_matches, require_data
+from reproduce.runs import log_matches, require_data, run_command
 
 PAPER = "hermans2018"
 RULES = ("gem", "downpour", "adaptive-staleness")
@@ -103,20 +101,10 @@ def simulate(run: SimRun, out: Path, args: argparse.Namespace, timeout_s: float)
     root = None if smoke else require_data(args, "mnist")
     cfg = _config(run, smoke)
     log = out / "runs" / f"{run.name}{'_smoke' if smoke else ''}.jsonl"
-    wall = None
-    if not log_matches(log, cfg):
-        if run.reuse_only:
-            raise FileNotFoundError(log)
-        log.parent.mkdir(parents=True, exist_ok=True)
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run(_command(cfg, log, root), capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise ReproduceError(f"hermans2018 {run.name}: timed out after {timeout_s:.0f} s") from None
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0 or not log_matches(log, cfg):
-            tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["(no output)"]
-            raise ReproduceError(f"hermans2018 {run.name}: failed (exit {proc.returncode}): {tail[0][:300]}")
+    if run.reuse_only and not log_matches(log, cfg):
+        raise FileNotFoundError(log)
+    wall = run_command(_command(cfg, log, root), log, cfg, timeout_s, f"hermans2018 {run.name}")
+    if wall is not None:
         thin_log(log)
     contents = read_run_log(log)
     summary = contents.summaries[-1]

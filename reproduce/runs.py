@@ -64,24 +64,32 @@ def log_matches(path: Path, want: dict) -> bool:
     return bool(log.summaries) and bool(log.evals)
 
 
-def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: str) -> float | None:
-    """Run `cmd` (which writes `log`) unless a matching complete log is there; wall seconds, None if reused.
-
-    A failing or timed-out run raises ReproduceError with one line naming it and the log's last words.
-    """
-    if log_matches(log, want):
-        return None
-    log.parent.mkdir(parents=True, exist_ok=True)
+def run_checked(cmd: list[str], timeout_s: float, what: str) -> float:
+    """Run ``cmd`` with one torch/BLAS thread; its wall seconds. A failure or time-out raises
+    ReproduceError with one line naming ``what`` and the command's last words."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         raise ReproduceError(f"{what}: timed out after {timeout_s:.0f} s: {shlex.join(cmd)}") from None
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0 or not log_matches(log, want):
+    if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["(no output)"]
         raise ReproduceError(f"{what}: failed (exit {proc.returncode}): {tail[0][:300]}")
+    return time.perf_counter() - t0
+
+
+def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: str) -> float | None:
+    """Run `cmd` (which writes `log`) unless a matching complete log is there; wall seconds, None if reused.
+
+    A failing or timed-out run, or one that leaves no complete matching log, raises ReproduceError.
+    """
+    if log_matches(log, want):
+        return None
+    log.parent.mkdir(parents=True, exist_ok=True)
+    wall = run_checked(cmd, timeout_s, what)
+    if not log_matches(log, want):
+        raise ReproduceError(f"{what}: finished but {log} is not a complete log of the wanted configuration")
     return wall
 
 

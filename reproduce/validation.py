@@ -9,18 +9,17 @@ only, ranks 1 and 2, few steps; small = lenet and resnet20, ranks 1, 2, 4.
 Commands it runs (each skipped when its output exists):
   perfmodel profile --workload M --batch ... --ranks 1,2[,4] --out results/validation/profile_M.json
   mpiexec -n K trainers run --algo A --model M --dataset synthetic --batch B --steps S --log runs/...jsonl
+(a run is skipped when its log is complete and of the same configuration: reproduce/runs.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from reproduce.common import ReproduceError, ResultTable, parser, progress, run_tables, settings_text
+from reproduce.common import ResultTable, parser, progress, run_tables, settings_text
+from reproduce.runs import mpi_command, run_checked, run_command
 
 PAPER = "validation"
 SCALE = {
@@ -33,30 +32,9 @@ SCALE["paper"] = SCALE["small"]
 ALGOS = ("ssgd", "terngrad", "daso")
 
 
-def _mpiexec(ranks: int) -> list[str]:
-    exe = shutil.which("mpiexec")
-    if exe is None:
-        raise ReproduceError("mpiexec is not on PATH: pip install -e '.[mpi]'")
-    cmd = [exe, "--oversubscribe"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    return cmd + ["-n", str(ranks)]
-
-
-def _run(cmd: list[str], timeout: int) -> None:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise ReproduceError(f"{' '.join(cmd[:6])} ... did not finish within {timeout} s") from None
-    if res.returncode != 0:
-        last = (res.stderr.strip().splitlines() or ["(no message)"])
-        msg = next((line for line in last if "error" in line.lower()), last[-1])
-        raise ReproduceError(f"{' '.join(cmd[:8])} ... failed (exit {res.returncode}): {msg}")
-
-
 def _run_args(algo: str, model: str, batch: int, ranks: int, steps: int, log: Path) -> list[str]:
-    args = ["trainers", "run", "--algo", algo, "--model", model, "--dataset", "synthetic",
+    """`trainers run` flags of one validation run."""
+    args = ["--algo", algo, "--model", model, "--dataset", "synthetic",
             "--synthetic-n", str(batch * ranks * (steps + 2)), "--batch", str(batch), "--steps", str(steps),
             "--lr", "0.01", "--momentum", "0.9", "--seed", "0", "--threads", "1", "--no-progress",
             "--log", str(log)]
@@ -79,18 +57,17 @@ def validate_table(args: argparse.Namespace, out: Path) -> None:
     for model in sc["models"]:
         prof = out / f"profile_{model}_{args.scale}.json"
         if not prof.exists():
-            _run([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model, "--batch",
-                  sc["profile_batches"], "--ranks", ranks_text, "--max-bytes", sc["comm_max"], "--out", str(prof)],
-                 timeout=900)
+            run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model, "--batch",
+                         sc["profile_batches"], "--ranks", ranks_text, "--max-bytes", sc["comm_max"],
+                         "--out", str(prof)], 900, f"validation profile of {model}")
         profiles[model] = str(prof)
     for model, batch, algo, ranks in progress(jobs, args, "validation runs"):
         if table.done(scale=args.scale, algo=algo, model=model, ranks=ranks):
             continue
         log = runs / f"{model}_{algo}_{ranks}.jsonl"
-        if not log.exists():
-            tmp = log.with_suffix(".partial")
-            _run(_mpiexec(ranks) + _run_args(algo, model, batch, ranks, sc["steps"], tmp), timeout=900)
-            os.replace(tmp, log)
+        want = {"algo": algo, "model": model, "batch": batch, "steps": sc["steps"], "dataset": "synthetic"}
+        run_command(mpi_command(ranks, _run_args(algo, model, batch, ranks, sc["steps"], log)), log, want, 900,
+                    f"validation {model} {algo} {ranks} ranks")
         (row,) = validate([str(log)], [profiles[model]], skip=sc["skip"])
         row.update({"scale": args.scale, "log": str(log.relative_to(out)),
                     "settings": settings_text({"batch_per_rank": batch, "steps": sc["steps"], "skip": sc["skip"],
