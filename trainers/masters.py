@@ -145,8 +145,10 @@ def _check_gap_fields(h: Any) -> None:
 
 
 @dataclass(frozen=True)
-class GAHyper(MomentumHyper):
-    """gap: "parameter" (paper's choice), "layer" (needs segments) or "global";
+class GapOptions:
+    """The Gap options shared by GA, DANA-GA and Adam-GA (a mixin before the rule's base Hyper).
+
+    gap: "parameter" (paper's choice), "layer" (needs segments) or "global";
     c_beta, c_eps: Alg. 14's beta (0.999) and epsilon (1e-8);
     eta_max: fixed eta_max of Alg. 14, or None for the largest rate seen so far."""
 
@@ -156,8 +158,13 @@ class GAHyper(MomentumHyper):
     eta_max: float | None = None
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        super().__post_init__()  # the base Hyper's checks (GapOptions is always mixed in before one)
         _check_gap_fields(self)
+
+
+@dataclass(frozen=True)
+class GAHyper(GapOptions, MomentumHyper):
+    """Momentum (NAG) plus the Gap options."""
 
 
 @dataclass(frozen=True)
@@ -191,17 +198,8 @@ class DANAHyper(BaseHyper):
 
 
 @dataclass(frozen=True)
-class DANAGAHyper(DANAHyper):
-    """DANA plus the gap options of GAHyper."""
-
-    gap: str = "parameter"
-    c_beta: float = 0.999
-    c_eps: float = 1e-8
-    eta_max: float | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_gap_fields(self)
+class DANAGAHyper(GapOptions, DANAHyper):
+    """DANA plus the Gap options."""
 
 
 @dataclass(frozen=True)
@@ -223,17 +221,8 @@ class AdamHyper(BaseHyper):
 
 
 @dataclass(frozen=True)
-class AdamGAHyper(AdamHyper):
-    """Adam plus the gap options of GAHyper."""
-
-    gap: str = "parameter"
-    c_beta: float = 0.999
-    c_eps: float = 1e-8
-    eta_max: float | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_gap_fields(self)
+class AdamGAHyper(GapOptions, AdamHyper):
+    """Adam plus the Gap options."""
 
 
 @dataclass(frozen=True)
