@@ -279,29 +279,42 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:  # pragma: no cover - the profile hooks ship with the package
         add_profile_parser = None
     if add_profile_parser is not None:
+        from .profile.cli import add_show_parser
+
         add_profile_parser(sub)
+        add_show_parser(sub, "show-profile")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def run_guarded(call) -> int:
+    """Run a command callable; bad input (ValueError: SpecError, PresetError, CLIError, ProfileError...;
+    OSError: missing files) is one line `perfmodel: error: ...` and exit status 2, never a traceback."""
     try:
-        args = parser.parse_args(argv)
-        if not getattr(args, "command", None):
-            parser.print_help()
-            return 2
-        return int(args.func(args) or 0)
+        return int(call() or 0)
     except BrokenPipeError:  # e.g. `perfmodel predict | head`: the reader left, nothing to report
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ValueError, OSError) as e:  # SpecError, PresetError, CLIError, ProfileError, missing files
+    except (ValueError, OSError) as e:
         print(f"perfmodel: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("perfmodel: interrupted", file=sys.stderr)
         return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+
+    def call() -> int:
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return 2
+        return args.func(args)
+
+    return run_guarded(call)
 
 
 if __name__ == "__main__":

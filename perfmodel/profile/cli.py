@@ -432,26 +432,26 @@ def _show(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- standalone entry point
 
 
+def add_show_parser(subparsers: Any, name: str = "show") -> None:
+    """Add the subcommand that prints a profile's tables."""
+    show = subparsers.add_parser(name, help="print a profile's tables")
+    show.add_argument("file")
+    show.set_defaults(func=_show)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m perfmodel.profile.cli [profile] ...`` or ``... show FILE``; exit 2 on bad input."""
+    from ..cli import run_guarded
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in ("profile", "show", "-h", "--help"):
         argv = ["profile", *argv]
     parser = argparse.ArgumentParser(prog="python -m perfmodel.profile.cli")
     sub = parser.add_subparsers(dest="command", required=True)
     add_profile_parser(sub)
-    show = sub.add_parser("show", help="print a profile's tables")
-    show.add_argument("file")
-    show.set_defaults(func=_show)
+    add_show_parser(sub)
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except ValueError as exc:
-        print(f"perfmodel: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("perfmodel: interrupted", file=sys.stderr)
-        return 130
+    return run_guarded(lambda: args.func(args))
 
 
 if __name__ == "__main__":
