@@ -4,11 +4,14 @@ A results table is results/<paper>/<table>.csv, one row per configuration, with 
 the rerun value, their difference, the scale and the exact settings. It is rewritten atomically after
 every finished row (a temporary file, then a rename), and a rerun skips rows whose key is already
 there: an interrupted script loses at most the row it was computing and redoes nothing finished.
+Writers hold an exclusive lock on <table>.csv.lock and merge with what is on disk, so two processes
+filling disjoint rows of one table (say, one per seed) keep each other's rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import sys
@@ -40,16 +43,19 @@ class ResultTable:
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
-        if self.path.exists():
-            try:
-                self.frame = pd.read_csv(self.path, keep_default_na=False)
-            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-                raise ReproduceError(f"results file {self.path} is unreadable ({e}); move it away to rerun") from None
-            missing = [k for k in self.key if k not in self.frame.columns]
-            if missing:
-                raise ReproduceError(f"results file {self.path} lacks key columns {missing}; move it away to rerun")
-        else:
-            self.frame = pd.DataFrame()
+        self.frame = self._read()
+
+    def _read(self) -> pd.DataFrame:
+        if not self.path.exists():
+            return pd.DataFrame()
+        try:
+            frame = pd.read_csv(self.path, keep_default_na=False)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+            raise ReproduceError(f"results file {self.path} is unreadable ({e}); move it away to rerun") from None
+        missing = [k for k in self.key if k not in frame.columns]
+        if missing:
+            raise ReproduceError(f"results file {self.path} lacks key columns {missing}; move it away to rerun")
+        return frame
 
     def _key_of(self, row: dict) -> tuple[str, ...]:
         return tuple(str(row[k]) for k in self.key)
@@ -67,18 +73,21 @@ class ResultTable:
         for k in self.key:
             if k not in row:
                 raise ReproduceError(f"row lacks key column {k!r}")
-        if self.done(**{k: row[k] for k in self.key}):
-            return
-        self.frame = pd.concat([self.frame, pd.DataFrame([row])], ignore_index=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            self.frame.to_csv(tmp, index=False)
-            os.replace(tmp, self.path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            self.frame = self._read()  # rows another process finished since we last looked
+            if self.done(**{k: row[k] for k in self.key}):
+                return
+            self.frame = pd.concat([self.frame, pd.DataFrame([row])], ignore_index=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+            os.close(fd)
+            try:
+                self.frame.to_csv(tmp, index=False)
+                os.replace(tmp, self.path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
 
 
 def settings_text(settings: dict) -> str:
@@ -93,6 +102,21 @@ def difference(rerun: float | None, paper: float | None) -> float | None:
     return float(rerun) - float(paper)
 
 
+def _seed_list(text: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds must be integers, e.g. 0,1,2 (got {text!r})") from None
+    if not seeds or any(s < 0 for s in seeds):
+        raise argparse.ArgumentTypeError(f"seeds must be a non-empty list of integers >= 0 (got {text!r})")
+    return seeds
+
+
+def seeds_of(args: argparse.Namespace, default: tuple[int, ...]) -> tuple[int, ...]:
+    """The seeds to run: --seeds if given, else the table's default for this scale."""
+    return args.seeds if getattr(args, "seeds", None) else default
+
+
 def parser(paper: str, description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"reproduce/{paper}.py", description=description)
     p.add_argument("--scale", choices=SCALES, default="smoke",
@@ -100,6 +124,8 @@ def parser(paper: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="results folder (default results/)")
     p.add_argument("--data-root", default=None, help="datasets folder (default $DSGD_DATA_ROOT or data/datasets)")
     p.add_argument("--only", default=None, help="comma list of the tables to run (default all)")
+    p.add_argument("--seeds", default=None, type=_seed_list,
+                   help="comma list of seeds for the tables that repeat runs (default: the scale's own)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
