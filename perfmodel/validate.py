@@ -49,8 +49,44 @@ def _median(values: list[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float))) if values else float("nan")
 
 
+def _phase_of(step: dict) -> tuple[int, int]:
+    return int(step.get("daso_b", step.get("B", 1))), int(step.get("daso_w", step.get("W", 0)))
+
+
+def _cycle_medians(steps: list[dict], keys: tuple[str, ...]) -> tuple[dict[str, float], dict]:
+    """DASO: per phase (B, W), the median over windows of B consecutive steps of the window's mean.
+
+    A window of B consecutive steps of one phase holds exactly one global sync and one merge, so its
+    mean is the phase's step time with the sync cost in it (a per-step median would drop the sync
+    steps). Phases are weighted by their step counts; a phase shorter than B counts its steps' mean.
+    Returns the per-step times for `keys` and the step count per phase."""
+    runs: list[tuple[tuple[int, int], list[dict]]] = []
+    for s in steps:  # consecutive runs of one phase
+        ph = _phase_of(s)
+        if runs and runs[-1][0] == ph:
+            runs[-1][1].append(s)
+        else:
+            runs.append((ph, [s]))
+    windows: dict[tuple[int, int], list[list[dict]]] = {}
+    counts: dict[tuple[int, int], int] = {}
+    for ph, chunk in runs:
+        b = max(1, ph[0])
+        full = [chunk[i:i + b] for i in range(0, len(chunk) - b + 1, b)]
+        windows.setdefault(ph, []).extend(full or [chunk])
+        counts[ph] = counts.get(ph, 0) + len(chunk)
+    total = sum(counts.values())
+    out = {}
+    for k in keys:
+        out[k] = sum(counts[ph] * _median([float(np.mean([s.get(k, 0.0) for s in w])) for w in ws])
+                     for ph, ws in windows.items()) / total
+    return out, counts
+
+
 def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
-    """Read a run log and take the medians of its step times after ``skip`` steps."""
+    """Read a run log and take the median step times after ``skip`` steps (seconds).
+
+    Synchronous algorithms: medians over steps. DASO: medians over cycles of B steps, so that the
+    steps that pay the global sync count (see _cycle_medians)."""
     from trainers.log import RunLogError, read_run_log  # pure-Python reader, no torch
 
     try:
@@ -66,17 +102,16 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     if len(steps) < 3:
         raise ValidateError(f"run log {path}: {len(log.steps)} steps, need more than skip={skip} + 2")
     ranks = int(head.get("ranks", 1))
-    t_step = _median([s["t_step"] for s in steps])
+    keys = ("t_step", "t_compute", "t_comm", "t_compress")
     phases: dict = {}
     if algo == "daso":
-        for s in steps:
-            key = (int(s.get("daso_b", s.get("B", 1))), int(s.get("daso_w", s.get("W", 0))))
-            phases[key] = phases.get(key, 0) + 1
+        t, phases = _cycle_medians(steps, keys)
+    else:
+        t = {k: _median([s.get(k, 0.0) for s in steps]) for k in keys}
     samples = _median([s["samples"] for s in steps])
     return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]), int(cfg.get("threads", 1)),
-                          len(steps), t_step, _median([s["t_compute"] for s in steps]),
-                          _median([s["t_comm"] for s in steps]), _median([s.get("t_compress", 0.0) for s in steps]),
-                          samples / t_step, cfg, phases)
+                          len(steps), t["t_step"], t["t_compute"], t["t_comm"], t["t_compress"],
+                          samples / t["t_step"], cfg, phases)
 
 
 def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
@@ -85,6 +120,7 @@ def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
     if ct.kind == "linear":
         return replace(ct, t0_s=ct.t0_s * factor, t1_s=ct.t1_s * factor)
     return replace(ct, times_s=tuple(t * factor for t in ct.times_s))
+
 
 
 def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0, 0.0)

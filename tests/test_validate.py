@@ -100,3 +100,22 @@ def test_cli_formats(tmp_path, profile, capsys):
     assert (tmp_path / "v.png").read_bytes()[:4] == b"\x89PNG"
     assert main(["validate", log, "--profile", profile, "--cores", "2"]) == 0
     assert "MAPE over 1 runs" in capsys.readouterr().out
+
+
+def test_daso_step_time_counts_the_sync_steps(tmp_path):
+    """Cycles of B=4 steps (1, 1, 1, 5 ms): 2 ms per step, where a per-step median would say 1 ms."""
+    times = [0.001, 0.001, 0.001, 0.005] * 6
+    extra = {i: {"B": 4, "W": 1} for i in range(len(times))}
+    log = write_log(tmp_path / "d.jsonl", "daso", 2, 8, times, extra=extra, cfg={"ranks_per_node": 1})
+    m = measure_run(log, skip=1)  # windows start one step late: (1, 1, 5, 1) has the same mean
+    assert m.t_step_s == pytest.approx(0.002)
+    assert m.t_comm_s == pytest.approx(0.2 * 0.002)
+    assert m.phase_steps == {(4, 1): 23}
+    # two phases: 4 blocking steps of 3 ms (B=1), then B=2 cycles of (1, 3) ms: (4*3 + 8*2) / 12
+    times = [0.003] * 4 + [0.001, 0.003] * 4
+    extra = {i: {"B": 1, "W": 0} for i in range(4)} | {i: {"B": 2, "W": 1} for i in range(4, 12)}
+    m = measure_run(write_log(tmp_path / "e.jsonl", "daso", 2, 8, times, extra=extra), skip=0)
+    assert m.t_step_s == pytest.approx((4 * 0.003 + 8 * 0.002) / 12)
+    # a synchronous run keeps the per-step median
+    ssgd = measure_run(write_log(tmp_path / "s.jsonl", "ssgd", 2, 8, times), skip=0)
+    assert ssgd.t_step_s == pytest.approx(0.003)
