@@ -15,6 +15,17 @@ Tables (results/coquelin2021/<table>.csv):
                  per epoch. small: DASO 4 epochs (1 warm-up, 2 cycling with B=4, 1 cool-down), SSGD 2
                  epochs; all ranks share one 2-core machine, so "nodes" share memory and the network is
                  shared memory: not the paper's setting. smoke: synthetic data, 3 tiny epochs each.
+  daso_timing    DASO's time saving over SSGD measured under equal load and beside the model's prediction
+                 for this machine. 2 MPI ranks (one per core) as 2 pretend nodes of one rank, LeNet on
+                 MNIST, per-rank batch 4 (communication is a large share of a step) and 32 (it is not);
+                 SSGD allreduces every batch, DASO is held in its cycling phase (global bf16 sync every
+                 B=4 batches, W=1 batch overlapped, no warm-up/cool-down). The SSGD and DASO runs
+                 alternate, round after round, so both see the same load; per run the median step time
+                 (rank 0's log, first steps skipped; DASO: over 4-step cycles, so the sync steps count)
+                 and `perfmodel validate`'s prediction from a profile
+                 of this machine (perfmodel profile: compute at these batches, 2-rank allreduce). Rows:
+                 one per run, and per batch the saving 1 - DASO/SSGD of the medians over rounds,
+                 measured and predicted. Needs a quiet machine: other jobs on the 2 cores distort it.
 """
 
 from __future__ import annotations
@@ -132,7 +143,87 @@ def small_runs(args: argparse.Namespace, out: Path) -> None:
                            "plain SSGD allreduce on 4 CPU ranks: not comparable in size, only in sign; " + note_env})
 
 
-TABLES = {"model_savings": model_savings, "small_runs": small_runs}
+# --------------------------------------------------------------------------- DASO vs SSGD timing
+TIMING = {
+    "smoke": dict(batches=(4,), steps=12, rounds=1, skip=3, profile_batches="2,4,8", comm_max="4Mi"),
+    "small": dict(batches=(4, 32), steps=300, rounds=3, skip=20, profile_batches="2,4,8,16,32,64", comm_max="16Mi"),
+}
+TIMING["paper"] = TIMING["small"]  # a check of this machine, not of the paper's cluster
+TIMING_RANKS, TIMING_B, TIMING_W = 2, 4, 1
+
+
+def _timing_cfg(algo: str, batch: int, steps: int, smoke: bool) -> dict:
+    cfg = {"algo": algo, "model": "lenet", "dataset": "synthetic" if smoke else "mnist", "batch": batch,
+           "steps": steps, "lr": 0.01, "momentum": 0.9, "seed": 1, "threads": 1}
+    if smoke:
+        cfg["synthetic_n"] = 256
+    if algo == "daso":
+        cfg.update(ranks_per_node=1, daso_warmup_epochs=0, daso_cooldown_epochs=0, daso_b=TIMING_B,
+                   daso_w=TIMING_W)
+    return cfg
+
+
+def daso_timing(args: argparse.Namespace, out: Path) -> None:
+    import numpy as np
+
+    from perfmodel.validate import validate
+    from reproduce.runs import mpi_command, require_data, run_checked, run_command, train_args
+
+    sc = TIMING[args.scale]
+    smoke = args.scale == "smoke"
+    root = None if smoke else require_data(args, "mnist")
+    table = ResultTable(out / "daso_timing.csv", ("batch", "algo", "round", "scale"))
+    prof = out / f"profile_lenet_timing_{args.scale}.json"
+    if not prof.exists():
+        run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", "lenet", "--batch",
+                     sc["profile_batches"], "--ranks", f"1,{TIMING_RANKS}", "--max-bytes", sc["comm_max"],
+                     "--out", str(prof)], 900, "coquelin2021 profile of lenet")
+    paper = float(published(PAPER, table="Figure 6", model="ResNet-50", metric="time_saving").value.iloc[0])
+    jobs = [(b, r, a) for b in sc["batches"] for r in range(1, sc["rounds"] + 1) for a in ("ssgd", "daso")]
+    for batch, rnd, algo in progress(jobs, args, "coquelin2021 daso_timing"):
+        if table.done(batch=batch, algo=algo, round=rnd, scale=args.scale):
+            continue
+        cfg = _timing_cfg(algo, batch, sc["steps"], smoke)
+        log = out / "runs" / (f"timing_{algo}_b{batch}_r{rnd}" + ("_smoke" if smoke else "") + ".jsonl")
+        extra = {"data_root": root} if root else {}
+        wall = run_command(mpi_command(TIMING_RANKS, train_args({**cfg, **extra, "log": str(log),
+                                                                 "no_progress": True})),
+                           log, cfg, 600, f"coquelin2021 timing {algo} b{batch} round {rnd}")
+        (row,) = validate([str(log)], [str(prof)], skip=sc["skip"])
+        table.add({"batch": batch, "algo": algo, "round": rnd, "scale": args.scale, "metric": "step_time_s",
+                   "paper_value": None, "rerun_value": row["measured_step_s"],
+                   "predicted_value": row["predicted_step_s"], "difference": None,
+                   "measured_comm_s": row["measured_comm_s"], "predicted_comm_s": row["predicted_comm_s"],
+                   "measured_compute_s": row["measured_compute_s"],
+                   "predicted_compute_s": row["predicted_compute_s"], "reused": wall is None,
+                   "log": str(log.relative_to(out)), "profile": prof.name,
+                   "settings": settings_text({**cfg, "ranks": TIMING_RANKS, "skip": sc["skip"]}),
+                   "note": "rank 0's median step time after the skipped first steps (DASO: median over "
+                           "B-step cycles, so the sync steps count)"})
+    for batch in sc["batches"]:
+        if table.done(batch=batch, algo="daso vs ssgd", round="all", scale=args.scale):
+            continue
+        rows = table.frame[(table.frame.batch.astype(int) == batch) & (table.frame.scale == args.scale)
+                           & table.frame.algo.isin(["ssgd", "daso"])]
+        rows = rows.assign(round=rows["round"].astype(int)).sort_values("round")
+        med = {a: float(np.median(rows[rows.algo == a].rerun_value.astype(float))) for a in ("ssgd", "daso")}
+        pred = {a: float(np.median(rows[rows.algo == a].predicted_value.astype(float))) for a in ("ssgd", "daso")}
+        spread = [100 * (1 - float(d) / float(s_)) for s_, d in zip(rows[rows.algo == "ssgd"].rerun_value,
+                                                                    rows[rows.algo == "daso"].rerun_value)]
+        saving, predicted = 100 * (1 - med["daso"] / med["ssgd"]), 100 * (1 - pred["daso"] / pred["ssgd"])
+        table.add({"batch": batch, "algo": "daso vs ssgd", "round": "all", "scale": args.scale,
+                   "metric": "time_saving_pct", "paper_value": paper, "rerun_value": saving,
+                   "predicted_value": predicted, "difference": difference(saving, paper),
+                   "saving_per_round": settings_text({"pct": [round(x, 2) for x in spread]}),
+                   "settings": settings_text({"ranks": TIMING_RANKS, "nodes": TIMING_RANKS, "daso_b": TIMING_B,
+                                              "daso_w": TIMING_W, "steps": sc["steps"], "rounds": sc["rounds"],
+                                              "skip": sc["skip"], "model": "lenet"}),
+                   "note": "paper: ResNet-50/ImageNet vs Horovod on 16-256 A100s (best case, with its B "
+                           "schedule); here the cycling phase alone on 2 CPU ranks of one machine; "
+                           "predicted_value: perfmodel from this machine's profile"})
+
+
+TABLES = {"model_savings": model_savings, "small_runs": small_runs, "daso_timing": daso_timing}
 
 
 def main(argv: list[str] | None = None) -> int:
