@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from _common import read_results, results_dir
+from _common import read_results, results_dir, seed_summary
 from reproduce.paper_tables import load_table
 from trainers.log import read_run_log
 
@@ -69,8 +69,7 @@ if sweep is not None:
     g.ax.axhline(99.38, color="grey", ls="--", lw=1)
     g.ax.text(sweep.workers.min(), 99.38, " paper: GEM, N=100", va="bottom", fontsize=8)
     plt.show()
-    display(sweep.pivot_table(index=["epochs_per_worker", "workers"], columns="rule",
-                              values=["rerun_value", "outcome"], aggfunc="first"))
+    display(seed_summary(sweep))
 
 # %% [markdown]
 # ## Figure 5 shape: test accuracy over training with 100 workers (full epoch per worker)
@@ -102,7 +101,7 @@ if sweep is not None:
 # %%
 big = read_results("hermans2018", "large_lr")
 if big is not None:
-    display(big[["rule", "workers", "lr", "epochs_per_worker", "outcome", "rerun_value", "paper_claim", "note"]])
+    display(seed_summary(big, ["lr", "workers", "rule"]))
     c = curves(big)
     if not c.empty:
         ax = sns.lineplot(data=c, x="epochs per worker", y="test accuracy (%)", hue="rule", marker="o")

@@ -80,10 +80,14 @@ if fig3 is not None:
     for ax in g.axes.flat:
         ax.set_ylim(lo, 100)
     plt.show()
-    wide = fig3.pivot_table(index=["optimizer", "workers", "epoch"], columns="gradients", values="rerun_value")
+    # paired by seed: TernGrad minus fp32 at the same seed, workers and epoch
+    wide = fig3.pivot_table(index=["optimizer", "workers", "epoch", "seed"], columns="gradients",
+                            values="rerun_value")
     if {"fp32", "TernGrad"} <= set(wide.columns):
         wide["TernGrad - fp32 (points)"] = wide["TernGrad"] - wide["fp32"]
-    display(wide.round(2))
+        display(wide.round(2))
+        display(wide.groupby(level=["optimizer", "workers", "epoch"])
+                .agg(["mean", "std", "count"]).round(2))
 
 # %% [markdown]
 # ## Table 1: CifarNet with Adam, 2 workers

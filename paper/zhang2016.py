@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from _common import read_results
+from _common import read_results, seed_summary
 from reproduce.paper_tables import load_table
 
 sns.set_theme(style="whitegrid")
@@ -118,8 +118,9 @@ if fig3 is not None:
     axes[1].legend(fontsize=7)
     plt.tight_layout()
     plt.show()
-    display(fig3[["n", "lr_rule", "learners", "tau_mean", "epochs_run", "paper_value", "rerun_value", "difference",
-                  "scale"]])
+    display(fig3[["n", "lr_rule", "seed", "learners", "tau_mean", "diverged", "epochs_run", "paper_value",
+                  "rerun_value", "difference", "scale"]])
+    display(seed_summary(fig3, ["lr_rule", "n"]))
     print("reduction:", json.loads(fig3.settings.iloc[0]).get("reduction"))
 
 # %% [markdown]

@@ -11,14 +11,14 @@ Tables (results/hermans2018/<table>.csv):
                  training loss had dropped below 2.0, "stuck at chance" when it ends at chance and its loss
                  never dropped (stuck from the start, or too slow for a reduced budget), else "stable".
                  paper: N in {5, 10, 20, 50, 100}, one epoch per worker, 3 seeds.
-                 small: N in {5, 20, 50} with 0.04 of an epoch per worker, one seed, plus the
+                 small: N in {5, 20, 50} with 0.04 of an epoch per worker, seeds 0, 1, 2, plus the
                  full-epoch N=100 GEM and Downpour runs when their logs are in results/hermans2018/runs/
                  (they take about 35 minutes each here, so small scale reuses but never starts them).
                  smoke: synthetic data, 2 and 4 workers, a few gradients.
   large_lr       Section 4.2: the same setup with a deliberately large learning rate, GEM vs Downpour.
                  The paper's value is lost from its text; we use 0.2 and 0.5 (4x and 10x the default
                  0.05), 20 workers.
-                 small: 0.04 of an epoch per worker; paper: one epoch.
+                 small: 0.04 of an epoch per worker, seeds 0, 1, 2; paper: one epoch, seeds 0, 1, 2.
 
 Logs go to results/hermans2018/runs/ (step lines thinned to at most about 150 per log; header, evals
 and summary kept); a complete log whose header configuration matches is reused.
@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from reproduce.common import ResultTable, difference, parser, progress, run_tables, settings_text
+from reproduce.common import ResultTable, difference, parser, progress, run_tables, seeds_of, settings_text
 from reproduce.paper_tables import published
 from reproduce.runs import log_matches, require_data, run_command
 
@@ -44,6 +44,7 @@ LEARNED_LOSS = 2.0  # a logged training loss below this (ln 10 = 2.30 at chance)
 DEFAULT_LR, LARGE_LR_WORKERS = 0.05, 20
 LARGE_LRS = (0.2, 0.5)  # the paper's value is lost from its text: 4x and 10x the default
 SMALL_F = 0.04  # epochs per worker at small scale (the machine is shared: about 15 gradients/s)
+SEEDS = {"smoke": (0,), "small": (0, 1, 2), "paper": (0, 1, 2)}  # the paper averages 3 runs
 
 
 @dataclass(frozen=True)
@@ -171,19 +172,20 @@ def _row(run: SimRun, cfg: dict, summary: dict, wall: float | None, scale: str, 
             "log": summary["_log"], "settings": settings_text({**cfg, "seed": run.seed}), "note": note}
 
 
-def _sweep_plan(scale: str) -> list[SimRun]:
+def _sweep_plan(scale: str, seeds: tuple[int, ...]) -> list[SimRun]:
     if scale == "smoke":
-        return [SimRun(r, n, 0.25) for n in (2, 4) for r in RULES]
+        return [SimRun(r, n, 0.25, seed=s) for s in seeds for n in (2, 4) for r in RULES]
     if scale == "small":
-        plan = [SimRun(r, n, SMALL_F) for n in (5, 20, 50) for r in RULES]
+        plan = [SimRun(r, n, SMALL_F, seed=s) for s in seeds for n in (5, 20, 50) for r in RULES]
         return plan + [SimRun(r, 100, 1.0, reuse_only=True) for r in ("gem", "downpour")]
-    return [SimRun(r, n, 1.0, seed=s) for n in (5, 10, 20, 50, 100) for r in RULES for s in (0, 1, 2)]
+    return [SimRun(r, n, 1.0, seed=s) for s in seeds for n in (5, 10, 20, 50, 100) for r in RULES]
 
 
 def workers_sweep(args: argparse.Namespace, out: Path) -> None:
     table = ResultTable(out / "workers_sweep.csv", ("rule", "workers", "epochs_per_worker", "seed"))
     timeout = {"smoke": 120, "small": 900, "paper": 36_000}[args.scale]
-    for run in progress(_sweep_plan(args.scale), args, "hermans2018 workers_sweep"):
+    for run in progress(_sweep_plan(args.scale, seeds_of(args, SEEDS[args.scale])), args,
+                        "hermans2018 workers_sweep"):
         if table.done(rule=run.rule, workers=run.workers, epochs_per_worker=run.epochs_per_worker, seed=run.seed):
             continue
         try:
@@ -193,7 +195,7 @@ def workers_sweep(args: argparse.Namespace, out: Path) -> None:
                   f"--scale {args.scale}; make it with --scale paper)", file=sys.stderr)
             continue
         f = run.epochs_per_worker
-        note = ("every worker one full epoch of data, as the paper; one seed (paper: average of 3)"
+        note = ("every worker one full epoch of data, as the paper (paper: average of 3 seeds)"
                 if f == 1.0 else f"REDUCED: every worker {f:g} of an epoch (paper: 1 epoch)")
         if args.scale == "smoke":
             note = "smoke: synthetic data"
@@ -205,10 +207,10 @@ def large_lr(args: argparse.Namespace, out: Path) -> None:
     f = {"smoke": 0.25, "small": SMALL_F, "paper": 1.0}[args.scale]
     n = 4 if args.scale == "smoke" else LARGE_LR_WORKERS
     timeout = {"smoke": 120, "small": 900, "paper": 36_000}[args.scale]
-    cases = [(lr, rule) for lr in LARGE_LRS for rule in ("gem", "downpour")]
-    for lr, rule in progress(cases, args, "hermans2018 large_lr"):
-        run = SimRun(rule, n, f, lr=lr)
-        if table.done(rule=rule, workers=n, epochs_per_worker=f, lr=lr, seed=0):
+    cases = [(lr, rule, s) for s in seeds_of(args, SEEDS[args.scale]) for lr in LARGE_LRS for rule in ("gem", "downpour")]
+    for lr, rule, seed in progress(cases, args, "hermans2018 large_lr"):
+        run = SimRun(rule, n, f, lr=lr, seed=seed)
+        if table.done(rule=rule, workers=n, epochs_per_worker=f, lr=lr, seed=seed):
             continue
         cfg, summary, wall = simulate(run, out, args, timeout)
         claim = "stable (converges)" if rule == "gem" else "unstable (cannot cope with the large lr)"

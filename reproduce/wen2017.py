@@ -7,7 +7,8 @@ Tables (results/wen2017/<table>.csv):
   fig3_mnist   Figure 3: LeNet on MNIST, TernGrad vs fp32 gradients, with momentum SGD and with vanilla
                SGD, across worker counts; real MPI runs of `trainers run` (total batch 128 split over
                the ranks, as the paper keeps the total mini-batch fixed). small: 2 and 4 ranks, 1 epoch
-               (the 2-rank momentum runs are 2-epoch logs read at epoch 1 and 2), constant lr, no
+               (the 2-rank momentum runs are 2-epoch logs read at epoch 1 and 2), seed 1, and the 2-rank
+               runs again for 1 epoch with seeds 2 and 3; constant lr, no
                weight decay (the paper: polynomial decay and weight decay; its base LRs are lost from
                the text, ours are said in each row). smoke: synthetic data, a few steps.
   table1_cifarnet  Table 1 (2 workers): CifarNet, Adam lr 0.0002, total batch 128, fp32 vs TernGrad.
@@ -27,7 +28,7 @@ import math
 import sys
 from pathlib import Path
 
-from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables,
+from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables, seeds_of,
                               settings_text)
 from reproduce.paper_tables import published
 from reproduce.runs import (diverged, evals_of, log_wall, mpi_command, require_data, run_command,
@@ -88,38 +89,52 @@ FIG3_OPT = {"momentum": (0.01, 0.9), "vanilla": (0.01, 0.0)}
 FIG3_ALGOS = {"fp32": "ssgd", "TernGrad": "terngrad"}
 
 
-def _fig3_plan(scale: str) -> list[tuple[str, str, int, float]]:
-    """(optimizer, gradients, ranks, epochs) of each run at `scale`."""
+FIG3_SEEDS = {"smoke": (1,), "small": (1, 2, 3), "paper": (1,)}
+
+
+def _fig3_plan(scale: str, seeds: tuple[int, ...]) -> list[tuple[str, str, int, float, int]]:
+    """(optimizer, gradients, ranks, epochs, seed) of each run at `scale`.
+
+    small: the first seed runs 2 and 4 ranks (momentum with 2 ranks for 2 epochs); the other seeds
+    repeat the 2-rank runs for 1 epoch, so epoch 1 at 2 ranks has every seed."""
     if scale == "smoke":
-        return [("momentum", g, 2, 0) for g in FIG3_ALGOS]
-    ranks = (2, 4) if scale == "small" else (2, 4, 8, 16, 32, 64)
+        return [("momentum", g, 2, 0, s) for s in seeds for g in FIG3_ALGOS]
     plan = []
-    for o in FIG3_OPT:
-        for g in FIG3_ALGOS:
-            for k in ranks:
-                epochs = 2 if (scale == "small" and o == "momentum" and k == 2) else (1 if scale == "small" else 10)
-                plan.append((o, g, k, epochs))
+    for i, seed in enumerate(seeds):
+        ranks = ((2, 4) if i == 0 else (2,)) if scale == "small" else (2, 4, 8, 16, 32, 64)
+        for o in FIG3_OPT:
+            for g in FIG3_ALGOS:
+                for k in ranks:
+                    if scale != "small":
+                        epochs = 10
+                    else:
+                        epochs = 2 if (i == 0 and o == "momentum" and k == 2) else 1
+                    plan.append((o, g, k, epochs, seed))
     return plan
 
 
 def fig3_mnist(args: argparse.Namespace, out: Path) -> None:
-    table = ResultTable(out / "fig3_mnist.csv", ("optimizer", "gradients", "workers", "epoch", "scale"))
+    table = ResultTable(out / "fig3_mnist.csv", ("optimizer", "gradients", "workers", "epoch", "scale", "seed"))
     smoke = args.scale == "smoke"
     root = None if smoke else require_data(args, "mnist")
-    for opt, grads, ranks, epochs in progress(_fig3_plan(args.scale), args, "wen2017 fig3_mnist"):
+    plan = _fig3_plan(args.scale, seeds_of(args, FIG3_SEEDS[args.scale]))
+    for opt, grads, ranks, epochs, seed in progress(plan, args, "wen2017 fig3_mnist"):
         lr, mom = FIG3_OPT[opt]
         cfg = {"algo": FIG3_ALGOS[grads], "model": "lenet", "dataset": "synthetic" if smoke else "mnist",
-               "batch": FIG3_TOTAL_BATCH // ranks, "lr": lr, "momentum": mom, "seed": 1}
+               "batch": FIG3_TOTAL_BATCH // ranks, "lr": lr, "momentum": mom, "seed": seed}
         if smoke:
             cfg.update(steps=6, synthetic_n=256, eval_every=6)
         else:
             cfg.update(epochs=epochs)
         read_at = [1] if smoke else sorted({1, int(epochs)})
-        if all(table.done(optimizer=opt, gradients=grads, workers=ranks, epoch=e, scale=args.scale) for e in read_at):
+        if all(table.done(optimizer=opt, gradients=grads, workers=ranks, epoch=e, scale=args.scale, seed=seed)
+               for e in read_at):
             continue
         name = f"lenet_{FIG3_ALGOS[grads]}_{opt}_n{ranks}_e{epochs}" + ("_smoke" if smoke else "")
         if opt != "momentum":
             name += f"_lr{lr:g}"
+        if seed != 1:  # seed 1 logs keep their original names
+            name += f"_s{seed}"
         log = out / "runs" / f"{name}.jsonl"
         extra = {"data_root": root} if root else {}
         cmd = mpi_command(ranks, train_args({**cfg, **extra, "log": str(log), "no_progress": True}))
@@ -137,7 +152,7 @@ def fig3_mnist(args: argparse.Namespace, out: Path) -> None:
             finite = ev is not None and math.isfinite(float(ev.get("test_loss", float("nan"))))
             acc = round(100 * float(ev["test_acc"]), 2) if finite else None
             table.add({"optimizer": opt, "gradients": grads, "workers": ranks, "epoch": e, "scale": args.scale,
-                       "total_batch": FIG3_TOTAL_BATCH, "metric": "test_accuracy", "paper_value": None,
+                       "seed": seed, "total_batch": FIG3_TOTAL_BATCH, "metric": "test_accuracy", "paper_value": None,
                        "rerun_value": acc, "difference": None, "outcome": "converged" if finite else "diverged",
                        "steps": int(ev["step"]) + 1 if ev is not None else None,
                        "run_wall_s": wall if wall is not None else log_wall(log), "reused": wall is None,
@@ -147,7 +162,7 @@ def fig3_mnist(args: argparse.Namespace, out: Path) -> None:
                        "note": ("reused log; " if wall is None else "") + "paper Figure 3 prints curves, no "
                                "numbers; paper: polynomial lr decay + weight decay, base LRs lost from the "
                                "text; here constant lr, no weight decay" +
-                               ("; REDUCED: 1-2 epochs, 2 and 4 workers" if args.scale == "small" else "")})
+                               ("; REDUCED: 1-2 epochs, 2 and 4 workers, 3 seeds at 2 workers" if args.scale == "small" else "")})
 
 
 # --------------------------------------------------------------------------- Table 1: CifarNet, Adam
