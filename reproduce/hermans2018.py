@@ -207,7 +207,8 @@ def large_lr(args: argparse.Namespace, out: Path) -> None:
     f = {"smoke": 0.25, "small": SMALL_F, "paper": 1.0}[args.scale]
     n = 4 if args.scale == "smoke" else LARGE_LR_WORKERS
     timeout = {"smoke": 120, "small": 900, "paper": 36_000}[args.scale]
-    cases = [(lr, rule, s) for s in seeds_of(args, SEEDS[args.scale]) for lr in LARGE_LRS for rule in ("gem", "downpour")]
+    cases = [(lr, rule, s) for s in seeds_of(args, SEEDS[args.scale]) for lr in LARGE_LRS
+             for rule in ("gem", "downpour")]
     for lr, rule, seed in progress(cases, args, "hermans2018 large_lr"):
         run = SimRun(rule, n, f, lr=lr, seed=seed)
         if table.done(rule=rule, workers=n, epochs_per_worker=f, lr=lr, seed=seed):

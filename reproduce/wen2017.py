@@ -162,7 +162,8 @@ def fig3_mnist(args: argparse.Namespace, out: Path) -> None:
                        "note": ("reused log; " if wall is None else "") + "paper Figure 3 prints curves, no "
                                "numbers; paper: polynomial lr decay + weight decay, base LRs lost from the "
                                "text; here constant lr, no weight decay" +
-                               ("; REDUCED: 1-2 epochs, 2 and 4 workers, 3 seeds at 2 workers" if args.scale == "small" else "")})
+                               ("; REDUCED: 1-2 epochs, 2 and 4 workers, 3 seeds at 2 workers"
+                                if args.scale == "small" else "")})
 
 
 # --------------------------------------------------------------------------- Table 1: CifarNet, Adam

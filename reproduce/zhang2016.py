@@ -273,7 +273,8 @@ def fig3_accuracy(args: argparse.Namespace, out: Path) -> None:
         else:
             paper, note = None, "paper: no number for constant eta0 at this n"
         curve = [[round(e["epoch"], 3), round(100.0 * (1.0 - e["test_acc"]), 2)] for e in res.evals]
-        table.add({"n": n, "modulate": modulate, "seed": seed, "lr_rule": "alpha = eta0/tau" if modulate else "constant eta0",
+        table.add({"n": n, "modulate": modulate, "seed": seed,
+                   "lr_rule": "alpha = eta0/tau" if modulate else "constant eta0",
                    "learners": n_max, "c": n_max // n, "tau_mean": float(s["tau_mean"]),
                    "diverged": bool(s["diverged"]),
                    "epochs_run": float(s["epochs"]), "test_error_curve": json.dumps(curve), "metric": "test_error",
