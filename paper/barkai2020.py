@@ -43,8 +43,9 @@ axes[0].set(title="paper, Table 4 (ResNet-20, CIFAR-10, 160 epochs)", ylabel="te
 axes[0].legend(fontsize=7)
 if acc is not None:
     sns.lineplot(data=acc.assign(method=acc.paper_method), x="workers", y="rerun_value", hue="method",
-                 hue_order=ORDER, marker="o", ax=axes[1])
-    axes[1].set(title=f"rerun ({acc.scale.iloc[0]}): {acc.model.iloc[0]}, {acc.dataset.iloc[0]}",
+                 hue_order=ORDER, marker="o", errorbar=("pi", 100), ax=axes[1])
+    axes[1].set(title=f"rerun ({acc.scale.iloc[0]}): {acc.model.iloc[0]}, {acc.dataset.iloc[0]}; "
+                      f"line: mean, band: range of {acc.seed.nunique()} seed(s)",
                 ylabel="test accuracy (%)")
     axes[1].legend(fontsize=7)
 plt.tight_layout()

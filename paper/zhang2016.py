@@ -106,16 +106,19 @@ if fig2 is not None:
 # %%
 fig3 = read_results("zhang2016", "fig3_accuracy")
 if fig3 is not None:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.5))
     sns.barplot(data=fig3, x="n", y="rerun_value", hue="lr_rule", ax=axes[0])
     for v, style in ((18.0, "--"), (90.0, ":")):
         axes[0].axhline(v, color="grey", ls=style)
     axes[0].set(ylabel="final test error (%)", title=f"rerun ({fig3.scale.iloc[0]} scale); grey: paper 18% / 90%")
-    curves = pd.DataFrame([{"n": r.n, "lr_rule": r.lr_rule, "epoch": e, "test error (%)": err}
+    axes[0].legend(fontsize=7)
+    curves = pd.DataFrame([{"n": r.n, "lr_rule": r.lr_rule, "seed": r.seed, "epoch": e, "test error (%)": err}
                            for r in fig3.itertuples() for e, err in json.loads(r.test_error_curve)])
-    sns.lineplot(data=curves, x="epoch", y="test error (%)", hue="n", style="lr_rule", marker="o", ax=axes[1],
-                 palette="viridis")
-    axes[1].legend(fontsize=7)
+    for ax, rule in zip(axes[1:], ["alpha = eta0/tau", "constant eta0"]):
+        sns.lineplot(data=curves[curves.lr_rule == rule], x="epoch", y="test error (%)", hue="n", marker="o",
+                     errorbar=None, ax=ax, palette="viridis")  # mean over seeds
+        ax.set(title=rule, ylim=(40, 95))
+        ax.legend(title="n", fontsize=7)
     plt.tight_layout()
     plt.show()
     display(fig3[["n", "lr_rule", "seed", "learners", "tau_mean", "diverged", "epochs_run", "paper_value",
