@@ -218,7 +218,7 @@ def _fig2_mpi(args: argparse.Namespace, table: ResultTable, out: Path) -> None:
                                               "dataset": "cifar10 SUBSET (4000 images)", "batch": 16,
                                               "steps": MPI_STEPS, "delays": "none (real compute times)",
                                               "log": f"runs/fig2_mpi_{k}workers.jsonl",
-                                              "host": f"{os.cpu_count()} CPU cores shared with other jobs"}),
+                                              "host": f"{os.cpu_count()} CPU cores shared by all ranks"}),
                    "note": "measured samples/s = step-line samples / wall_s of the run log; all ranks share the "
                            "machine's CPU cores, so this measures the trainer's overhead, not a cluster's scaling"})
 
