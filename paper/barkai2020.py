@@ -131,12 +131,11 @@ if sp is not None:
 
 # %% [markdown]
 # The paper's Figure 12(b) states "up to 21%" for homogeneous and "6x" for heterogeneous workers. The
-# simulation (the same gamma CVB model) and the closed form agree with each other and with the paper
-# in size: the heterogeneous ratio reaches about 6x near 1000 workers (6.4x simulated, 6.7x closed
-# form at 1024). The homogeneous ratio keeps growing with N, past 21% at 32 workers and about 35% at
-# 1024, where the paper's curve tops out near 21%; the difference probably lies in how the paper
-# draws the homogeneous machines' mean (our reading: one shared machine mean, every task ~ Gamma with V_mach = 0.1), which the paper
-# text leaves open. For heterogeneous workers and N <= 32 the simulation (3 seeds, 100 gradients per
-# worker) lies well below the closed form: with few machines the run's speed depends on the drawn
-# machine means, and the seeds spread widely (`speedup_sim_std`); the paper averaged 20 runs of
-# 100000 iterations.
+# simulation (the same gamma CVB model) and the closed form agree with each other and with the paper in
+# size: the heterogeneous ratio reaches about 6x near 1000 workers (6.4x simulated, 6.7x closed form at
+# 1024). The homogeneous ratio keeps growing with N, past 21% at 32 workers and about 35% at 1024, where
+# the paper's curve tops out near 21%; the difference probably lies in how the paper draws the homogeneous
+# machines' mean (our reading: one shared machine mean, every task ~ Gamma with V_mach = 0.1), which the
+# paper text leaves open. For heterogeneous workers and N <= 32 the simulation (3 seeds, 100 gradients per
+# worker) lies well below the closed form: with few machines the run's speed depends on the drawn machine
+# means, and the seeds spread widely (`speedup_sim_std`); the paper averaged 20 runs of 100000 iterations.

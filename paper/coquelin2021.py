@@ -53,11 +53,11 @@ if savings is not None:
 # %% [markdown]
 # ## Small real runs: DASO against SSGD on LeNet/MNIST, 4 ranks = 2 pretend nodes x 2
 #
-# Both with per-rank batch 32, lr 0.01, momentum 0.9, seed 1. DASO: 1 warm-up epoch (blocking global
-# sync every batch), cycling epochs (node-local allreduce every batch, global bf16 parameter sync every
-# B=4 batches overlapped with W=1), 1 cool-down epoch. Time per epoch is rank 0's sum of measured step
-# times. All 4 ranks share one 2-core machine with other jobs: the "network" between pretend nodes is
-# shared memory, and times are noisy.
+# Both with per-rank batch 32, lr 0.01, momentum 0.9, seed 1. DASO: 1 warm-up epoch (blocking global sync
+# every batch), cycling epochs (node-local allreduce every batch, non-blocking fp32 global parameter sync
+# every B=4 batches, merged W=1 batch later), 1 cool-down epoch. Time per epoch is rank 0's sum of
+# measured step times. All 4 ranks share one 2-core machine with other jobs: the "network" between pretend
+# nodes is shared memory, and times are noisy.
 
 # %%
 small = read_results("coquelin2021", "small_runs")
@@ -80,9 +80,9 @@ if small is not None:
 # ## DASO against SSGD under equal load, beside the model's prediction for this machine
 #
 # 2 MPI ranks (one per core) as 2 pretend nodes of one rank, LeNet on MNIST, 300 steps per run.
-# SSGD allreduces the gradients every batch; DASO stays in its cycling phase (global bf16 parameter
-# sync every B=4 batches, overlapped with W=1 batch). SSGD and DASO runs alternate round after round,
-# so both see the same load. Per run: rank 0's median step time (DASO: median over 4-step cycles, so
+# SSGD allreduces the gradients every batch; DASO stays in its cycling phase (non-blocking fp32 global
+# parameter sync every B=4 batches, merged W=1 batch later). SSGD and DASO runs alternate round after
+# round, so both see the same load. Per run: rank 0's median step time (DASO: median over 4-step cycles, so
 # the sync steps count), and `perfmodel validate`'s prediction from a profile of this machine made in
 # the same session. Per-rank batch 4 makes communication a large share of a step; batch 32 does not.
 

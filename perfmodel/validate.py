@@ -122,7 +122,6 @@ def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
     return replace(ct, times_s=tuple(t * factor for t in ct.times_s))
 
 
-
 def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0, 0.0)
                    ) -> list[tuple[Strategy, int]]:
     """The model strategies (with step counts) that describe a run's steps.

@@ -18,12 +18,13 @@ Tables (results/coquelin2021/<table>.csv):
   daso_timing    DASO's time saving over SSGD measured under equal load and beside the model's prediction
                  for this machine. 2 MPI ranks (one per core) as 2 pretend nodes of one rank, LeNet on
                  MNIST, per-rank batch 4 (communication is a large share of a step) and 32 (it is not);
-                 SSGD allreduces every batch, DASO is held in its cycling phase (global bf16 sync every
-                 B=4 batches, W=1 batch overlapped, no warm-up/cool-down). The SSGD and DASO runs
-                 alternate, round after round, so both see the same load; per run the median step time
-                 (rank 0's log, first steps skipped; DASO: over 4-step cycles, so the sync steps count)
-                 and `perfmodel validate`'s prediction from a profile
-                 of this machine (perfmodel profile: compute at these batches, 2-rank allreduce). Rows:
+                 SSGD allreduces every batch, DASO is held in its cycling phase (non-blocking fp32
+                 global parameter sync every B=4 batches, merged W=1 batch later; no warm-up or
+                 cool-down). The SSGD and DASO runs alternate, round after round, so both see the
+                 same load; per run the median step time (rank 0's log, first steps skipped; DASO:
+                 over 4-step cycles, so the sync steps count) and `perfmodel validate`'s prediction
+                 from a profile of this machine (perfmodel profile: compute at these batches, 2-rank
+                 allreduce). Rows:
                  one per run, and per batch the saving 1 - DASO/SSGD of the medians over rounds,
                  measured and predicted. Needs a quiet machine: other jobs on the 2 cores distort it.
 """
