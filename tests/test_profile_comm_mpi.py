@@ -36,7 +36,7 @@ def test_comm_module_end_to_end(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
     assert cp.ranks == 2 and cp.backend == "mpi" and cp.library.startswith(("Open MPI", "MPICH", "Intel"))
-    assert set(cp.ops) == {"pingpong", "allreduce", "bcast", "reduce"}
+    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce"}
     assert len(cp.load_avg) == 2
     for op in cp.ops.values():
         assert op.sizes_bytes == tuple(2**k for k in range(3, 21))
@@ -115,7 +115,7 @@ def test_torch_distributed_path_with_gloo(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
     assert cp.backend == "gloo" and cp.library.startswith("gloo") and cp.ranks == 2
-    assert set(cp.ops) == {"pingpong", "allreduce", "bcast", "reduce"}
+    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce"}
     assert all(op.sizes_bytes == (8, 4096, 262144) for op in cp.ops.values())
 
 

@@ -35,7 +35,7 @@ from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, Profile
 __all__ = ["add_profile_parser", "run_profile_command", "format_summary", "main", "mpiexec_command"]
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OPS = "pingpong,allreduce,bcast,reduce"
+DEFAULT_OPS = "pingpong,allreduce,iallreduce,bcast,reduce"
 
 
 # ---------------------------------------------------------------- argument parsing

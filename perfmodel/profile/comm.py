@@ -1,4 +1,4 @@
-"""Communication micro-benchmarks: ping-pong, Allreduce, Bcast and Reduce over message sizes.
+"""Communication micro-benchmarks: ping-pong, Allreduce, Iallreduce, Bcast and Reduce over message sizes.
 
 Run under MPI, one process per rank; rank 0 writes a ``CommProfile`` as JSON::
 
@@ -69,7 +69,7 @@ class CommConfig:
     """What to measure and how hard. sizes in bytes (multiples of 4: float32 elements), seconds elsewhere."""
 
     sizes: tuple[int, ...]
-    ops: tuple[str, ...] = ("pingpong", "allreduce", "bcast", "reduce")
+    ops: tuple[str, ...] = ("pingpong", "allreduce", "iallreduce", "bcast", "reduce")
     backend: str = "mpi"
     warmup: int = 3
     repeats: int = 15
@@ -169,6 +169,8 @@ class _MPITransport(_Transport):
         recv = np.zeros_like(send)
         if op == "allreduce":
             return lambda: comm.Allreduce(send, recv, op=MPI.SUM)
+        if op == "iallreduce":  # non-blocking, waited at once: its cost when nothing progresses it meanwhile
+            return lambda: comm.Iallreduce(send, recv, op=MPI.SUM).Wait()
         if op == "bcast":
             return lambda: comm.Bcast(send, root=0)
         if op == "reduce":
@@ -252,6 +254,8 @@ class _TorchTransport(_Transport):
         buf = torch.ones(nbytes // 4, dtype=torch.float32, device=self.device)
         if op == "allreduce":
             return lambda: dist.all_reduce(buf)
+        if op == "iallreduce":
+            return lambda: dist.all_reduce(buf, async_op=True).wait()
         if op == "bcast":
             return lambda: dist.broadcast(buf, src=0)
         if op == "reduce":
@@ -381,7 +385,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", help="comma-separated sizes (e.g. 8,1Ki,1Mi); default powers of two from --min-bytes to --max-bytes")
     p.add_argument("--min-bytes", default="8", help="smallest message (default 8)")
     p.add_argument("--max-bytes", default="64Mi", help="largest message (default 64Mi)")
-    p.add_argument("--ops", default="pingpong,allreduce,bcast,reduce", help="comma-separated operations")
+    p.add_argument("--ops", default="pingpong,allreduce,iallreduce,bcast,reduce", help="comma-separated operations")
     p.add_argument("--backend", default="mpi", help="mpi | nccl | gloo")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=15, help="timed runs per size (fewer, not below 5, for slow sizes)")

@@ -41,7 +41,7 @@ __all__ = [
     "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
     "ComputeProfile", "OpProfile", "CommProfile", "Profile", "BUSBW_FACTORS", "COMM_OPS", "BACKENDS", "FIT_STATS",
     "device_key", "comm_profile_from_dict", "load_profile", "save_profile", "profile_to_dict", "profile_from_dict",
-    "profile_workload", "profile_links", "profile_cluster",
+    "profile_workload", "profile_links", "profile_cluster", "nonblocking_factor", "profile_daso",
 ]
 
 SCHEMA_VERSION = 1
@@ -60,6 +60,7 @@ def _busbw_allreduce(p: int) -> float:
 BUSBW_FACTORS: dict[str, typing.Callable[[int], float]] = {
     "pingpong": lambda p: 1.0,  # one-way time of a message between two ranks (nccl-tests sendrecv)
     "allreduce": _busbw_allreduce,
+    "iallreduce": _busbw_allreduce,  # MPI_Iallreduce + MPI_Wait back to back (DASO's non-blocking sync)
     "bcast": lambda p: 1.0,
     "reduce": lambda p: 1.0,
 }
@@ -611,6 +612,32 @@ def profile_links(profile: Profile, *, network_from: str = "allreduce",
         links["host"] = _link_from(profile.compute.host_link, nbytes, ring_ranks=None,
                                    source=f"{_describe(profile)}: device->host copy")
     return links
+
+
+def nonblocking_factor(profile: Profile, nbytes: float | None = None, ranks: int | None = None) -> float | None:
+    """Time of a non-blocking MPI allreduce waited at once over a blocking one of ``nbytes`` (default:
+    the profiled model's gradient bytes), from the two fits at the same rank count; None when the
+    profile did not measure ``iallreduce``. DASO's cycling-phase sync is such a non-blocking allreduce."""
+    mpi = (ranks is not None and profile.comm_for("mpi", ranks=ranks)) or profile.comm_for("mpi")
+    if mpi is None or "iallreduce" not in mpi.ops or "allreduce" not in mpi.ops:
+        return None
+    if nbytes is None:
+        if profile.model is None:
+            return None
+        nbytes = profile.model.gradient_bytes
+    return float(mpi.ops["iallreduce"].fit.time(float(nbytes)) / mpi.ops["allreduce"].fit.time(float(nbytes)))
+
+
+def profile_daso(profile: Profile) -> dict:
+    """DASO's non-blocking sync on the profiled machine, as Strategy fields: daso_progress "wait" for
+    CPU ranks (MPI moves a non-blocking collective only inside MPI calls), "async" on GPUs; and
+    daso_nonblocking_factor, the measured iallreduce / allreduce ratio, when the profile has it."""
+    on_cpu = profile.compute is None or profile.compute.device == "cpu"
+    out: dict = {"progress": "wait" if on_cpu else "async"}
+    factor = nonblocking_factor(profile)
+    if factor is not None:
+        out["nonblocking_factor"] = factor
+    return out
 
 
 def profile_cluster(profile: Profile, base: Cluster | None = None, *,
