@@ -13,7 +13,7 @@ import math
 import sys
 from pathlib import Path
 
-from .specs import Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, TERNGRAD_EXCHANGES
+from .specs import Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, TERNGRAD_EXCHANGES
 
 DEFAULT_GPUS = "1-512:x2"
 
@@ -83,12 +83,16 @@ def _parse_straggler(text: str | None) -> tuple[float, float]:
     return parts[0], parts[1] if len(parts) == 2 else 0.0
 
 
-def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] = (0.0, 0.0)) -> list[Strategy]:
+def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] = (0.0, 0.0),
+                     daso: dict | None = None) -> list[Strategy]:
     """Strategies from the command line; TernGrad codec rates from a profile unless given."""
     names = [s.strip() for s in args.strategy.split(",") if s.strip()]
     if not names:
         raise CLIError("--strategy is empty")
     cv_task, cv_mach = _parse_straggler(args.stragglers)
+    daso = daso or {}
+    progress = args.daso_progress or daso.get("progress", "async")
+    nb_factor = args.daso_nb_factor if args.daso_nb_factor is not None else daso.get("nonblocking_factor", 1.0)
     out = []
     for name in names:
         if name not in STRATEGIES:
@@ -98,7 +102,8 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] 
                             terngrad_encode_elems_per_s=args.terngrad_encode_rate or codec_rates[0],
                             terngrad_decode_elems_per_s=args.terngrad_decode_rate or codec_rates[1],
                             terngrad_exchange=args.terngrad_exchange, daso_B=args.daso_b, daso_W=args.daso_w,
-                            ps_servers=args.ps_servers, straggler_cv=cv_task, straggler_machine_cv=cv_mach))
+                            daso_progress=progress, daso_nonblocking_factor=nb_factor, ps_servers=args.ps_servers,
+                            straggler_cv=cv_task, straggler_machine_cv=cv_mach))
     return out
 
 
@@ -111,18 +116,19 @@ def _resolve_workload_cluster(args: argparse.Namespace):
 
         profile = load_profile(args.profile)
     if profile is not None:
-        from .profile.schema import profile_cluster, profile_workload
+        from .profile.schema import profile_cluster, profile_daso, profile_workload
 
         workload = profile_workload(profile) if args.workload is None else presets.load_workload(args.workload)
         base = None if args.cluster in (None, "local") else presets.load_cluster(args.cluster)
         cluster = profile_cluster(profile, base, links=args.profile_links)
         codec = profile.compute.codec if profile.compute is not None else None
         rates = codec.rates() if codec is not None and args.workload is None else (0.0, 0.0)
+        daso = profile_daso(profile) if base is None else {}
     else:
         workload = presets.load_workload(args.workload or "vgg-a")
         cluster = presets.load_cluster(args.cluster or "terngrad-infiniband")
-        rates = (0.0, 0.0)
-    return workload, cluster, rates
+        rates, daso = (0.0, 0.0), {}
+    return workload, cluster, rates, daso
 
 
 TABLE_COLUMNS = [("strategy", "strategy", "{}"), ("gpus", "gpus", "{:d}"), ("nodes", "nodes", "{:d}"),
@@ -170,9 +176,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .scaling import predict
 
     gpus = parse_gpus(args.gpus)
-    workload, cluster, codec_rates = _resolve_workload_cluster(args)
+    workload, cluster, codec_rates, daso = _resolve_workload_cluster(args)
     records: list[dict] = []
-    for strategy in build_strategies(args, codec_rates):
+    for strategy in build_strategies(args, codec_rates, daso):
         records.extend(predict(workload, cluster, strategy, gpus, scaling=args.scaling, batch=args.batch).records())
     if args.format == "json":
         text = json.dumps(records, indent=1)
@@ -251,6 +257,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels")
     p.add_argument("--daso-b", type=int, default=4, help="DASO: global sync every B batches")
     p.add_argument("--daso-w", type=int, default=1, help="DASO: batches to overlap the global sync with (0 blocking)")
+    p.add_argument("--daso-progress", choices=DASO_PROGRESS, default=None,
+                   help="DASO: does the non-blocking sync move during compute (async: NCCL, RDMA) or only in "
+                        "its wait (wait: MPI on CPU ranks)? default async, or wait with a CPU --profile")
+    p.add_argument("--daso-nb-factor", type=float, default=None,
+                   help="DASO: non-blocking sync time over a blocking allreduce (default 1, or the "
+                        "--profile's iallreduce/allreduce)")
     p.add_argument("--ps-servers", type=int, default=1, help="ASGD: parameter servers")
     p.add_argument("--profile", default=None, help="profile JSON from `perfmodel profile`")
     p.add_argument("--profile-links", default="network",

@@ -18,8 +18,10 @@ Strategies:
               decoding of each copy received are computation (column t_compress_s), charged on
               every GPU count, one included: a 1-GPU TernGrad run still ternarizes.
     daso      node-local gradient allreduce every batch; every B batches one GPU per node allreduces
-              the parameters across nodes (bf16 and blocking when W=0; fp32 and overlapped with the
-              next W batches of compute otherwise) and broadcasts them inside its node.
+              the parameters across nodes (bf16 and blocking when W=0; fp32 and non-blocking otherwise:
+              its time, times daso_nonblocking_factor, is hidden behind the next W batches of compute
+              with daso_progress "async", and paid in full with "wait") and broadcasts them inside
+              its node.
     asgd      parameter server: workers never wait for each other; a worker's iteration is its
               compute plus its own push/pull; the servers' links cap the aggregate rate.
 Stragglers (gamma CVB): synchronous strategies wait for the slowest of W (DASO's non-blocking phase:
@@ -225,7 +227,12 @@ def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
     n_global = dense_bytes(workload, "bf16") if blocking else n32
     t_global = coll.ring_allreduce(n_global, nodes, cluster.network.alpha, cluster.network.beta)
     t_bcast = coll.tree_broadcast(n32, g, cluster.intra.alpha, cluster.intra.beta)
-    exposed = t_global if blocking else np.maximum(t_global - strategy.daso_W * t_comp, 0.0)
+    if blocking:
+        exposed = t_global
+    else:  # the non-blocking sync, hidden behind W batches only if the network moves it meanwhile
+        t_global = t_global * strategy.daso_nonblocking_factor
+        hidden = strategy.daso_W * t_comp if strategy.daso_progress == "async" else 0.0
+        exposed = np.maximum(t_global - hidden, 0.0)
     t = t_local + (exposed + np.where(nodes > 1, t_bcast, 0.0)) / strategy.daso_B
     t = np.where(nodes > 1, t, t_local)
     sent = 2 * (g - 1) / g * n32 + np.where(nodes > 1, 2 * (nodes - 1) / nodes * n_global / strategy.daso_B

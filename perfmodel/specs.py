@@ -232,6 +232,7 @@ class Workload:
 
 
 STRATEGIES = ("ssgd", "terngrad", "daso", "asgd")
+DASO_PROGRESS = ("async", "wait")
 ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical")
 WIRE_FORMATS = ("fp32", "fp16", "bf16", "terngrad")
 TERNGRAD_EXCHANGES = ("levels", "allgather")
@@ -252,7 +253,11 @@ class Strategy:
     ceil(log2(2p+1)) bits per element (scaler sharing bounds the levels); "allgather" gathers every
     worker's 2-bit packed gradient (what an MPI trainer without a custom reduction does).
     daso_B: global sync every B batches; daso_W: batches the non-blocking global sync is overlapped with
-    (0 = blocking, bf16 on the wire).
+    (0 = blocking, bf16 on the wire). daso_progress: "async" if the non-blocking sync moves while the
+    GPUs compute (NCCL, RDMA: it costs only what W batches of compute do not hide), "wait" if it moves
+    only inside the wait (MPI on CPU ranks without a progress thread: it is paid in full at the merge).
+    daso_nonblocking_factor: the non-blocking sync's time over a blocking allreduce of the same bytes
+    (perfmodel profile measures it as iallreduce / allreduce; 1 = as fast).
     ps_servers: parameter servers (asgd), ps_link: "network" (servers on other nodes).
     straggler_cv: coefficient of variation of per-batch times (gamma CVB model, 0 = none);
     straggler_machine_cv: machine heterogeneity (0 homogeneous task noise only).
@@ -269,6 +274,8 @@ class Strategy:
     terngrad_exchange: str = "levels"
     daso_B: int = 4
     daso_W: int = 1
+    daso_progress: str = "async"
+    daso_nonblocking_factor: float = 1.0
     ps_servers: int = 1
     straggler_cv: float = 0.0
     straggler_machine_cv: float = 0.0
@@ -294,6 +301,9 @@ class Strategy:
         _positive_int("daso_B", self.daso_B)
         if isinstance(self.daso_W, bool) or self.daso_W < 0 or self.daso_W > self.daso_B:
             raise SpecError(f"daso_W must be in 0..daso_B={self.daso_B}, got {self.daso_W!r}")
+        if self.daso_progress not in DASO_PROGRESS:
+            raise SpecError(f"daso_progress must be one of {', '.join(DASO_PROGRESS)}, got {self.daso_progress!r}")
+        _positive("daso_nonblocking_factor", self.daso_nonblocking_factor)
         _positive_int("ps_servers", self.ps_servers)
         _positive("straggler_cv", self.straggler_cv, allow_zero=True)
         _positive("straggler_machine_cv", self.straggler_machine_cv, allow_zero=True)

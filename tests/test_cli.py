@@ -39,6 +39,22 @@ def test_predict_json_records(capsys):
     assert rows[0]["t_comm_s"] == 0 and rows[0]["speedup"] == pytest.approx(1.0)
 
 
+def test_predict_daso_progress_and_nonblocking_factor(capsys):
+    """--daso-progress wait charges the whole non-blocking sync, times --daso-nb-factor, every B batches."""
+    base = ["predict", "--workload", "resnet50", "--cluster", "juwels-booster", "--strategy", "daso", "--gpus", "64",
+            "--format", "json", "--daso-b", "4", "--daso-w", "1"]
+    rows = {}
+    for name, extra in {"async": [], "wait": ["--daso-progress", "wait"],
+                        "wait3": ["--daso-progress", "wait", "--daso-nb-factor", "3"]}.items():
+        code, out, _ = run(capsys, *base, *extra)
+        assert code == 0
+        (rows[name],) = json.loads(out)
+    sync = rows["async"]["t_global_sync_s"]
+    assert rows["wait"]["t_comm_s"] - rows["async"]["t_comm_s"] == pytest.approx(
+        (sync - max(sync - rows["async"]["t_compute_s"], 0.0)) / 4)
+    assert rows["wait3"]["t_comm_s"] - rows["wait"]["t_comm_s"] == pytest.approx(2 * sync / 4)
+
+
 def test_predict_csv_and_table(capsys):
     code, out, _ = run(capsys, "predict", "--gpus", "1,2", "--strategy", "ssgd", "--format", "csv")
     lines = out.strip().splitlines()
@@ -74,6 +90,8 @@ BAD = [
     (["predict", "--batch", "-3"], "batch must be a positive integer"),
     (["predict", "--overlap", "1.5"], "overlap must be in [0, 1]"),
     (["predict", "--daso-w", "9"], "daso_W must be in"),
+    (["predict", "--daso-nb-factor", "-1"], "daso_nonblocking_factor must be > 0"),
+    (["predict", "--daso-progress", "never"], "invalid choice"),
     (["predict", "--ps-servers", "0"], "ps_servers must be a positive integer"),
     (["predict", "--stragglers", "-1"], "--stragglers must be"),
     (["predict", "--scaling", "diagonal"], "invalid choice"),

@@ -143,6 +143,23 @@ def test_daso_reduces_to_ssgd_cost_on_one_node_and_by_hand_on_many():
     glob32 = 2 * 3 * 1e-5 + 2 * 3 / 4 * n32 / 1.25e9
     p = predict(wl, cl, Strategy("daso", daso_B=4, daso_W=1), [16], batch=32)
     assert p.t_comm_s[0] == pytest.approx(local + (max(glob32 - t_comp, 0) + bcast) / 4)
+    # a slower non-blocking allreduce (factor 3) is hidden only in part; without asynchronous progress
+    # (MPI on CPU ranks) none of it is hidden
+    p = predict(wl, cl, Strategy("daso", daso_B=4, daso_W=1, daso_nonblocking_factor=3.0), [16], batch=32)
+    assert p.t_comm_s[0] == pytest.approx(local + (max(3 * glob32 - t_comp, 0) + bcast) / 4)
+    p = predict(wl, cl, Strategy("daso", daso_B=4, daso_W=1, daso_progress="wait"), [16], batch=32)
+    assert p.t_comm_s[0] == pytest.approx(local + (glob32 + bcast) / 4)
+    p = predict(wl, cl, Strategy("daso", daso_B=4, daso_W=1, daso_progress="wait", daso_nonblocking_factor=3.0),
+                [16], batch=32)
+    assert p.t_comm_s[0] == pytest.approx(local + (3 * glob32 + bcast) / 4)
+    # the blocking phase (W=0) is a blocking bf16 allreduce: neither option applies
+    p = predict(wl, cl, Strategy("daso", daso_B=2, daso_W=0, daso_progress="wait", daso_nonblocking_factor=3.0),
+                [16], batch=32)
+    assert p.t_comm_s[0] == pytest.approx(local + (glob + bcast) / 2)
+    for bad in (dict(daso_progress="sometimes"), dict(daso_nonblocking_factor=0.0),
+                dict(daso_nonblocking_factor=float("nan"))):
+        with pytest.raises(SpecError):
+            Strategy("daso", **bad)
 
 
 def test_asgd_server_bandwidth_caps_throughput():
