@@ -127,20 +127,22 @@ if timing is not None:
 # * **DASO saves time over a synchronous allreduce** (paper: up to 25% for ResNet-50 on 16-256 A100s
 #   against Horovod): **not shown on this machine**, and the reason is measured. In alternating rounds
 #   under equal load (2 ranks = 2 pretend nodes, LeNet/MNIST, 300 steps per run, 3 rounds), DASO's
-#   cycling phase saved 5.0% of the step time at per-rank batch 4 (per round -3.5%, +1.3%, +15.3%) and
-#   0.25% at batch 32 (+5.9%, +1.7%, -2.4%): within the round-to-round noise. The per-step breakdown
-#   says why: DASO's global sync costs 0.20 ms to post and 1.11 ms at the merge per 4-step cycle, i.e.
-#   0.33 ms per step, against 0.37 ms per step for SSGD's blocking allreduce of the same fp32 vector.
-#   Open MPI's non-blocking Iallreduce here is 3x slower than its blocking Allreduce and does not
-#   progress while the ranks compute (two busy ranks on two cores, no progress thread), so the W=1
-#   overlap hides nothing.
-# * **The model against these runs**: the model predicts SSGD's step within 1-16% (4.30 ms vs 4.25-5.13
-#   ms measured at batch 4, 18.8 vs 16.8-18.0 ms at batch 32), but it predicts savings of 12.4% (batch
-#   4) and 2.8% (batch 32), because it takes the W-batch overlap to hide the global sync whenever the
-#   sync is shorter than W batches of compute. That holds where the network progresses the transfer on
-#   its own (NCCL, RDMA); on CPU MPI without asynchronous progress it does not, and the model then
-#   over-predicts DASO's saving. The earlier 4-rank epochs (98.96% accuracy; cycling epochs 53 s vs
-#   SSGD 62-74 s) were taken under different loads and are not evidence either way.
+#   cycling phase saved 0.24% of the step time at per-rank batch 4 (per round -0.2%, +0.2%, +12.7%)
+#   and 1.7% at batch 32 (-30.4%, +11.8%, +1.7%): within the round-to-round noise (an earlier set of
+#   the same runs gave 5.0% and 0.25%). The per-step breakdown says why: DASO's global sync costs
+#   0.22 ms to post and 1.22 ms at the merge per 4-step cycle, i.e. 0.36 ms per step, against 0.40 ms
+#   per step for SSGD's blocking allreduce of the same 1.7 MB fp32 vector. The non-blocking
+#   Iallreduce does not progress while both ranks compute (two busy ranks on two cores, no progress
+#   thread), and its wait then costs 3x a blocking Allreduce.
+# * **The model against these runs**: with the profile's iallreduce / allreduce factor (1.74 at 1.7 MB,
+#   Iallreduce waited at once) and `daso_progress = "wait"` (what `perfmodel validate` and `perfmodel
+#   predict --profile` take for CPU ranks), the model predicts savings of 3.7% (batch 4) and 0.84%
+#   (batch 32): within the noise of the measured 0.24% and 1.7%. Under its GPU assumption, that the
+#   W=1 batch of compute hides the sync, it predicted 12.4% and 2.8% (first set of runs). It still
+#   under-predicts DASO's communication (0.11 vs 0.33-0.37 ms per step): waited right after being
+#   posted, an Iallreduce costs 1.74x an Allreduce, but waited after a batch of compute it costs 3x.
+#   SSGD's step is predicted within 1-23% (at batch 4 the compute of two ranks sharing the machine
+#   runs 10-16% slower than the one-rank profile says).
 # * **Accuracy is kept** (paper: similar accuracy up to 128 GPUs): supported at this tiny scale; after
 #   2 epochs DASO and SSGD both reach about 98.7% (one seed each), DASO is behind after its warm-up epoch.
 # * **The model's ResNet-50 prediction** (above): under 0.5% without stragglers, 6-14% with gamma

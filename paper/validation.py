@@ -14,7 +14,10 @@
 # `reproduce/validation.py` profiles this machine with `perfmodel profile` (compute time per
 # mini-batch, MPI Allreduce/ping-pong alpha-beta fits, TernGrad's encode/decode rates), runs the real
 # MPI trainers (ssgd, terngrad, daso) at 1, 2 and 4 ranks on two models, and compares each run's
-# median step time with the model's prediction (`perfmodel validate`).
+# median step time with the model's prediction (`perfmodel validate`). DASO runs are measured per
+# cycle of B steps, so the sync steps count; on CPU ranks the model charges DASO's non-blocking global
+# sync in full at its wait (`daso_progress = "wait"`: MPI moves it only inside MPI calls), times the
+# profile's iallreduce / allreduce factor where the profile measured it.
 
 # %%
 import matplotlib.pyplot as plt

@@ -122,11 +122,13 @@ def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
     return replace(ct, times_s=tuple(t * factor for t in ct.times_s))
 
 
-def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0, 0.0)
-                   ) -> list[tuple[Strategy, int]]:
+def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0, 0.0),
+                   daso: dict | None = None) -> list[tuple[Strategy, int]]:
     """The model strategies (with step counts) that describe a run's steps.
 
     codec_rates: TernGrad (encode, decode) elements/s from the profile, 0 when not measured.
+    daso: DASO's non-blocking sync on the profiled machine (perfmodel.profile.schema.profile_daso: progress and
+    the iallreduce/allreduce factor).
     """
     cfg = run.config
     if run.algo == "ssgd":
@@ -139,13 +141,17 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
                           terngrad_decode_elems_per_s=codec_rates[1]), run.steps)]
     if run.algo == "daso":
         phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
-        return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w), n) for (b, w), n in sorted(phases.items())]
+        daso = daso or {}
+        return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w,
+                          daso_progress=daso.get("progress", "async"),
+                          daso_nonblocking_factor=daso.get("nonblocking_factor", 1.0)), n)
+                for (b, w), n in sorted(phases.items())]
     raise ValidateError(f"run log {run.path}: algo {run.algo!r} is not one the model validates "
                         f"(ssgd, terngrad, daso)")
 
 
 def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
-                codec_rates: tuple[float, float] = (0.0, 0.0)) -> dict:
+                codec_rates: tuple[float, float] = (0.0, 0.0), daso: dict | None = None) -> dict:
     """Predicted step time and throughput of one run (step-count-weighted over DASO phases)."""
     share = max(1.0, run.ranks * run.threads / cores)
     codec_rates = (codec_rates[0] / share, codec_rates[1] / share)  # encoding is CPU work too
@@ -155,7 +161,7 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     cl = replace(cluster, gpus_per_node=rpn, intra=cluster.network, gpu=gpu)
     t_iter = t_comp = t_comm = t_compress = 0.0
     total = 0
-    for strategy, n in run_strategies(run, codec_rates):
+    for strategy, n in run_strategies(run, codec_rates, daso):
         try:
             p = predict(wl, cl, strategy, [run.ranks], scaling="weak", batch=run.batch)
         except SpecError as e:
@@ -172,7 +178,7 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
 
 def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int | None = None) -> list[dict]:
     """One row per run: measured and predicted step time and throughput, and their errors (%)."""
-    from .profile.schema import load_profile, profile_cluster, profile_workload
+    from .profile.schema import load_profile, profile_cluster, profile_daso, profile_workload
 
     by_model = {}
     for path in profiles:
@@ -191,7 +197,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         cluster = profile_cluster(prof, ranks=run.ranks) if run.ranks > 1 else profile_cluster(prof)
         codec = prof.compute.codec
         pred = predict_run(run, profile_workload(prof), cluster, ncores,
-                           codec.rates() if codec is not None else (0.0, 0.0))
+                           codec.rates() if codec is not None else (0.0, 0.0), profile_daso(prof))
         rows.append({
             "run": Path(path).name, "algo": run.algo, "model": run.model, "ranks": run.ranks, "batch": run.batch,
             "steps": run.steps, "measured_step_s": run.t_step_s, "predicted_step_s": pred["t_step_s"],

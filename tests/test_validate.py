@@ -119,3 +119,35 @@ def test_daso_step_time_counts_the_sync_steps(tmp_path):
     # a synchronous run keeps the per-step median
     ssgd = measure_run(write_log(tmp_path / "s.jsonl", "ssgd", 2, 8, times), skip=0)
     assert ssgd.t_step_s == pytest.approx(0.003)
+
+
+def test_daso_sync_on_cpu_is_paid_at_the_wait_with_the_measured_nonblocking_factor(tmp_path):
+    """A CPU profile whose Iallreduce+Wait takes 3x the Allreduce: DASO's non-blocking global sync
+    (2 ranks = 2 nodes of one rank, B=4, W=1) is charged 3 allreduces every 4 steps, nothing hidden."""
+    import dataclasses
+
+    from perfmodel.profile.schema import nonblocking_factor, profile_daso
+    from test_profile_schema import _op
+
+    prof = make_profile()
+    mpi = prof.comm[1]
+    ops = dict(mpi.ops, iallreduce=_op("iallreduce", 2, lambda n: 3 * (ALPHA_OP + n / BW_OP)))
+    prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(mpi, ops=ops)))
+    path = tmp_path / "p.json"
+    save_profile(prof, path)
+    assert nonblocking_factor(prof) == pytest.approx(3.0, rel=1e-3)
+    assert profile_daso(prof) == {"progress": "wait", "nonblocking_factor": pytest.approx(3.0, rel=1e-3)}
+    extra = {i: {"B": 4, "W": 1} for i in range(12)}
+    log = write_log(tmp_path / "d.jsonl", "daso", 2, 32, [0.004] * 12, extra=extra, cfg={"ranks_per_node": 1})
+    (row,) = validate([log], [str(path)], skip=0, cores=2)
+    assert row["predicted_comm_s"] == pytest.approx(3 * (ALPHA_OP + GRAD / BW_OP) / 4, rel=1e-3)
+    assert row["predicted_step_s"] == pytest.approx(T0 + T1 * 32 + 3 * (ALPHA_OP + GRAD / BW_OP) / 4, rel=1e-3)
+    # a profile without iallreduce: the factor is 1, still paid at the wait on CPU
+    (plain,) = validate([log], [make_profile_path(tmp_path)], skip=0, cores=2)
+    assert plain["predicted_comm_s"] == pytest.approx((ALPHA_OP + GRAD / BW_OP) / 4, rel=1e-3)
+
+
+def make_profile_path(tmp_path):
+    path = tmp_path / "plain.json"
+    save_profile(make_profile(), path)
+    return str(path)
