@@ -18,31 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perfmodel.profile.timers import StepTimer  # noqa: E402
-
-
-def timer_cost_per_step(n: int = 50000, rounds: int = 5) -> float:
-    """Seconds the timer adds to one step: best of ``rounds`` (timed loop - empty loop) / n."""
-    timer = StepTimer()
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            with timer.phase("compute"):
-                pass
-            with timer.phase("compress"):
-                pass
-            with timer.phase("comm"):
-                pass
-            with timer.phase("idle"):
-                pass
-            timer.end_step()
-        t1 = time.perf_counter()
-        for _ in range(n):
-            pass
-        t2 = time.perf_counter()
-        best = min(best, ((t1 - t0) - (t2 - t1)) / n)
-    return best
+from perfmodel.profile.timers import overhead_per_step  # noqa: E402
 
 
 def lenet_step_seconds(batch: int, steps: int, threads: int) -> float:
@@ -74,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
-    cost = timer_cost_per_step()
+    cost = overhead_per_step()
     step = lenet_step_seconds(args.batch, args.steps, args.threads)
     ratio = cost / step
     print(f"timer overhead per step: {cost * 1e6:.2f} us")

@@ -1,10 +1,9 @@
 """StepTimer: exact phase accounting on a fake clock, misuse errors, and its real overhead."""
 
-import time
 
 import pytest
 
-from perfmodel.profile.timers import PHASES, StepTimer
+from perfmodel.profile.timers import PHASES, StepTimer, overhead_per_step
 
 
 class FakeClock:
@@ -124,28 +123,7 @@ def test_overhead_against_an_empty_loop_is_small():
     measured on a 2-core VM). benchmarks/timer_overhead.py relates it to a LeNet step."""
     n = 20000
     timer = StepTimer()
-
-    def timed():
-        t0 = time.perf_counter()
-        for _ in range(n):
-            with timer.phase("compute"):
-                pass
-            with timer.phase("compress"):
-                pass
-            with timer.phase("comm"):
-                pass
-            with timer.phase("idle"):
-                pass
-            timer.end_step()
-        return time.perf_counter() - t0
-
-    def empty():
-        t0 = time.perf_counter()
-        for _ in range(n):
-            pass
-        return time.perf_counter() - t0
-
-    per_step = min(timed() - empty() for _ in range(3)) / n
+    per_step = overhead_per_step(n, rounds=3, timer=timer)
     assert per_step < 50e-6
     assert timer.steps == 3 * n
 
