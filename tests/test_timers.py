@@ -1,6 +1,5 @@
 """StepTimer: exact phase accounting on a fake clock, misuse errors, and its real overhead."""
 
-
 import pytest
 
 from perfmodel.profile.timers import PHASES, StepTimer, overhead_per_step
