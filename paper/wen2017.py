@@ -94,15 +94,27 @@ if fig3 is not None:
 # %% [markdown]
 # ## Table 1: CifarNet with Adam, 2 workers
 #
-# Paper: 86.56% (fp32) against 85.64% (TernGrad) after 300K iterations on full CIFAR-10. Ours: a few
-# hundred steps on the 4000-image CIFAR-10 SUBSET, so the absolute numbers are **not comparable**; only
-# the gap between fp32 and TernGrad at equal steps is of interest, and with one seed and 1000 test
-# images (1 image = 0.1 point) it is within noise unless it is several points.
+# Paper: 86.56% (fp32) against 85.64% (TernGrad) after 300K iterations on full CIFAR-10. Ours: 1000
+# steps (total batch 128, 32 epochs) on the 4000-image CIFAR-10 SUBSET, 3 seeds, read every 250 steps,
+# so the absolute numbers are **not comparable**; only the gap between fp32 and TernGrad at equal
+# steps, paired by seed, is of interest (1000 test images: 1 image = 0.1 point).
 
 # %%
 t1 = read_results("wen2017", "table1_cifarnet")
 if t1 is not None:
-    display(t1[["gradients", "workers", "steps", "paper_value", "rerun_value", "difference", "scale", "note"]])
+    if "step" not in t1.columns:  # tables from before the runs were read every 250 steps
+        t1 = t1.assign(step=t1.steps, seed=1)
+    ax = sns.lineplot(data=t1, x="step", y="rerun_value", hue="gradients", style="seed", markers=True)
+    ax.set(ylabel="test accuracy (%)", title="CifarNet, Adam, 2 workers, CIFAR-10 subset")
+    plt.show()
+    last = t1[t1.step == t1.step.max()]
+    display(last[["gradients", "workers", "step", "seed", "paper_value", "rerun_value", "difference", "scale"]])
+    # paired by seed: TernGrad minus fp32 at the same seed and step
+    wide = t1.pivot_table(index=["step", "seed"], columns="gradients", values="rerun_value")
+    if {"fp32", "TernGrad"} <= set(wide.columns):
+        wide["TernGrad - fp32 (points)"] = wide["TernGrad"] - wide["fp32"]
+        display(wide.round(2))
+        display(wide.groupby(level="step").agg(["mean", "std", "count"]).round(2))
 
 # %% [markdown]
 # ## What the rerun supports, and what not
@@ -114,8 +126,11 @@ if t1 is not None:
 #   2 workers +0.07 points (98.79 vs 98.72%). The seed-to-seed spread of vanilla SGD itself (0.4 points)
 #   is larger than any TernGrad-fp32 gap. The paper's runs to 64 workers and its full schedules
 #   (polynomial decay, weight decay) are not checked.
-# * **CifarNet, Table 1 (86.56% vs 85.64%)**: not reproducible here. Our 200 steps on the 4000-image
-#   subset stop far below the paper's 300K iterations on full CIFAR-10; only the fp32-TernGrad gap at
-#   equal steps can be read, with one seed and 1000 test images.
+# * **CifarNet with Adam, Table 1 (86.56% vs 85.64%)**: the absolute numbers are not reproducible
+#   here (1000 steps on the 4000-image subset against 300K iterations on full CIFAR-10; still rising at
+#   56.5% for fp32). The direction is: TernGrad ends below fp32 in every seed and at every read-out.
+#   After 1000 steps TernGrad minus fp32 is -3.07 +- 0.15 points (53.4 vs 56.5%, 3 seeds, range -3.2
+#   to -2.9), and -2.77 +- 0.15 after 750 steps. That is three times the paper's -0.92 points; whether
+#   the gap closes with a longer schedule on full data, as the paper's number implies, is not checked.
 # * **ImageNet Tables 2 and 3**: not rerun (paper scale only; no ImageNet offline).
 # * **Figure 5 throughput**: from the performance model, above; not measured on the paper's clusters.
