@@ -113,12 +113,12 @@ if big is not None:
 # ## What the rerun supports, and what not
 #
 # * **GEM is stable with 100 asynchronous workers and reaches 99.38%.** Supported: the full-epoch run
-#   (every worker one epoch, 93,800 gradients, mean staleness about 99) ends at 99.32% and 99.31% for
-#   seeds 0 and 1, 0.06-0.07 points below the paper, with 2 seeds where the paper averages 3.
+#   (every worker one epoch, 93,800 gradients, mean staleness about 99) ends at 99.32 / 99.31 / 99.33%
+#   for seeds 0 / 1 / 2, a mean of 99.32%, 0.06 points below the paper's mean of 3 runs.
 # * **Downpour fails as workers grow.** Supported, for 3 seeds each: with lr 0.05 Downpour still learns
 #   at N=5 (48.9% mean after 0.04 epoch per worker, 35.6-58.0%), and ends at chance (11.35%) for every
 #   seed at N=20 and N=50 (5 of 6 runs learned first and collapsed, one never left chance); with 100
-#   workers and a full epoch each it never leaves chance level (11.35% for both seeds; its training
+#   workers and a full epoch each it never leaves chance level (11.35% for all 3 seeds; its training
 #   loss never goes below 2.22). Its loss stays finite: it does not overflow, it stalls. GEM at the
 #   same reduced budget is stable in all 9 runs, 81.4 / 85.3 / 87.0% (mean of 3 seeds) at
 #   N = 5 / 20 / 50.
@@ -133,7 +133,7 @@ if big is not None:
 #   learned first. The paper's argument, GEM is stable where the sequential momentum-SGD proxy is,
 #   predicts this if lr 0.5 is beyond what momentum SGD itself tolerates; we did not run the proxy.
 # * **Reductions**: the N=5/20/50 runs give every worker 0.04 of an epoch (paper: 1 epoch), 3 seeds as
-#   the paper, N=10 is left out; N=100 rows are full-epoch runs with seeds 0 and 1 (about 35-40
+#   the paper, N=10 is left out; N=100 rows are full-epoch runs with seeds 0, 1, 2 (34-42
 #   minutes each here), reused from logs made with `--with-n100`. **Not checked**: the wall-clock speedup of Figure 4 (the simulator gives
 #   simulated time only), the generalization gap against momentum SGD, the ImageNet AlexNet runs (no
 #   ImageNet offline).
