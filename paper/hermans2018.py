@@ -132,8 +132,8 @@ if big is not None:
 #   non-finite loss); at lr 0.5 (10x) both end at chance for every seed, GEM in two seeds after having
 #   learned first. The paper's argument, GEM is stable where the sequential momentum-SGD proxy is,
 #   predicts this if lr 0.5 is beyond what momentum SGD itself tolerates; we did not run the proxy.
-# * **Reductions**: the N=5/20/50 runs give every worker 0.04 of an epoch (paper: 1 epoch), 3 seeds as
-#   the paper, N=10 is left out; N=100 rows are full-epoch runs with seeds 0, 1, 2 (34-42
-#   minutes each here), reused from logs made with `--with-n100`. **Not checked**: the wall-clock speedup of Figure 4 (the simulator gives
-#   simulated time only), the generalization gap against momentum SGD, the ImageNet AlexNet runs (no
-#   ImageNet offline).
+# * **Reductions**: the N=5/20/50 runs give every worker 0.04 of an epoch (paper: 1 epoch), 3 seeds
+#   as the paper, N=10 is left out; N=100 rows are full-epoch runs with seeds 0, 1, 2 (34-42 minutes
+#   each here), reused from their logs (`--with-n100` makes the missing ones). **Not checked**: the
+#   wall-clock speedup of Figure 4 (the simulator gives simulated time only), the generalization gap
+#   against momentum SGD, the ImageNet AlexNet runs (no ImageNet offline).

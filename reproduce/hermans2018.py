@@ -187,8 +187,7 @@ def workers_sweep(args: argparse.Namespace, out: Path) -> None:
     table = ResultTable(out / "workers_sweep.csv", ("rule", "workers", "epochs_per_worker", "seed"))
     timeout = {"smoke": 120, "small": 900, "paper": 36_000}[args.scale]
     plan = _sweep_plan(args.scale, seeds_of(args, SEEDS[args.scale]), getattr(args, "with_n100", False))
-    for run in progress(plan, args,
-                        "hermans2018 workers_sweep"):
+    for run in progress(plan, args, "hermans2018 workers_sweep"):
         if table.done(rule=run.rule, workers=run.workers, epochs_per_worker=run.epochs_per_worker, seed=run.seed):
             continue
         try:

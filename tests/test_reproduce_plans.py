@@ -8,7 +8,8 @@ def test_hermans_small_sweep_reuses_the_full_epoch_n100_runs_of_every_seed():
     reduced = [r for r in plan if r.workers != 100]
     full = [r for r in plan if r.workers == 100]
     assert len(reduced) == 3 * 3 * 3 and all(r.epochs_per_worker == SMALL_F and not r.reuse_only for r in reduced)
-    assert sorted((r.rule, r.seed) for r in full) == sorted((rule, s) for s in (0, 1, 2) for rule in ("gem", "downpour"))
+    assert sorted((r.rule, r.seed) for r in full) == sorted((rule, s) for s in (0, 1, 2)
+                                                            for rule in ("gem", "downpour"))
     assert all(r.epochs_per_worker == 1.0 and r.reuse_only for r in full)
     # --with-n100 starts the missing ones instead of skipping them
     assert all(not r.reuse_only for r in _sweep_plan("small", (1,), with_n100=True))
