@@ -93,13 +93,14 @@ def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: s
     return wall
 
 
-def mpi_command(ranks: int, train_args: list[str]) -> list[str]:
-    """mpiexec -n ranks trainers run ...; ReproduceError when mpiexec is missing."""
+def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("trainers.run", "run")) -> list[str]:
+    """mpiexec -n ranks python -m <entry> ... (default `trainers run`; ("trainers.ps",) for the parameter
+    server); ReproduceError when mpiexec is missing."""
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         raise ReproduceError("mpiexec not found; the real-run tables need Open MPI (or pass --only for model tables)")
     return [mpiexec, "--oversubscribe", "--allow-run-as-root", "-n", str(ranks), sys.executable, "-m",
-            "trainers.run", "run", *train_args]
+            *entry, *train_args]
 
 
 def train_args(cfg: dict) -> list[str]:

@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables, seeds_of,
                               settings_text)
 from reproduce.paper_tables import published
+from reproduce.runs import data_root, mpi_command, run_checked
 
 PAPER = "zhang2016"
 LEARNERS = 30
@@ -62,10 +61,6 @@ FIG3_REDUCTION = {
              "epochs; 0.04 left n = 8 at chance even with alpha = eta0/tau), no lr decay, seeds 0 and 1",
     "paper": "the paper's setting (full CIFAR-10, 30 learners, batch 4, 140 epochs, eta0 0.001 /10 at 120, 130)",
 }
-
-
-def _data_root(args: argparse.Namespace) -> str | None:
-    return args.data_root or os.environ.get("DSGD_DATA_ROOT") or None
 
 
 def _published(**setting) -> float | None:
@@ -170,31 +165,21 @@ def _fig2_setting(end: str) -> str:
 
 def _mpi_run(workers: int, args: argparse.Namespace, log: Path) -> dict:
     """One real parameter-server run with `workers` workers; summary record of its run log."""
-    root = _data_root(args)
-    cmd = ["mpiexec", "--oversubscribe", "--allow-run-as-root", "-n", str(workers + 1), sys.executable, "-m",
-           "trainers.ps", "--algo", "softsync", "--n", str(workers), "--model", "cifar10-quick",
-           "--dataset", "cifar10", "--batch", "16", "--lr", "0.01", "--momentum", "0.9", "--steps", str(MPI_STEPS),
-           "--eval-every", "0", "--eval-limit", "200", "--log-every", "20", "--log", str(log)]
-    if root:
-        cmd += ["--data-root", root]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env,
-                              cwd=Path(__file__).resolve().parent.parent)
-    except subprocess.TimeoutExpired:
-        raise ReproduceError(f"MPI run with {workers} workers took longer than 300 s") from None
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        raise ReproduceError(f"MPI run with {workers} workers failed: {tail[-1] if tail else proc.returncode}")
-    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    summary = next(r for r in records if r.get("type") == "summary")
-    samples = sum(r.get("samples", 0) for r in records if r.get("type") == "step")
-    return {**summary, "samples": samples}
+    from trainers.log import read_run_log
+
+    root = data_root(args)
+    ps_args = ["--algo", "softsync", "--n", str(workers), "--model", "cifar10-quick", "--dataset", "cifar10",
+               "--batch", "16", "--lr", "0.01", "--momentum", "0.9", "--steps", str(MPI_STEPS), "--eval-every", "0",
+               "--eval-limit", "200", "--log-every", "20", "--log", str(log)] + (["--data-root", root] if root else [])
+    run_checked(mpi_command(workers + 1, ps_args, entry=("trainers.ps",)), 300,
+                f"zhang2016 MPI run with {workers} workers")
+    contents = read_run_log(log)
+    if not contents.summaries:
+        raise ReproduceError(f"zhang2016 MPI run with {workers} workers: {log} has no summary line")
+    return {**contents.summaries[0], "samples": sum(r.get("samples", 0) for r in contents.steps)}
 
 
 def _fig2_mpi(args: argparse.Namespace, table: ResultTable, out: Path) -> None:
-    if shutil.which("mpiexec") is None:
-        raise ReproduceError("fig2_speedup at small scale needs mpiexec (openmpi) on PATH")
     runs = out / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     base = None
@@ -236,7 +221,7 @@ def fig2_speedup(args: argparse.Namespace, out: Path) -> None:
 def _check_full_cifar(args: argparse.Namespace) -> None:
     from trainers.data import load_dataset
 
-    train = load_dataset("cifar10", _data_root(args), train=True)
+    train = load_dataset("cifar10", data_root(args), train=True)
     if train.info.subset:
         raise ReproduceError(f"paper scale needs the full CIFAR-10; {train.info.path} holds {train.info.n} of "
                              f"{train.info.official_n} training images (run --scale small on the subset)")
@@ -250,7 +235,7 @@ def fig3_accuracy(args: argparse.Namespace, out: Path) -> None:
     table = ResultTable(out / "fig3_accuracy.csv", ("n", "modulate", "seed"))
     params = dict(FIG3[args.scale])
     if params["dataset"] != "synthetic":
-        params["data_root"] = _data_root(args)
+        params["data_root"] = data_root(args)
     paper_mod = _published(table="Figure 3", method="n-softsync, alpha = lr0/tau (any n)", metric="test_error")
     paper_const = _published(table="Figure 3", method="n-softsync, constant lr = lr0 (large n)", metric="test_error")
     cases = [(n, m, seed) for seed in seeds_of(args, FIG3_SEEDS[args.scale]) for n in FIG3_N[args.scale]
