@@ -46,6 +46,7 @@ DEFAULT_LR, LARGE_LR_WORKERS = 0.05, 20
 LARGE_LRS = (0.2, 0.5)  # the paper's value is lost from its text: 4x and 10x the default
 SMALL_F = 0.04  # epochs per worker at small scale (the machine is shared: about 15 gradients/s)
 SEEDS = {"smoke": (0,), "small": (0, 1, 2), "paper": (0, 1, 2)}  # the paper averages 3 runs
+FULL_EPOCH_TIMEOUT_S = 36_000  # one epoch per worker (about 35 minutes for N=100 here)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,14 @@ def _command(cfg: dict, log: Path, root: str | None) -> list[str]:
     return cmd + ["--log", str(log)]
 
 
-def simulate(run: SimRun, out: Path, args: argparse.Namespace, timeout_s: float) -> tuple[dict, dict, float | None]:
+def timeout_s(run: SimRun, scale: str) -> float:
+    """Seconds one simulation may take: a full epoch per worker gets hours whatever the scale."""
+    if run.epochs_per_worker >= 1.0:
+        return FULL_EPOCH_TIMEOUT_S
+    return {"smoke": 120, "small": 900, "paper": FULL_EPOCH_TIMEOUT_S}[scale]
+
+
+def simulate(run: SimRun, out: Path, args: argparse.Namespace) -> tuple[dict, dict, float | None]:
     """Run (or reuse) one simulation; (config, summary line, wall seconds or None when reused)."""
     from trainers.log import read_run_log
 
@@ -105,7 +113,7 @@ def simulate(run: SimRun, out: Path, args: argparse.Namespace, timeout_s: float)
     log = out / "runs" / f"{run.name}{'_smoke' if smoke else ''}.jsonl"
     if run.reuse_only and not log_matches(log, cfg):
         raise FileNotFoundError(log)
-    wall = run_command(_command(cfg, log, root), log, cfg, timeout_s, f"hermans2018 {run.name}")
+    wall = run_command(_command(cfg, log, root), log, cfg, timeout_s(run, args.scale), f"hermans2018 {run.name}")
     if wall is not None:
         thin_log(log)
     contents = read_run_log(log)
@@ -185,13 +193,12 @@ def _sweep_plan(scale: str, seeds: tuple[int, ...], with_n100: bool = False) -> 
 
 def workers_sweep(args: argparse.Namespace, out: Path) -> None:
     table = ResultTable(out / "workers_sweep.csv", ("rule", "workers", "epochs_per_worker", "seed"))
-    timeout = {"smoke": 120, "small": 900, "paper": 36_000}[args.scale]
     plan = _sweep_plan(args.scale, seeds_of(args, SEEDS[args.scale]), getattr(args, "with_n100", False))
     for run in progress(plan, args, "hermans2018 workers_sweep"):
         if table.done(rule=run.rule, workers=run.workers, epochs_per_worker=run.epochs_per_worker, seed=run.seed):
             continue
         try:
-            cfg, summary, wall = simulate(run, out, args, timeout if run.epochs_per_worker < 1 else 36_000)
+            cfg, summary, wall = simulate(run, out, args)
         except FileNotFoundError as e:
             print(f"hermans2018 workers_sweep: skipping {run.name}: no reusable log {e} (too long for "
                   f"--scale {args.scale} unless given --with-n100)", file=sys.stderr)
@@ -208,14 +215,13 @@ def large_lr(args: argparse.Namespace, out: Path) -> None:
     table = ResultTable(out / "large_lr.csv", ("rule", "workers", "epochs_per_worker", "lr", "seed"))
     f = {"smoke": 0.25, "small": SMALL_F, "paper": 1.0}[args.scale]
     n = 4 if args.scale == "smoke" else LARGE_LR_WORKERS
-    timeout = {"smoke": 120, "small": 900, "paper": 36_000}[args.scale]
     cases = [(lr, rule, s) for s in seeds_of(args, SEEDS[args.scale]) for lr in LARGE_LRS
              for rule in ("gem", "downpour")]
     for lr, rule, seed in progress(cases, args, "hermans2018 large_lr"):
         run = SimRun(rule, n, f, lr=lr, seed=seed)
         if table.done(rule=rule, workers=n, epochs_per_worker=f, lr=lr, seed=seed):
             continue
-        cfg, summary, wall = simulate(run, out, args, timeout)
+        cfg, summary, wall = simulate(run, out, args)
         claim = "stable (converges)" if rule == "gem" else "unstable (cannot cope with the large lr)"
         row = _row(run, cfg, summary, wall, args.scale, None,
                    f"paper (Figure 6, no number printed): {rule} {claim}; lr {lr:g} is our choice, the "
