@@ -13,7 +13,8 @@ import math
 import sys
 from pathlib import Path
 
-from .specs import Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, TERNGRAD_EXCHANGES
+from .specs import (Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, TERNGRAD_EXCHANGES,
+                    daso_strategy_fields)
 
 DEFAULT_GPUS = "1-512:x2"
 
@@ -90,9 +91,11 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] 
     if not names:
         raise CLIError("--strategy is empty")
     cv_task, cv_mach = _parse_straggler(args.stragglers)
-    daso = daso or {}
-    progress = args.daso_progress or daso.get("progress", "async")
-    nb_factor = args.daso_nb_factor if args.daso_nb_factor is not None else daso.get("nonblocking_factor", 1.0)
+    daso = dict(daso or {})  # the profile's DASO progress and factor; the command line overrides them
+    if args.daso_progress:
+        daso["progress"] = args.daso_progress
+    if args.daso_nb_factor is not None:
+        daso["nonblocking_factor"] = args.daso_nb_factor
     out = []
     for name in names:
         if name not in STRATEGIES:
@@ -102,8 +105,8 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] 
                             terngrad_encode_elems_per_s=args.terngrad_encode_rate or codec_rates[0],
                             terngrad_decode_elems_per_s=args.terngrad_decode_rate or codec_rates[1],
                             terngrad_exchange=args.terngrad_exchange, daso_B=args.daso_b, daso_W=args.daso_w,
-                            daso_progress=progress, daso_nonblocking_factor=nb_factor, ps_servers=args.ps_servers,
-                            straggler_cv=cv_task, straggler_machine_cv=cv_mach))
+                            ps_servers=args.ps_servers, straggler_cv=cv_task, straggler_machine_cv=cv_mach,
+                            **daso_strategy_fields(daso)))
     return out
 
 

@@ -307,3 +307,10 @@ class Strategy:
         _positive_int("ps_servers", self.ps_servers)
         _positive("straggler_cv", self.straggler_cv, allow_zero=True)
         _positive("straggler_machine_cv", self.straggler_machine_cv, allow_zero=True)
+
+
+def daso_strategy_fields(daso: dict | None) -> dict:
+    """DASO's non-blocking sync as measured on a machine ({"progress": ..., "nonblocking_factor": ...},
+    perfmodel.profile.schema.profile_daso) as Strategy keyword arguments; a key it lacks keeps
+    Strategy's default."""
+    return {f"daso_{k}": v for k, v in (daso or {}).items()}

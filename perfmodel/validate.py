@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .scaling import predict
-from .specs import Cluster, ComputeTime, SpecError, Strategy, Workload
+from .specs import Cluster, ComputeTime, SpecError, Strategy, Workload, daso_strategy_fields
 
 
 class ValidateError(ValueError):
@@ -141,10 +141,8 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
                           terngrad_decode_elems_per_s=codec_rates[1]), run.steps)]
     if run.algo == "daso":
         phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
-        daso = daso or {}
-        return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w,
-                          daso_progress=daso.get("progress", "async"),
-                          daso_nonblocking_factor=daso.get("nonblocking_factor", 1.0)), n)
+        fields = daso_strategy_fields(daso)
+        return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w, **fields), n)
                 for (b, w), n in sorted(phases.items())]
     raise ValidateError(f"run log {run.path}: algo {run.algo!r} is not one the model validates "
                         f"(ssgd, terngrad, daso)")
