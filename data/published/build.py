@@ -1,0 +1,435 @@
+"""Generator of data/published/runs.csv, kept for provenance: `python data/published/build.py`.
+
+Every throughput number is parsed from a verbatim excerpt of its source (excerpts/*.md, each starting
+with the repository, commit, path and lines it was copied from); nothing measured is typed here. What
+is typed here is the metadata each table states in its surrounding text (hardware, scheme, batch,
+precision), each with the sentence or file it comes from in the row's `hardware_source` / `scheme_detail`.
+"""
+import csv
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+EXCERPTS = HERE / "excerpts"
+
+COLUMNS = ["id", "source", "source_url", "source_loc", "read_from", "system", "gpu", "gpus_per_node",
+           "intra", "network", "nics", "hardware_source", "framework", "scheme", "scheme_detail",
+           "ps_servers", "ps_placement", "model", "batch_per_gpu", "accumulate", "precision",
+           "grad_wire", "data", "gpus", "nodes", "samples_per_s", "unit", "single_gpu_samples_per_s",
+           "single_gpu_batch", "single_gpu_loc", "note"]
+
+TF_COMMIT = "5984ffefd320c5d71b801ee06079a51b91ea42c0"
+TF_URL = f"https://github.com/tensorflow/tensorflow/blob/{TF_COMMIT}/tensorflow/docs_src/performance/benchmarks.md"
+DLE_COMMIT = "729963dd47e7c8bd462ad10bfac7a7b0b604e6dd"
+
+
+def dle_url(path: str) -> str:
+    return f"https://github.com/NVIDIA/DeepLearningExamples/blob/{DLE_COMMIT}/{path}"
+
+
+# ---------------------------------------------------------------------------------------- systems
+SYSTEMS = {
+    "dgx1-p100": dict(gpu="p100", gpus_per_node=8, intra="nvlink1", network="ib-edr", nics=4,
+                      hardware_source="NVIDIA DGX-1 (P100): 8x Tesla P100 SXM2 in an NVLink (v1) hybrid cube-mesh, "
+                      "4x 100 Gb/s EDR InfiniBand per system (NVIDIA DGX-1 System Architecture white paper "
+                      "WP-08437-001); the TF page states 'Instance type: NVIDIA DGX-1, GPU: 8x NVIDIA Tesla P100'"),
+    "gce-n1-standard-32-k80x8": dict(
+        gpu="k80", gpus_per_node=8, intra="pcie3", network="n/a", nics=0,
+        hardware_source="TF page: 'Instance type: n1-standard-32-k80x8, GPU: 8x NVIDIA Tesla K80' (8 GK210 "
+        "GPUs = 4 K80 boards, each board's two GK210 behind an on-board PCIe 3.0 switch); single node only"),
+    "aws-p2.8xlarge": dict(
+        gpu="k80", gpus_per_node=8, intra="pcie3", network="eth-10g", nics=1,
+        hardware_source="TF page: 'Instance type: p2.8xlarge, GPU: 8x NVIDIA Tesla K80' (8 GK210 GPUs on 4 "
+        "K80 boards, PCIe 3.0); AWS EC2 instance-type table lists p2.8xlarge network performance as "
+        "'10 Gigabit' (aws.amazon.com/ec2/instance-types/p2)"),
+    "dgx1-v100": dict(gpu="v100", gpus_per_node=8, intra="nvlink2", network="ib-edr", nics=4,
+                      hardware_source="NVIDIA DGX-1 (V100): 8x V100 SXM2, NVLink2 hybrid cube-mesh, 4x 100 Gb/s EDR "
+                      "InfiniBand (data/presets/clusters.toml [dgx1-v100] and its sources)"),
+    "dgx2": dict(gpu="v100", gpus_per_node=16, intra="nvswitch-v100", network="ib-edr", nics=8,
+                 hardware_source="NVIDIA DGX-2 / DGX-2H: 16x V100 SXM3 32GB on 12 NVSwitches (every GPU 6 NVLink2 "
+                 "links, 150 GB/s per direction to the switch fabric), 8x 100 Gb/s EDR InfiniBand/100GbE "
+                 "ConnectX-5 for the cluster (NVIDIA DGX-2 datasheet); DGX-2H runs the V100 at 450 W "
+                 "(higher clocks)"),
+    "dgx-a100": dict(gpu="a100", gpus_per_node=8, intra="nvswitch-a100", network="ib-hdr", nics=8,
+                     hardware_source="NVIDIA DGX A100: 8x A100 SXM4 (40 or 80 GB) on 6 NVSwitches (12 NVLink3 "
+                     "links, 300 GB/s per direction per GPU), 8x 200 Gb/s HDR InfiniBand ConnectX-6 compute "
+                     "NICs (NVIDIA DGX A100 datasheet / DGX A100 User Guide)"),
+}
+
+_NUM = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+
+
+def num(cell: str) -> str | None:
+    """The number in a table cell exactly as printed ('938 img/s' -> '938'), None for N/A."""
+    c = cell.replace("*", "").replace("img/s", "").strip()
+    if c.upper() in ("N/A", "NA", ""):
+        return None
+    if not _NUM.match(c):
+        raise ValueError(f"not a number: {cell!r}")
+    return c
+
+
+def md_table(lines: list[str]) -> list[list[str]]:
+    """Cells of a markdown table (header first), separator rows dropped."""
+    out = []
+    for ln in lines:
+        if "|" not in ln:
+            continue
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if all(re.fullmatch(r":?-+:?", c) for c in cells if c):
+            continue
+        out.append(cells)
+    return out
+
+
+def excerpt(name: str) -> tuple[str, list[str]]:
+    """(first comment line, remaining lines) of excerpts/<name>.md."""
+    lines = (EXCERPTS / f"{name}.md").read_text().splitlines()
+    return lines[0], lines[1:]
+
+
+def row(**kw) -> dict:
+    r = {c: "" for c in COLUMNS}
+    for k, v in kw.items():
+        assert k in COLUMNS, k
+        r[k] = "" if v is None else str(v)
+    return r
+
+
+# ------------------------------------------------------------------------- TensorFlow benchmarks page
+TF_MODELS = {"InceptionV3": "inception_v3", "ResNet-50": "resnet50", "ResNet-152": "resnet152",
+             "Alexnet": "alexnet", "VGG16": "vgg16"}
+# batch per GPU as the page's 'Options' tables state, per section
+TF_BATCH = {
+    "dgx1": {"inception_v3": 64, "resnet50": 64, "resnet152": 64, "alexnet": 512, "vgg16": 64},
+    "k80": {"inception_v3": 64, "resnet50": 64, "resnet152": 32, "alexnet": 512, "vgg16": 32},
+}
+# (scheme, scheme_detail) per section and model, from the page's 'Configuration used for each model'
+PS_CPU = ("tf-ps-cpu", "variable_update=parameter_server, local_parameter_device=cpu")
+REPL_NCCL = ("tf-replicated-nccl", "variable_update=replicated (with NCCL)")
+REPL = ("tf-replicated", "variable_update=replicated (without NCCL), local_parameter_device=gpu")
+PS_GPU = ("tf-ps-gpu", "variable_update=parameter_server, local_parameter_device=gpu")
+DIST = ("tf-distributed-replicated", "variable_update=distributed_replicated, cross_replica_sync=True; "
+        "parameter servers run on the worker instances")
+TF_SCHEME = {
+    "dgx1": {"inception_v3": PS_CPU, "resnet50": PS_CPU, "resnet152": PS_CPU, "alexnet": REPL_NCCL,
+             "vgg16": REPL_NCCL},
+    "gce": {m: ("tf-ps-cpu", "variable_update=parameter_server, local_parameter_device=cpu (page: 'The "
+                "configuration used for each model was variable_update equal to parameter_server and "
+                "local_parameter_device equal to cpu')") for m in TF_MODELS.values()},
+    "aws": {"inception_v3": PS_CPU, "resnet50": REPL, "resnet152": REPL, "alexnet": PS_GPU, "vgg16": PS_GPU},
+    "dist": {m: DIST for m in ("inception_v3", "resnet50", "resnet152")},
+}
+TF_SECTION = [  # heading prefix -> (system key, batch key, scheme key)
+    ("Details for NVIDIA® DGX-1™", "dgx1-p100", "dgx1", "dgx1"),
+    ("Details for Google Compute Engine", "gce-n1-standard-32-k80x8", "k80", "gce"),
+    ("Details for Amazon EC2 Distributed", "aws-p2.8xlarge", "k80", "dist"),
+    ("Details for Amazon EC2 (", "aws-p2.8xlarge", "k80", "aws"),
+]
+
+
+def dist_ps_servers(model: str, batch: int, gpus: int) -> int:
+    """The page: 'Equal numbers of parameter servers and worker servers were used with the following
+    exceptions: InceptionV3: 8 instances / 6 parameter servers; ResNet-50: (batch size 32) 8 instances /
+    4 parameter servers; ResNet-152: 8 instances / 4 parameter servers'."""
+    instances = max(gpus // 8, 1)
+    if instances == 8:
+        if model == "inception_v3":
+            return 6
+        if model == "resnet152" or (model == "resnet50" and batch == 32):
+            return 4
+    return instances
+
+
+def tf_rows() -> list[dict]:
+    head, lines = excerpt("tfbench")
+    blocks, cur = [], None
+    for ln in lines:
+        if ln.startswith("## "):
+            cur = {"heading": ln[3:], "title": "", "lines": []}
+            blocks.append(cur)
+        elif ln.startswith("**"):
+            cur["title"] = ln.strip("*")
+        elif cur is not None:
+            cur["lines"].append(ln)
+    rows = []
+    for bi, b in enumerate(blocks):
+        sysname, bkey, skey = next((s, bk, sk) for p, s, bk, sk in TF_SECTION if b["heading"].startswith(p))
+        table = md_table(b["lines"])
+        header, body = table[0], table[1:]
+        data = "synthetic" if "synthetic" in b["title"] else "real"
+        other = "Other Results" in b["heading"]
+        base = {r[0]: r for r in body}
+        for j, col in enumerate(header[1:], start=1):
+            name = col.split(" (")[0]
+            model = TF_MODELS[name]
+            batch = 32 if (other or "batch size 32" in col) else TF_BATCH[bkey][model]
+            scheme, detail = TF_SCHEME[skey][model]
+            single = num(base["1"][j])
+            for r in body:
+                g = int(r[0])
+                if g == 1:
+                    continue
+                v = num(r[j])
+                if v is None:
+                    continue
+                nodes = max(1, g // 8)
+                ps, place = "", ""
+                if skey == "dist":
+                    ps, place = dist_ps_servers(model, batch, g), "colocated"
+                elif scheme in ("tf-ps-cpu",):
+                    ps, place = 1, "host"
+                elif scheme == "tf-ps-gpu":
+                    ps, place = g, "gpus"
+                loc = f"section '{b['heading']}', table '{b['title']}', row GPUs={g}, column '{col}'"
+                note = "8 GPUs = one p2.8xlarge instance running worker and parameter server" if (
+                    skey == "dist" and g == 8) else ""
+                rows.append(row(
+                    source="TensorFlow Performance Benchmarks page (tf_cnn_benchmarks, May 2017)",
+                    source_url=TF_URL, source_loc=loc, read_from="table", system=sysname,
+                    **SYSTEMS[sysname], framework="TensorFlow 1.x (b1e174e)", scheme=scheme,
+                    scheme_detail=detail, ps_servers=ps, ps_placement=place, model=model,
+                    batch_per_gpu=batch, accumulate=1, precision="fp32", grad_wire="fp32", data=data,
+                    gpus=g, nodes=nodes, samples_per_s=v, unit="images/s", single_gpu_samples_per_s=single,
+                    single_gpu_batch=batch, single_gpu_loc="same table, row GPUs=1", note=note))
+    return rows
+
+
+# ----------------------------------------------------------------------- NVIDIA DeepLearningExamples
+def _dle_meta(name: str) -> tuple[str, str, str]:
+    head, _ = excerpt(name)
+    m = re.match(r"<!-- NVIDIA/DeepLearningExamples@(\w+) (\S+) lines (\d+-\d+) \(heading at line (\d+)\)", head)
+    assert m and m.group(1) == DLE_COMMIT, head
+    return m.group(2), m.group(3), m.group(4)
+
+
+def _col(header: list[str], *keys: str) -> int:
+    for i, h in enumerate(header):
+        hh = h.replace("*", "").strip().lower()
+        if all(k.lower() in hh for k in keys):
+            return i
+    raise KeyError(f"no column with {keys} in {header}")
+
+
+def _pair(cell: str) -> tuple[str, str]:
+    """'64 , 32' or '126 and 256' -> ('64', '32')."""
+    parts = [p.strip() for p in re.split(r",| and ", cell.replace("*", "")) if p.strip()]
+    if len(parts) == 1:
+        return parts[0], parts[0]
+    assert len(parts) == 2, cell
+    return parts[0], parts[1]
+
+
+def rn50_rows() -> list[dict]:
+    """ResNet-50 v1.5 single-node tables (PyTorch DDP, TensorFlow Horovod, MXNet Horovod)."""
+    specs = [
+        # excerpt, framework, system, scheme, detail, {precision: (batch, wire)}, hw note
+        ("dle_pt_rn50_dgxa100", "PyTorch (pytorch-21.03 NGC)", "dgx-a100", "pytorch-ddp",
+         "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)",
+         {"tf32": ("256", "fp32"), "amp": ("256", "fp32")}),
+        ("dle_pt_rn50_dgx1_16g", "PyTorch (pytorch-21.03 NGC)", "dgx1-v100", "pytorch-ddp",
+         "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)",
+         {"fp32": ("112", "fp32"), "amp": ("256", "fp32")}),
+        ("dle_pt_rn50_dgx1_32g", "PyTorch (pytorch-21.03 NGC)", "dgx1-v100", "pytorch-ddp",
+         "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)",
+         {"fp32": ("112", "fp32"), "amp": ("256", "fp32")}),
+        ("dle_tf_rn50_dgxa100", "TensorFlow 1 (20.06-tf1 NGC), XLA", "dgx-a100", "horovod-nccl",
+         "Horovod allreduce over NCCL (mpiexec -np <num_gpus>, runtime/runner.py)", {}),
+        ("dle_tf_rn50_dgx1", "TensorFlow 1 (20.06-tf1 NGC), XLA", "dgx1-v100", "horovod-nccl",
+         "Horovod allreduce over NCCL (mpiexec -np <num_gpus>, runtime/runner.py)", {}),
+        ("dle_tf_rn50_dgx2", "TensorFlow 1 (20.06-tf1 NGC), XLA", "dgx2", "horovod-nccl",
+         "Horovod allreduce over NCCL (mpiexec -np <num_gpus>, runtime/runner.py)", {}),
+        ("dle_mx_rn50_dgxa100", "MXNet (mxnet-22.10 NGC)", "dgx-a100", "horovod-nccl",
+         "Horovod over NCCL: runner's default --kv-store horovod (MxNet/Classification/RN50v1.5/runner)",
+         {"tf32": ("512", "fp32"), "amp": ("512", "fp16")}),
+        ("dle_mx_rn50_dgx1", "MXNet (mxnet-20.12 NGC)", "dgx1-v100", "horovod-nccl",
+         "Horovod over NCCL: runner's default --kv-store horovod (MxNet/Classification/RN50v1.5/runner)",
+         {"fp32": ("96", "fp32"), "amp": ("192", "fp16")}),
+        ("dle_mx_rn50_dgx2", "MXNet (mxnet-20.12 NGC)", "dgx2", "horovod-nccl",
+         "Horovod over NCCL: runner's default --kv-store horovod (MxNet/Classification/RN50v1.5/runner)",
+         {"fp32": ("128", "fp32"), "amp": ("256", "fp16")}),
+    ]
+    rows = []
+    for name, fw, sysname, scheme, detail, prec in specs:
+        path, lines_r, hline = _dle_meta(name)
+        _, lines = excerpt(name)
+        heading = lines[0].lstrip("#").strip()
+        table = md_table(lines[1:])
+        header, body = table[0], table[1:]
+        cols = {}
+        for p, key in (("tf32", "tf32"), ("fp32", "fp32"), ("amp", "mixed precision")):
+            try:
+                cols[p] = _col(header, "throughput", key)
+            except KeyError:
+                pass
+        cols = {p: c for p, c in cols.items() if "speedup" not in header[c].lower()}
+        base = body[0]
+        assert base[0].replace("*", "").strip() == "1"
+        for p, c in cols.items():
+            if prec:
+                batch, wire = prec[p]
+                bnote = ("batch per GPU from PyTorch/Classification/ConvNets/configs.yml (not printed in the table)"
+                         if name.startswith("dle_pt") else "batch per GPU from the benchmark.py command the README quotes above the table")
+            else:  # TF: 'Batch Size / GPU' column, '128 (FP32) / 256 (AMP)' or '256'
+                cell = body[0][_col(header, "batch size")]
+                mm = re.findall(r"(\d+)\s*\((\w+)\)", cell)
+                batch = dict((k.lower(), v) for v, k in mm).get("amp" if p == "amp" else "fp32", cell.strip()) if mm else cell.strip()
+                wire = "fp32"
+                bnote = "batch per GPU from the table's 'Batch Size / GPU' column"
+            for r in body[1:]:
+                g = int(r[0].replace("*", "").strip())
+                rows.append(row(
+                    source=f"NVIDIA DeepLearningExamples {path.split('/')[0]} ResNet-50 v1.5 README",
+                    source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
+                    f"row GPUs={g}, column '{header[c].replace('*', '').strip()}'", read_from="table",
+                    system=sysname, **SYSTEMS[sysname], framework=fw, scheme=scheme, scheme_detail=detail,
+                    model="resnet50", batch_per_gpu=batch, accumulate=1, precision=p, grad_wire=wire,
+                    data="real", gpus=g, nodes=1, samples_per_s=num(r[c]), unit="images/s",
+                    single_gpu_samples_per_s=num(base[c]), single_gpu_batch=batch,
+                    single_gpu_loc="same table, row GPUs=1", note=bnote))
+    return rows
+
+
+BERT = [
+    # excerpt, framework, system, scheme, detail, wire for amp, single-GPU excerpt for multi-node tables
+    ("dle_tf1_bert_dgx1_16g", "TensorFlow 1 (20.06 NGC)", "dgx1-v100", None),
+    ("dle_tf1_bert_dgx1_32g", "TensorFlow 1 (20.06 NGC)", "dgx1-v100", None),
+    ("dle_tf1_bert_dgx2", "TensorFlow 1 (20.06 NGC)", "dgx2", None),
+    ("dle_tf1_bert_dgx2h_multi", "TensorFlow 1 (19.08 NGC)", "dgx2", "dle_tf1_bert_dgx2"),
+    ("dle_tf1_bert_dgxa100", "TensorFlow 1 (20.06 NGC)", "dgx-a100", None),
+    ("dle_tf1_bert_dgxa100_multi", "TensorFlow 1 (20.06 NGC)", "dgx-a100", "dle_tf1_bert_dgxa100"),
+    ("dle_tf2_bert_dgx2", "TensorFlow 2 (21.02 NGC)", "dgx2", None),
+    ("dle_tf2_bert_dgx2h_multi", "TensorFlow 2 (21.02 NGC)", "dgx2", "dle_tf2_bert_dgx2"),
+    ("dle_tf2_bert_dgxa100", "TensorFlow 2 (21.02 NGC)", "dgx-a100", None),
+    ("dle_tf2_bert_dgxa100_multi", "TensorFlow 2 (21.02 NGC)", "dgx-a100", "dle_tf2_bert_dgxa100"),
+    ("dle_pt_bert_dgxa100", "PyTorch (21.11 NGC)", "dgx-a100", None),
+    ("dle_pt_bert_dgxa100_multi", "PyTorch (21.11 NGC)", "dgx-a100", "dle_pt_bert_dgxa100"),
+    ("dle_pd_bert_dgxa100", "PaddlePaddle (22.12 NGC)", "dgx-a100", None),
+    ("dle_pd_bert_dgxa100_multi", "PaddlePaddle (22.12 NGC)", "dgx-a100", "dle_pd_bert_dgxa100"),
+]
+BERT_SCHEME = {
+    "TensorFlow 1": ("horovod-nccl", "Horovod over NCCL, allreduce after gradient accumulation with "
+                     "Compression.fp16 when use_fp16 (TensorFlow/LanguageModeling/BERT/optimization.py lines 97, 151-152)",
+                     "fp16"),
+    "TensorFlow 2": ("horovod-nccl", "Horovod over NCCL, hvd.allreduce after accumulation with Compression.fp16 "
+                     "when use_float16 (official/modeling/model_training_utils.py lines 272, 316)", "fp16"),
+    "PyTorch": ("nccl-allreduce", "torch.distributed NCCL allreduce of the flat gradient after accumulation, "
+                "--allreduce_post_accumulation_fp16 for mixed precision (run_pretraining.py, scripts/run_pretraining.sh)",
+                "fp16"),
+    "PaddlePaddle": ("nccl-allreduce", "Paddle fleet collective allreduce over NCCL (fuse_all_reduce_ops, "
+                     "program.py); wire precision of the mixed-precision gradients not stated", "unknown"),
+}
+
+
+def _bert_table(name: str):
+    _, lines = excerpt(name)
+    table = md_table(lines[1:])
+    return lines[0].lstrip("#").strip(), table[0], table[1:]
+
+
+def bert_rows() -> list[dict]:
+    rows = []
+    for name, fw, sysname, single_name in BERT:
+        path, lines_r, hline = _dle_meta(name)
+        heading, header, body = _bert_table(name)
+        multi = single_name is not None
+        scheme, detail, amp_wire = BERT_SCHEME[fw.split(" (")[0]]
+        fp = "tf32" if "dgx-a100" == sysname else "fp32"
+        c_seq = _col(header, "sequence length")
+        c_b = next(i for i, h in enumerate(header) if h.replace("*", "").strip().lower().startswith("batch size"))
+        c_acc = _col(header, "accumulation")
+        c_n = 0
+        c_tp = {"amp": next(i for i, h in enumerate(header) if "throughput" in h.lower() and "mixed" in h.lower()
+                            and "speedup" not in h.lower()),
+                fp: next(i for i, h in enumerate(header) if "throughput" in h.lower() and fp in h.lower()
+                         and "speedup" not in h.lower())}
+        # pairs in the header order: '(mixed precision, FP32)' or '(TF32 and FP16)'
+        hb = header[c_b].lower()
+        amp_first = hb.index("mixed") < hb.index(fp) if "mixed" in hb else hb.index("fp16") < hb.index(fp)
+        if multi:
+            s_heading, s_header, s_body = _bert_table(single_name)
+            s_path, s_lines, s_h = _dle_meta(single_name)
+            s_seq = _col(s_header, "sequence length")
+            s_b = next(i for i, h in enumerate(s_header) if h.replace("*", "").strip().lower().startswith("batch size"))
+            s_tp = {"amp": next(i for i, h in enumerate(s_header) if "throughput" in h.lower() and "mixed" in h.lower()
+                                and "speedup" not in h.lower()),
+                    fp: next(i for i, h in enumerate(s_header) if "throughput" in h.lower() and fp in h.lower()
+                             and "speedup" not in h.lower())}
+            sb = s_header[s_b].lower()
+            s_amp_first = sb.index("mixed") < sb.index(fp) if "mixed" in sb else sb.index("fp16") < sb.index(fp)
+        for r in body:
+            n = int(r[c_n].replace("*", "").strip())
+            if n == 1:
+                continue
+            seq = r[c_seq].strip()
+            bp = _pair(r[c_b])
+            ap = _pair(r[c_acc])
+            for p in ("amp", fp):
+                k = 0 if (p == "amp") == amp_first else 1
+                batch, acc = bp[k], ap[k]
+                pd_single = "pd_bert" in name and not multi
+                if pd_single:  # 'Batch size / GPU' prints the accumulated batch (8192 = 128 x 64 steps)
+                    batch = str(int(batch) // int(acc))
+                gpus = n * SYSTEMS[sysname]["gpus_per_node"] if multi else n
+                nodes = n if multi else 1
+                note = []
+                if multi:
+                    srow = next(x for x in s_body if x[0].strip() == "1" and x[s_seq].strip() == seq)
+                    sk = 0 if (p == "amp") == s_amp_first else 1
+                    s_batch = _pair(srow[s_b])[sk]
+                    single = num(srow[s_tp[p]])
+                    sloc = (f"{s_path} lines {s_lines}, table under '{s_heading}', row GPUs=1, sequence length {seq}")
+                    if s_batch != batch:
+                        note.append(f"single-GPU rate measured at batch {s_batch}, this row at batch {batch}")
+                    if "19.08" in fw:
+                        note.append("multi-node rows measured in the 19.08 container on DGX-2H; the single-GPU rate "
+                                    "is from the 20.06 single-node table on DGX-2")
+                    elif "dgx2" == sysname:
+                        note.append("multi-node rows on DGX-2H (450 W V100); the single-GPU rate is from the DGX-2 "
+                                    "single-node table of the same README")
+                else:
+                    single_row = next(x for x in body if x[0].strip() == "1" and x[c_seq].strip() == seq)
+                    s_batch = _pair(single_row[c_b])[k]
+                    if pd_single:
+                        s_batch = str(int(s_batch) // int(_pair(single_row[c_acc])[k]))
+                        note.append(f"the table's 'Batch size / GPU' column prints {bp[k]}, the accumulated batch "
+                                    f"per GPU (the multi-node table's 'Accumulated Batch size / GPU'); batch_per_gpu "
+                                    f"= {bp[k]} / {acc} accumulation steps")
+                    single = num(single_row[c_tp[p]])
+                    sloc = f"same table, row GPUs=1, sequence length {seq}"
+                    if s_batch != batch:
+                        note.append(f"single-GPU rate measured at batch {s_batch}, this row at batch {batch}")
+                if "pt_bert" in name and multi and p == "tf32" and batch == "126":
+                    note.append("the multi-node table prints batch 126 for TF32 (accumulated 8192 / 64 steps = 128; "
+                                "the single-node table prints 128); transcribed as printed")
+                if "pt_bert" in name and multi and seq == "128" and n == 4 and p == "amp":
+                    note.append("the table prints accumulation steps '16 and 18' for 4 nodes (2048 / 128 = 16 "
+                                "for TF32, 2048 / 256 = 8 for FP16 expected); 18 transcribed as printed")
+                rows.append(row(
+                    source=f"NVIDIA DeepLearningExamples {path.split('/')[0]} BERT README (pre-training, BERT-large)",
+                    source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
+                    f"row {'nodes' if multi else 'GPUs'}={n}, sequence length {seq}, column "
+                    f"'{header[c_tp[p]].replace('*', '').strip()}'", read_from="table", system=sysname,
+                    **SYSTEMS[sysname], framework=fw, scheme=scheme, scheme_detail=detail,
+                    model="bert-large", batch_per_gpu=batch, accumulate=acc, precision=p,
+                    grad_wire=amp_wire if p == "amp" else "fp32", data="real", gpus=gpus, nodes=nodes,
+                    samples_per_s=num(r[c_tp[p]]), unit=f"sequences/s (sequence length {seq})",
+                    single_gpu_samples_per_s=single, single_gpu_batch=s_batch, single_gpu_loc=sloc,
+                    note="; ".join(note)))
+    return rows
+
+
+def main() -> None:
+    rows = tf_rows() + rn50_rows() + bert_rows()
+    for i, r in enumerate(rows, start=1):
+        r["id"] = f"p{i:03d}"
+    with open(HERE / "runs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    multi = sum(int(r["nodes"]) > 1 for r in rows)
+    print(f"runs.csv: {len(rows)} rows, {multi} across nodes")
+
+
+if __name__ == "__main__":
+    main()
