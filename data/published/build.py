@@ -377,6 +377,8 @@ def bert_rows() -> list[dict]:
                     srow = next(x for x in s_body if x[0].strip() == "1" and x[s_seq].strip() == seq)
                     sk = 0 if (p == "amp") == s_amp_first else 1
                     s_batch = _pair(srow[s_b])[sk]
+                    if "pd_bert" in single_name:  # that column prints the accumulated batch per GPU
+                        s_batch = str(int(s_batch) // int(_pair(srow[_col(s_header, "accumulation")])[sk]))
                     single = num(srow[s_tp[p]])
                     sloc = (f"{s_path} lines {s_lines}, table under '{s_heading}', row GPUs=1, sequence length {seq}")
                     if s_batch != batch:
