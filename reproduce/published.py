@@ -197,7 +197,9 @@ def build_workload(r: dict) -> Workload:
     ct = ComputeTime.table({sb: sb / r["single_gpu_samples_per_s"]},
                            source=f"single-GPU rate {r['single_gpu_samples_per_s']} samples/s at batch {sb} "
                            f"({r['single_gpu_loc']})")
-    return Workload(name=r["model"], tensor_sizes=model_tensors(r["model"]), compute={r["gpu"]: ct})
+    sizes = model_tensors(r["model"])
+    return Workload(name=r["model"], tensor_sizes=sizes, compute={r["gpu"]: ct},
+                    classifier_tensors=min(2, len(sizes)))
 
 
 def _wire(r: dict) -> str:
@@ -208,7 +210,8 @@ def _strategy(**kw) -> Strategy:
     try:
         return Strategy(**kw)
     except (SpecError, TypeError) as e:
-        raise NotExpressible(f"strategy {kw}: {e}") from None
+        msg = str(e).replace("Strategy.__init__() got an ", "")
+        raise NotExpressible(f"strategy {kw['name']}: {msg}") from None
 
 
 def _nccl() -> str:
@@ -261,7 +264,7 @@ def predict_row(r: dict) -> Outcome:
         except NotExpressible as e:
             missing.append(str(e))
     if missing:
-        return Outcome(r, None, "; ".join(missing))
+        return Outcome(r, None, " | ".join(missing))
     cluster, workload, strategy = built
     try:
         batch = r["batch_per_gpu"] * r["accumulate"]
@@ -333,7 +336,9 @@ def report_text(outcomes: list[Outcome]) -> str:
         lines.append(f"not expressible: {len(missing)} rows")
         by: dict[str, list[str]] = {}
         for o in missing:
-            by.setdefault(o.reason, []).append(o.row["id"])
+            for reason in o.reason.split(" | "):
+                by.setdefault(reason, []).append(o.row["id"])
+        lines.append("  missing features (a row may lack several):")
         for reason, ids in sorted(by.items(), key=lambda kv: -len(kv[1])):
             shown = ", ".join(ids[:12]) + (f", ... ({len(ids)})" if len(ids) > 12 else "")
             lines.append(f"  {reason}: {shown}")

@@ -421,11 +421,11 @@ def bert_rows() -> list[dict]:
     return rows
 
 
-def main() -> None:
+def main(out: Path = HERE / "runs.csv") -> None:
     rows = tf_rows() + rn50_rows() + bert_rows()
     for i, r in enumerate(rows, start=1):
         r["id"] = f"p{i:03d}"
-    with open(HERE / "runs.csv", "w", newline="") as f:
+    with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
