@@ -421,8 +421,75 @@ def bert_rows() -> list[dict]:
     return rows
 
 
+# EfficientNet: TensorFlow 2 (Horovod) and PyTorch (DDP); tables of 1, 8 and multi-node GPU counts.
+# batch per GPU: TF2 from efficientnet_v1/<B0|B4>/training/<AMP|TF32|FP32>/train_benchmark_8x<GPU>.sh
+# (--train_batch_size), PyTorch from PyTorch/Classification/ConvNets/configs.yml (<platform>: batch_size).
+EFFNET = [
+    # excerpt, framework, system, model (None: 'Model' column), scheme, detail, {model: {precision: batch}},
+    ("dle_tf2_effnet_b0_dgxa100", "TensorFlow 2 (21.09-tf2 NGC)", "dgx-a100", "efficientnet_b0",
+     {"efficientnet_b0": {"tf32": 512, "amp": 1024}}),
+    ("dle_tf2_effnet_b0_dgx1", "TensorFlow 2 (21.09-tf2 NGC)", "dgx1-v100", "efficientnet_b0",
+     {"efficientnet_b0": {"fp32": 256, "amp": 512}}),
+    ("dle_tf2_effnet_b4_dgxa100", "TensorFlow 2 (21.09-tf2 NGC)", "dgx-a100", "efficientnet_b4",
+     {"efficientnet_b4": {"tf32": 80, "amp": 160}}),
+    ("dle_tf2_effnet_b4_dgx1", "TensorFlow 2 (21.09-tf2 NGC)", "dgx1-v100", "efficientnet_b4",
+     {"efficientnet_b4": {"fp32": 32, "amp": 64}}),
+    ("dle_pt_effnet_dgxa100", "PyTorch (21.03 NGC)", "dgx-a100", None,
+     {"efficientnet_b0": {"tf32": 256, "amp": 256}, "efficientnet_b4": {"tf32": 64, "amp": 128}}),
+    ("dle_pt_effnet_dgx1_16g", "PyTorch (21.03 NGC)", "dgx1-v100", None,
+     {"efficientnet_b0": {"fp32": 64, "amp": 128}, "efficientnet_b4": {"fp32": 16, "amp": 32}}),
+]
+EFFNET_SCHEME = {
+    "TensorFlow 2": ("horovod-nccl", "Horovod over NCCL (README: 'Multi-GPU training with Horovod ... with NCCL', "
+                     "'Multi-node support using Horovod')"),
+    "PyTorch": ("pytorch-ddp", "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)"),
+}
+
+
+def effnet_rows() -> list[dict]:
+    rows = []
+    for name, fw, sysname, fixed_model, batches in EFFNET:
+        path, lines_r, hline = _dle_meta(name)
+        _, lines = excerpt(name)
+        heading = lines[0].lstrip("#").strip()
+        table = md_table(lines[1:])
+        header, body = table[0], table[1:]
+        clean = [h.replace("*", "").strip() for h in header]
+        c_g = clean.index("GPUs")
+        c_m = clean.index("Model") if "Model" in clean else None
+        fp = "tf32" if sysname == "dgx-a100" else "fp32"
+        c_tp = {"amp": next(i for i, h in enumerate(clean) if h.lower() == "throughput - mixed precision"),
+                fp: next(i for i, h in enumerate(clean) if h.lower() in (fp, f"throughput - {fp}"))}
+        scheme, detail = EFFNET_SCHEME[fw.split(" (")[0]]
+        tf2 = fw.startswith("TensorFlow 2")
+        for r in body:
+            model = fixed_model if c_m is None else r[c_m].replace("-", "_")
+            if model not in batches:  # efficientnet-widese-*: not a standard architecture
+                continue
+            g = int(r[c_g])
+            if g == 1:
+                continue
+            base = next(x for x in body if int(x[c_g]) == 1 and (c_m is None or x[c_m] == r[c_m]))
+            gpn = SYSTEMS[sysname]["gpus_per_node"]
+            for p, c in c_tp.items():
+                batch = batches[model][p]
+                note = ("batch per GPU from the train_benchmark_8x*.sh script of this precision (the table does "
+                        "not print it); runs on more than 8 GPUs assumed at the same per-GPU batch") if tf2 else (
+                        "batch per GPU from PyTorch/Classification/ConvNets/configs.yml (the table does not print it)")
+                rows.append(row(
+                    source=f"NVIDIA DeepLearningExamples {path.split('/')[0]} EfficientNet README",
+                    source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline})"
+                    + (f", model {r[c_m]}" if c_m is not None else f", {model}") + f", row GPUs={g}, column '{clean[c]}'",
+                    read_from="table", system=sysname, **SYSTEMS[sysname], framework=fw, scheme=scheme,
+                    scheme_detail=detail, model=model, batch_per_gpu=batch, accumulate=1, precision=p,
+                    grad_wire="fp32", data="real", gpus=g, nodes=-(-g // gpn), samples_per_s=num(r[c]),
+                    unit="images/s", single_gpu_samples_per_s=num(base[c]), single_gpu_batch=batch,
+                    single_gpu_loc="same table, row GPUs=1", note=note))
+    return rows
+
+
 def main(out: Path = HERE / "runs.csv") -> None:
-    rows = tf_rows() + rn50_rows() + bert_rows()
+    rows = tf_rows() + rn50_rows() + effnet_rows() + bert_rows()
     for i, r in enumerate(rows, start=1):
         r["id"] = f"p{i:03d}"
     with open(out, "w", newline="") as f:
