@@ -23,7 +23,7 @@ import math
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +38,7 @@ OUT = ROOT / "results" / "published"
 
 REQUIRED = ("id", "source", "source_url", "source_loc", "read_from", "system", "gpu", "gpus_per_node",
             "intra", "network", "nics", "hardware_source", "framework", "scheme", "scheme_detail", "model",
-            "batch_per_gpu", "accumulate", "precision", "grad_wire", "data", "gpus", "nodes",
+            "batch_per_gpu", "accumulate", "precision", "grad_wire", "comm_overlap", "data", "gpus", "nodes",
             "samples_per_s", "unit", "single_gpu_samples_per_s", "single_gpu_batch", "single_gpu_loc")
 OPTIONAL = ("ps_servers", "ps_placement", "note")
 SCHEMES = ("nccl-allreduce", "pytorch-ddp", "horovod-nccl", "horovod-mpi", "horovod-mpi-cuda-aware",
@@ -46,9 +46,10 @@ SCHEMES = ("nccl-allreduce", "pytorch-ddp", "horovod-nccl", "horovod-mpi", "horo
            "mxnet-kvstore-device", "mxnet-dist-device-sync", "byteps")
 PRECISIONS = ("fp32", "tf32", "fp16", "amp")
 WIRES = ("fp32", "fp16", "bf16", "unknown")
+OVERLAPS = ("during-backward", "after-backward")
 READ_FROM = ("table", "text", "plot")
 DATA = ("synthetic", "real")
-PS_PLACEMENTS = ("", "host", "gpus", "colocated", "dedicated")
+PS_PLACEMENTS = ("", "host", "gpus", "colocated", "dedicated")  # host/gpus: one-node TF parameter_server
 INT_COLUMNS = ("gpus_per_node", "nics", "batch_per_gpu", "accumulate", "gpus", "nodes", "single_gpu_batch")
 RATE_COLUMNS = ("samples_per_s", "single_gpu_samples_per_s")
 PRED_COLUMNS = ("id", "source", "system", "framework", "scheme", "model", "precision", "batch_per_gpu",
@@ -88,7 +89,7 @@ def check_row(r: dict, line: int) -> dict:
         if not math.isfinite(out[c]) or out[c] <= 0:
             raise PublishedError(f"{where}: {c} must be a positive number, got {r[c]!r}")
     for c, allowed in (("scheme", SCHEMES), ("precision", PRECISIONS), ("grad_wire", WIRES),
-                       ("read_from", READ_FROM), ("data", DATA), ("ps_placement", PS_PLACEMENTS)):
+                       ("read_from", READ_FROM), ("data", DATA), ("comm_overlap", OVERLAPS), ("ps_placement", PS_PLACEMENTS)):
         if (r.get(c) or "") not in allowed:
             raise PublishedError(f"{where}: {c} {r.get(c)!r} is not one of {', '.join(a or '(empty)' for a in allowed)}")
     if out["gpus"] < 2:
@@ -198,8 +199,14 @@ def build_workload(r: dict) -> Workload:
                            source=f"single-GPU rate {r['single_gpu_samples_per_s']} samples/s at batch {sb} "
                            f"({r['single_gpu_loc']})")
     sizes = model_tensors(r["model"])
+    extra = {"accumulate": r["accumulate"]} if _ACCUMULATE_FIELD else {}
     return Workload(name=r["model"], tensor_sizes=sizes, compute={r["gpu"]: ct},
-                    classifier_tensors=min(2, len(sizes)))
+                    classifier_tensors=min(2, len(sizes)), **extra)
+
+
+# Workload.accumulate (K micro-batches per exchange) where perfmodel has it; otherwise the row is
+# predicted at a per-GPU batch of K x b with one exchange, the same compute and bytes per step.
+_ACCUMULATE_FIELD = "accumulate" in {f.name for f in fields(Workload)}
 
 
 def _wire(r: dict) -> str:
@@ -220,25 +227,43 @@ def _nccl() -> str:
     return "nccl" if "nccl" in ALLREDUCE_ALGORITHMS else "ring"
 
 
+# Gradient bucket sizes (MiB) the frameworks use by default, for the computed overlap: PyTorch DDP's
+# bucket_cap_mb = 25; Horovod's fusion buffer HOROVOD_FUSION_THRESHOLD = 64 MiB (before v0.21; 128 MiB
+# from v0.21). Other schemes keep perfmodel's default.
+_BUCKET_MB = {"pytorch-ddp": 25.0, "horovod-nccl": 64.0, "horovod-mpi": 64.0, "horovod-mpi-cuda-aware": 64.0}
+
+
 def build_strategy(r: dict) -> Strategy:
-    """The row's scheme as a Strategy (NotExpressible where the model lacks the scheme)."""
+    """The row's scheme as a Strategy (NotExpressible where the model lacks the scheme).
+
+    comm_overlap "after-backward" (the source's code exchanges the gradients only once backprop and
+    accumulation are done) is overlap 0; "during-backward" leaves perfmodel's computed overlap."""
     s = r["scheme"]
-    if s in ("nccl-allreduce", "pytorch-ddp", "horovod-nccl", "tf-replicated-nccl", "horovod-mpi-cuda-aware"):
-        return _strategy(name="ssgd", allreduce=_nccl(), wire=_wire(r))
+    common = {"wire": _wire(r)}
+    if r["comm_overlap"] == "after-backward":
+        common["overlap"] = 0.0
+    if s in _BUCKET_MB:
+        common["bucket_mb"] = _BUCKET_MB[s]
+    if s in ("nccl-allreduce", "pytorch-ddp", "horovod-nccl", "tf-replicated-nccl"):
+        return _strategy(name="ssgd", allreduce=_nccl(), **common)
+    if s == "horovod-mpi-cuda-aware":
+        return _strategy(name="ssgd", allreduce="ring", **common)
     if s in ("tf-replicated", "mxnet-kvstore-device"):
-        return _strategy(name="ssgd", allreduce="reduce-broadcast", wire=_wire(r))
+        return _strategy(name="ssgd", allreduce="reduce-broadcast", **common)
     if s == "horovod-mpi":
-        return _strategy(name="ssgd", allreduce="ring", wire=_wire(r), staging="host")
-    if s == "tf-ps-cpu":  # variables on the host CPU, every GPU pushes/pulls over PCIe
-        return _strategy(name="sync-ps", ps_servers=1, ps_placement="host", wire=_wire(r))
-    if s == "tf-ps-gpu":  # variables spread over the GPUs of the node
-        return _strategy(name="sync-ps", ps_servers=r["ps_servers"] or r["gpus"], ps_placement="colocated",
-                         wire=_wire(r))
+        return _strategy(name="ssgd", allreduce="ring", staging="host", **common)
+    if s in ("tf-ps-cpu", "tf-ps-gpu"):
+        # one node; variables on the host CPU (ps-cpu) or spread over the GPUs (ps-gpu): every GPU
+        # pushes its own gradient and pulls the parameters, no local reduction
+        return _strategy(name="sync-ps", ps_servers=r["ps_servers"] or 1, ps_placement="colocated",
+                         ps_local_reduce=False, **common)
     if s in ("tf-distributed-replicated", "mxnet-dist-device-sync"):
+        # the GPUs of a node sum their gradients, the node pushes to sharded servers
         return _strategy(name="sync-ps", ps_servers=r["ps_servers"] or r["nodes"],
-                         ps_placement=r["ps_placement"] or "colocated", wire=_wire(r))
+                         ps_placement=r["ps_placement"] or "colocated", ps_local_reduce=True, **common)
     if s == "byteps":
-        return _strategy(name="byteps", wire=_wire(r))
+        return _strategy(name="byteps", ps_servers=r["ps_servers"] or 1,
+                         ps_placement=r["ps_placement"] or "dedicated", **common)
     raise NotExpressible(f"scheme {s!r} has no strategy")
 
 
@@ -267,7 +292,7 @@ def predict_row(r: dict) -> Outcome:
         return Outcome(r, None, " | ".join(missing))
     cluster, workload, strategy = built
     try:
-        batch = r["batch_per_gpu"] * r["accumulate"]
+        batch = r["batch_per_gpu"] * (1 if _ACCUMULATE_FIELD else r["accumulate"])
         p = predict(workload, cluster, strategy, [r["gpus"]], scaling="weak", batch=batch)
     except SpecError as e:
         return Outcome(r, None, f"model rejected the row: {e}")

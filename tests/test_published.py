@@ -54,7 +54,8 @@ def _row(**kw) -> dict:
     base = {c: "x" for c in pub.REQUIRED}
     base.update(id="t1", source_url="https://example.org/t", read_from="table", gpu="v100", gpus_per_node="8",
                 intra="nvlink2", network="ib-edr", nics="4", scheme="horovod-nccl", model="resnet50",
-                batch_per_gpu="64", accumulate="1", precision="fp32", grad_wire="fp32", data="synthetic",
+                batch_per_gpu="64", accumulate="1", precision="fp32", grad_wire="fp32", comm_overlap="after-backward",
+                data="synthetic",
                 gpus="16", nodes="2", samples_per_s="100", single_gpu_samples_per_s="10", single_gpu_batch="64",
                 ps_servers="", ps_placement="", note="")
     base.update(kw)
@@ -68,6 +69,7 @@ def _row(**kw) -> dict:
     ({"nodes": "3"}, "nodes 3 != ceil"),
     ({"scheme": "magic"}, "scheme 'magic' is not one of"),
     ({"precision": "int8"}, "precision 'int8'"),
+    ({"comm_overlap": "sometimes"}, "comm_overlap 'sometimes'"),
     ({"model": ""}, "column 'model' is empty"),
     ({"network": "n/a"}, "multi-node row needs a network"),
     ({"source_url": "example.org"}, "https URL"),

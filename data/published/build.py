@@ -15,7 +15,7 @@ EXCERPTS = HERE / "excerpts"
 COLUMNS = ["id", "source", "source_url", "source_loc", "read_from", "system", "gpu", "gpus_per_node",
            "intra", "network", "nics", "hardware_source", "framework", "scheme", "scheme_detail",
            "ps_servers", "ps_placement", "model", "batch_per_gpu", "accumulate", "precision",
-           "grad_wire", "data", "gpus", "nodes", "samples_per_s", "unit", "single_gpu_samples_per_s",
+           "grad_wire", "comm_overlap", "data", "gpus", "nodes", "samples_per_s", "unit", "single_gpu_samples_per_s",
            "single_gpu_batch", "single_gpu_loc", "note"]
 
 TF_COMMIT = "5984ffefd320c5d71b801ee06079a51b91ea42c0"
@@ -189,7 +189,7 @@ def tf_rows() -> list[dict]:
                     source_url=TF_URL, source_loc=loc, read_from="table", system=sysname,
                     **SYSTEMS[sysname], framework="TensorFlow 1.x (b1e174e)", scheme=scheme,
                     scheme_detail=detail, ps_servers=ps, ps_placement=place, model=model,
-                    batch_per_gpu=batch, accumulate=1, precision="fp32", grad_wire="fp32", data=data,
+                    batch_per_gpu=batch, accumulate=1, precision="fp32", grad_wire="fp32", data=data, comm_overlap="during-backward",
                     gpus=g, nodes=nodes, samples_per_s=v, unit="images/s", single_gpu_samples_per_s=single,
                     single_gpu_batch=batch, single_gpu_loc="same table, row GPUs=1", note=note))
     return rows
@@ -283,7 +283,7 @@ def rn50_rows() -> list[dict]:
                     source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
                     f"row GPUs={g}, column '{header[c].replace('*', '').strip()}'", read_from="table",
                     system=sysname, **SYSTEMS[sysname], framework=fw, scheme=scheme, scheme_detail=detail,
-                    model="resnet50", batch_per_gpu=batch, accumulate=1, precision=p, grad_wire=wire,
+                    model="resnet50", batch_per_gpu=batch, accumulate=1, precision=p, grad_wire=wire, comm_overlap="during-backward",
                     data="real", gpus=g, nodes=1, samples_per_s=num(r[c]), unit="images/s",
                     single_gpu_samples_per_s=num(base[c]), single_gpu_batch=batch,
                     single_gpu_loc="same table, row GPUs=1", note=bnote))
@@ -308,16 +308,21 @@ BERT = [
     ("dle_pd_bert_dgxa100_multi", "PaddlePaddle (22.12 NGC)", "dgx-a100", "dle_pd_bert_dgxa100"),
 ]
 BERT_SCHEME = {
-    "TensorFlow 1": ("horovod-nccl", "Horovod over NCCL, allreduce after gradient accumulation with "
-                     "Compression.fp16 when use_fp16 (TensorFlow/LanguageModeling/BERT/optimization.py lines 97, 151-152)",
+    "TensorFlow 1": ("horovod-nccl", "Horovod over NCCL, hvd.allreduce of the accumulated gradients once the "
+                     "accumulation steps are done (no overlap with backprop), Compression.fp16 when use_fp16 "
+                     "(TensorFlow/LanguageModeling/BERT/optimization.py lines 97, 151-152)",
                      "fp16"),
-    "TensorFlow 2": ("horovod-nccl", "Horovod over NCCL, hvd.allreduce after accumulation with Compression.fp16 "
-                     "when use_float16 (official/modeling/model_training_utils.py lines 272, 316)", "fp16"),
-    "PyTorch": ("nccl-allreduce", "torch.distributed NCCL allreduce of the flat gradient after accumulation, "
+    "TensorFlow 2": ("horovod-nccl", "Horovod over NCCL, hvd.allreduce of the accumulated gradients after the "
+                     "last accumulation step (no overlap with backprop), Compression.fp16 when use_float16 "
+                     "(official/modeling/model_training_utils.py lines 272, 316)", "fp16"),
+    "PyTorch": ("nccl-allreduce", "torch.distributed NCCL allreduce of the flat gradient after the last "
+                "accumulation step's backward (allreduce_post_accumulation, no overlap with backprop), "
                 "--allreduce_post_accumulation_fp16 for mixed precision (run_pretraining.py, scripts/run_pretraining.sh)",
                 "fp16"),
     "PaddlePaddle": ("nccl-allreduce", "Paddle fleet collective allreduce over NCCL (fuse_all_reduce_ops, "
-                     "program.py); wire precision of the mixed-precision gradients not stated", "unknown"),
+                     "program.py) of the merged gradients after the accumulation steps (no overlap with backprop "
+                     "assumed, as in the other BERT scripts); wire precision of the mixed-precision gradients not "
+                     "stated", "unknown"),
 }
 
 
@@ -414,7 +419,7 @@ def bert_rows() -> list[dict]:
                     f"'{header[c_tp[p]].replace('*', '').strip()}'", read_from="table", system=sysname,
                     **SYSTEMS[sysname], framework=fw, scheme=scheme, scheme_detail=detail,
                     model="bert-large", batch_per_gpu=batch, accumulate=acc, precision=p,
-                    grad_wire=amp_wire if p == "amp" else "fp32", data="real", gpus=gpus, nodes=nodes,
+                    grad_wire=amp_wire if p == "amp" else "fp32", comm_overlap="after-backward", data="real", gpus=gpus, nodes=nodes,
                     samples_per_s=num(r[c_tp[p]]), unit=f"sequences/s (sequence length {seq})",
                     single_gpu_samples_per_s=single, single_gpu_batch=s_batch, single_gpu_loc=sloc,
                     note="; ".join(note)))
@@ -482,7 +487,7 @@ def effnet_rows() -> list[dict]:
                     + (f", model {r[c_m]}" if c_m is not None else f", {model}") + f", row GPUs={g}, column '{clean[c]}'",
                     read_from="table", system=sysname, **SYSTEMS[sysname], framework=fw, scheme=scheme,
                     scheme_detail=detail, model=model, batch_per_gpu=batch, accumulate=1, precision=p,
-                    grad_wire="fp32", data="real", gpus=g, nodes=-(-g // gpn), samples_per_s=num(r[c]),
+                    grad_wire="fp32", comm_overlap="during-backward", data="real", gpus=g, nodes=-(-g // gpn), samples_per_s=num(r[c]),
                     unit="images/s", single_gpu_samples_per_s=num(base[c]), single_gpu_batch=batch,
                     single_gpu_loc="same table, row GPUs=1", note=note))
     return rows
