@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-NOTEBOOKS = ("zhang2016", "wen2017", "barkai2020", "hermans2018", "coquelin2021", "validation")
+NOTEBOOKS = ("zhang2016", "wen2017", "barkai2020", "hermans2018", "coquelin2021", "validation", "published")
 
 
 def render(name: str, build: Path, results: Path, timeout: int = 600) -> Path:

@@ -1,0 +1,86 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Published multi-GPU runs: measured versus predicted
+#
+# `data/published/runs.csv` holds multi-GPU training throughputs printed by public benchmark pages (the
+# TensorFlow 1.x benchmarks page of May 2017, NVIDIA DeepLearningExamples READMEs), each with the
+# source's own single-GPU rate for the same setting. `python -m reproduce.published` builds, for every
+# row, a cluster from nominal specs (GPU preset, intra-node fabric, network fabric times NIC count), a
+# workload from the model library with compute t(b) = b / single-GPU rate, and the strategy of the
+# row's scheme, and predicts the row's rate with `perfmodel.scaling.predict`. Nothing is fitted to
+# the rows. The linear-scaling guess (single-GPU rate x GPUs) is shown beside the model.
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from _common import ROOT, read_results
+
+sns.set_theme(style="whitegrid")
+pred = read_results("published", "predictions")
+runs = pd.read_csv(ROOT / "data" / "published" / "runs.csv")
+
+
+# %%
+def medians(frame: pd.DataFrame) -> pd.Series:
+    ok = frame[frame.expressible == 1]
+    return pd.Series({"rows": len(frame), "expressible": len(ok),
+                      "share expressible": round(len(ok) / len(frame), 3) if len(frame) else float("nan"),
+                      "model median |err| %": ok.error_pct.abs().median(),
+                      "model median err %": ok.error_pct.median(),
+                      "linear median |err| % (same rows)": ok.linear_error_pct.abs().median(),
+                      "linear median |err| % (all rows)": frame.linear_error_pct.abs().median()})
+
+
+if pred is not None:
+    pred["where"] = pred.nodes.map(lambda n: "one node" if n == 1 else "across nodes")
+    table = pd.DataFrame({"all": medians(pred), "one node": medians(pred[pred.nodes == 1]),
+                          "across nodes": medians(pred[pred.nodes > 1])}).T
+    display(table.round(2))
+
+# %% [markdown]
+# By source and scheme (median absolute error in percent over the expressible rows):
+
+# %%
+if pred is not None:
+    ok = pred[pred.expressible == 1].copy()
+    ok["abs_err"] = ok.error_pct.abs()
+    ok["abs_lin"] = ok.linear_error_pct.abs()
+    display(ok.groupby(["source", "scheme", "where"]).agg(rows=("id", "count"), model=("abs_err", "median"),
+                                                         signed=("error_pct", "median"),
+                                                         linear=("abs_lin", "median")).round(1))
+
+# %%
+if pred is not None and len(ok):
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    sns.scatterplot(data=ok, x="measured", y="predicted", hue="where", style="scheme", ax=axes[0], s=25)
+    lo = min(ok.measured.min(), ok.predicted.min()) * 0.7
+    hi = max(ok.measured.max(), ok.predicted.max()) * 1.4
+    axes[0].plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1)
+    axes[0].set(xscale="log", yscale="log", xlabel="measured samples/s", ylabel="predicted samples/s")
+    axes[0].legend(fontsize=7)
+    sns.scatterplot(data=ok, x="gpus", y="error_pct", hue="where", style="scheme", ax=axes[1], s=25, legend=False)
+    sns.scatterplot(data=ok, x="gpus", y="linear_error_pct", color="lightgrey", marker="x", ax=axes[1], s=15)
+    axes[1].axhline(0, color="grey", lw=1)
+    axes[1].set(xscale="log", xlabel="GPUs", ylabel="error, % (grey x: linear guess)")
+    plt.tight_layout()
+    plt.show()
+
+# %% [markdown]
+# Rows the model cannot express, by the missing feature (a row may lack several):
+
+# %%
+if pred is not None:
+    missing = pred[pred.expressible == 0]
+    reasons = missing.reason.str.split(" | ", regex=False).explode()
+    display(reasons.value_counts().rename("rows").to_frame())
