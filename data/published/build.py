@@ -50,6 +50,11 @@ SYSTEMS = {
                  "links, 150 GB/s per direction to the switch fabric), 8x 100 Gb/s EDR InfiniBand/100GbE "
                  "ConnectX-5 for the cluster (NVIDIA DGX-2 datasheet); DGX-2H runs the V100 at 450 W "
                  "(higher clocks)"),
+    "dlperf-v100-cluster": dict(
+        gpu="v100", gpus_per_node=8, intra="nvlink2", network="ib-edr", nics=1,
+        hardware_source="DLPerf report 'Test Environment' (excerpts/dlperf_environment.md): 4 nodes, each 8x "
+        "Tesla V100-SXM2-16GB, 'InfiniBand 100 Gb/sec (4X EDR), Mellanox Technologies MT27700 Family'; "
+        "`nvidia-smi topo -m` shows the DGX-1-style NVLink hybrid cube-mesh (NV1/NV2) and one HCA, mlx5_0"),
     "dgx-a100": dict(gpu="a100", gpus_per_node=8, intra="nvswitch-a100", network="ib-hdr", nics=8,
                      hardware_source="NVIDIA DGX A100: 8x A100 SXM4 (40 or 80 GB) on 6 NVSwitches (12 NVLink3 "
                      "links, 300 GB/s per direction per GPU), 8x 200 Gb/s HDR InfiniBand ConnectX-6 compute "
@@ -493,8 +498,99 @@ def effnet_rows() -> list[dict]:
     return rows
 
 
+# DLPerf (Oneflow-Inc/DLPerf) benchmark report v1.0, Oct 2020: 1x1, 1x8, 2x8 and 4x8 V100 GPUs for
+# ResNet-50 v1.5 and BERT-base pre-training in several frameworks; one 100 Gb/s EDR HCA per node.
+DLPERF_URL = ("https://github.com/Oneflow-Inc/DLPerf/blob/c89430bac64f64caabb0445ff7eb80175641454c/"
+              "reports/dlperf_benchmark_test_report_v1.md")
+DLPERF_TABLES = [  # excerpt, model, precision, batch (None: 'bsz=' in the column header)
+    ("dlperf_rn50_fp32", "resnet50", "fp32", 128), ("dlperf_rn50_amp", "resnet50", "amp", 256),
+    ("dlperf_bert_fp32_b32", "bert-base", "fp32", 32), ("dlperf_bert_fp32_max", "bert-base", "fp32", None),
+    ("dlperf_bert_amp_b64", "bert-base", "amp", 64), ("dlperf_bert_amp_max", "bert-base", "amp", None),
+]
+# column label -> framework, scheme, scheme detail, gradient wire format with AMP
+DLPERF_FRAMEWORKS = {
+    "OneFlow": ("OneFlow 0.2.0", "nccl-allreduce", "OneFlow's built-in data parallelism, gradient allreduce over "
+                "NCCL inside its runtime (the report names no scheme)", "unknown"),
+    "NGC MXNet": ("MXNet 1.6.0 (NGC 20.03, DeepLearningExamples)", "horovod-nccl",
+                  "Horovod over NCCL (report's Features column: 'DALI+Horovod')", "fp16"),
+    "NGC TensorFlow 1.x": ("TensorFlow 1.15.2 (NGC 20.03-tf1, DeepLearningExamples)", "horovod-nccl",
+                           "Horovod over NCCL (report's Features column: 'Horovod', ResNet-50 'DALI+Horovod+XLA')",
+                           "fp32"),
+    "NGC PyTorch": ("PyTorch 1.5.0a0 (NGC 20.03, DeepLearningExamples)", "pytorch-ddp",
+                    "apex DistributedDataParallel over NCCL (report's Features column: 'APEX'; BERT: "
+                    "allreduce_post_accumulation=false by default in DLPerf's scripts/single_node_train.sh line 20, "
+                    "so DDP buckets overlap backprop)", "unknown"),
+    "MXNet": ("MXNet 1.6.0 (gluon-cv / gluon-nlp)", "horovod-nccl",
+              "Horovod 0.19.5 built with HOROVOD_GPU_ALLREDUCE=NCCL (MxNet/Classification/RN50v1b/README.md, "
+              "MxNet/BERT/README.md)", "unknown"),
+    "TensorFlow 2.x": ("TensorFlow 2.3.0 (tensorflow/models official)", "nccl-allreduce",
+                       "tf.distribute collective allreduce over NCCL (TensorFlow/resnet50v1.5/README.md: "
+                       "distributed training relies on NCCL 2.7.3)", "fp32"),
+    "PyTorch": ("PyTorch 1.6.0 (pytorch/examples imagenet)", "pytorch-ddp",
+                "torch.nn.parallel.DistributedDataParallel, NCCL backend (PyTorch/resnet50v1.5/README.md)", "fp32"),
+    "PaddlePaddle": ("PaddlePaddle 1.8.3", "nccl-allreduce", "Paddle collective training over NCCL 2.7.3 "
+                     "(PaddlePaddle/resnet50v1.5/README.md)", "unknown"),
+}
+
+
+def _dlperf_label(cell: str) -> str:
+    """'[NGC<br>TensorFlow 1.x<br>w/XLA<br>bsz=224](../...)' -> 'NGC TensorFlow 1.x w/XLA bsz=224'."""
+    c = re.sub(r"<sup>.*?</sup>", "", cell)
+    c = re.sub(r"\]\(.*?\)", "", c).replace("[", "")
+    return re.sub(r"\s+", " ", re.sub(r"<br\s*/?>", " ", c)).strip()
+
+
+def dlperf_rows() -> list[dict]:
+    rows = []
+    for name, model, prec, fixed_batch in DLPERF_TABLES:
+        head, lines = excerpt(name)
+        m = re.match(r"<!-- Oneflow-Inc/DLPerf@\w+ \S+ lines (\d+-\d+) \(heading at line (\d+)\)", head)
+        lines_r, hline = m.group(1), m.group(2)
+        heading = lines[0].lstrip("#").strip()
+        table = md_table(lines[1:])
+        header, body = [_dlperf_label(h) for h in table[0]], table[1:]
+        base = next(r for r in body if r[0] == "1" and r[1] == "1")
+        for j, label in enumerate(header[2:], start=2):
+            key = next(k for k in sorted(DLPERF_FRAMEWORKS, key=len, reverse=True) if label.startswith(k))
+            fw, scheme, detail, amp_wire = DLPERF_FRAMEWORKS[key]
+            bm = re.search(r"bsz=(\d+)", label)
+            batch = int(bm.group(1)) if bm else fixed_batch
+            if "w/XLA" in label:
+                fw += ", XLA"
+            if "W/O clip" in label:
+                fw += ", without clip_by_global_norm"
+            if "w/DALI" in label:
+                fw += ", DALI"
+            for r in body:
+                nodes, gpus = int(r[0]), int(r[1])
+                if gpus == 1:
+                    continue
+                rows.append(row(
+                    source="DLPerf benchmark test report v1.0 (Oneflow-Inc/DLPerf, Oct 2020)",
+                    source_url=DLPERF_URL, source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
+                    f"row node num={nodes} device num={gpus}, column '{label}'", read_from="table",
+                    system="dlperf-v100-cluster", **SYSTEMS["dlperf-v100-cluster"], framework=fw, scheme=scheme,
+                    scheme_detail=detail, model=model, batch_per_gpu=batch, accumulate=1, precision=prec,
+                    grad_wire=amp_wire if prec == "amp" else "fp32", comm_overlap="during-backward",
+                    data="real", gpus=gpus, nodes=nodes, samples_per_s=num(r[j]),
+                    unit="images/s" if model == "resnet50" else "sequences/s (sequence length 128)",
+                    single_gpu_samples_per_s=num(base[j]), single_gpu_batch=batch,
+                    single_gpu_loc="same table, row node num=1 device num=1",
+                    note="" if model == "resnet50" else "sequence length 128 as in DLPerf's BERT scripts "
+                    "(max_seq_length 128 / seq_len_128 datasets)"))
+    return rows
+
+
 def main(out: Path = HERE / "runs.csv") -> None:
-    rows = tf_rows() + rn50_rows() + effnet_rows() + bert_rows()
+    rows, seen = [], set()
+    for r in tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + dlperf_rows():
+        # DLPerf prints some measurements twice (NGC TF1 BERT AMP at bsz=64 in the 'AMP, batch size = 64'
+        # and 'AMP, batch size = max' tables): keep the first
+        key = (r["source"], r["system"], r["framework"], r["model"], r["precision"], r["batch_per_gpu"],
+               r["accumulate"], r["data"], r["unit"], r["gpus"], r["samples_per_s"])
+        if key not in seen:
+            seen.add(key)
+            rows.append(r)
     for i, r in enumerate(rows, start=1):
         r["id"] = f"p{i:03d}"
     with open(out, "w", newline="") as f:
