@@ -102,12 +102,12 @@ def row(**kw) -> dict:
 
 
 # ------------------------------------------------------------------------- TensorFlow benchmarks page
-TF_MODELS = {"InceptionV3": "inception_v3", "ResNet-50": "resnet50", "ResNet-152": "resnet152",
+TF_MODELS = {"InceptionV3": "inception-v3", "ResNet-50": "resnet50", "ResNet-152": "resnet152",
              "Alexnet": "alexnet", "VGG16": "vgg16"}
 # batch per GPU as the page's 'Options' tables state, per section
 TF_BATCH = {
-    "dgx1": {"inception_v3": 64, "resnet50": 64, "resnet152": 64, "alexnet": 512, "vgg16": 64},
-    "k80": {"inception_v3": 64, "resnet50": 64, "resnet152": 32, "alexnet": 512, "vgg16": 32},
+    "dgx1": {"inception-v3": 64, "resnet50": 64, "resnet152": 64, "alexnet": 512, "vgg16": 64},
+    "k80": {"inception-v3": 64, "resnet50": 64, "resnet152": 32, "alexnet": 512, "vgg16": 32},
 }
 # (scheme, scheme_detail) per section and model, from the page's 'Configuration used for each model'
 PS_CPU = ("tf-ps-cpu", "variable_update=parameter_server, local_parameter_device=cpu")
@@ -117,13 +117,13 @@ PS_GPU = ("tf-ps-gpu", "variable_update=parameter_server, local_parameter_device
 DIST = ("tf-distributed-replicated", "variable_update=distributed_replicated, cross_replica_sync=True; "
         "parameter servers run on the worker instances")
 TF_SCHEME = {
-    "dgx1": {"inception_v3": PS_CPU, "resnet50": PS_CPU, "resnet152": PS_CPU, "alexnet": REPL_NCCL,
+    "dgx1": {"inception-v3": PS_CPU, "resnet50": PS_CPU, "resnet152": PS_CPU, "alexnet": REPL_NCCL,
              "vgg16": REPL_NCCL},
     "gce": {m: ("tf-ps-cpu", "variable_update=parameter_server, local_parameter_device=cpu (page: 'The "
                 "configuration used for each model was variable_update equal to parameter_server and "
                 "local_parameter_device equal to cpu')") for m in TF_MODELS.values()},
-    "aws": {"inception_v3": PS_CPU, "resnet50": REPL, "resnet152": REPL, "alexnet": PS_GPU, "vgg16": PS_GPU},
-    "dist": {m: DIST for m in ("inception_v3", "resnet50", "resnet152")},
+    "aws": {"inception-v3": PS_CPU, "resnet50": REPL, "resnet152": REPL, "alexnet": PS_GPU, "vgg16": PS_GPU},
+    "dist": {m: DIST for m in ("inception-v3", "resnet50", "resnet152")},
 }
 TF_SECTION = [  # heading prefix -> (system key, batch key, scheme key)
     ("Details for NVIDIA® DGX-1™", "dgx1-p100", "dgx1", "dgx1"),
@@ -139,7 +139,7 @@ def dist_ps_servers(model: str, batch: int, gpus: int) -> int:
     4 parameter servers; ResNet-152: 8 instances / 4 parameter servers'."""
     instances = max(gpus // 8, 1)
     if instances == 8:
-        if model == "inception_v3":
+        if model == "inception-v3":
             return 6
         if model == "resnet152" or (model == "resnet50" and batch == 32):
             return 4
@@ -436,18 +436,18 @@ def bert_rows() -> list[dict]:
 # (--train_batch_size), PyTorch from PyTorch/Classification/ConvNets/configs.yml (<platform>: batch_size).
 EFFNET = [
     # excerpt, framework, system, model (None: 'Model' column), scheme, detail, {model: {precision: batch}},
-    ("dle_tf2_effnet_b0_dgxa100", "TensorFlow 2 (21.09-tf2 NGC)", "dgx-a100", "efficientnet_b0",
-     {"efficientnet_b0": {"tf32": 512, "amp": 1024}}),
-    ("dle_tf2_effnet_b0_dgx1", "TensorFlow 2 (21.09-tf2 NGC)", "dgx1-v100", "efficientnet_b0",
-     {"efficientnet_b0": {"fp32": 256, "amp": 512}}),
-    ("dle_tf2_effnet_b4_dgxa100", "TensorFlow 2 (21.09-tf2 NGC)", "dgx-a100", "efficientnet_b4",
-     {"efficientnet_b4": {"tf32": 80, "amp": 160}}),
-    ("dle_tf2_effnet_b4_dgx1", "TensorFlow 2 (21.09-tf2 NGC)", "dgx1-v100", "efficientnet_b4",
-     {"efficientnet_b4": {"fp32": 32, "amp": 64}}),
+    ("dle_tf2_effnet_b0_dgxa100", "TensorFlow 2 (21.09-tf2 NGC)", "dgx-a100", "efficientnet-b0",
+     {"efficientnet-b0": {"tf32": 512, "amp": 1024}}),
+    ("dle_tf2_effnet_b0_dgx1", "TensorFlow 2 (21.09-tf2 NGC)", "dgx1-v100", "efficientnet-b0",
+     {"efficientnet-b0": {"fp32": 256, "amp": 512}}),
+    ("dle_tf2_effnet_b4_dgxa100", "TensorFlow 2 (21.09-tf2 NGC)", "dgx-a100", "efficientnet-b4",
+     {"efficientnet-b4": {"tf32": 80, "amp": 160}}),
+    ("dle_tf2_effnet_b4_dgx1", "TensorFlow 2 (21.09-tf2 NGC)", "dgx1-v100", "efficientnet-b4",
+     {"efficientnet-b4": {"fp32": 32, "amp": 64}}),
     ("dle_pt_effnet_dgxa100", "PyTorch (21.03 NGC)", "dgx-a100", None,
-     {"efficientnet_b0": {"tf32": 256, "amp": 256}, "efficientnet_b4": {"tf32": 64, "amp": 128}}),
+     {"efficientnet-b0": {"tf32": 256, "amp": 256}, "efficientnet-b4": {"tf32": 64, "amp": 128}}),
     ("dle_pt_effnet_dgx1_16g", "PyTorch (21.03 NGC)", "dgx1-v100", None,
-     {"efficientnet_b0": {"fp32": 64, "amp": 128}, "efficientnet_b4": {"fp32": 16, "amp": 32}}),
+     {"efficientnet-b0": {"fp32": 64, "amp": 128}, "efficientnet-b4": {"fp32": 16, "amp": 32}}),
 ]
 EFFNET_SCHEME = {
     "TensorFlow 2": ("horovod-nccl", "Horovod over NCCL (README: 'Multi-GPU training with Horovod ... with NCCL', "
@@ -473,7 +473,7 @@ def effnet_rows() -> list[dict]:
         scheme, detail = EFFNET_SCHEME[fw.split(" (")[0]]
         tf2 = fw.startswith("TensorFlow 2")
         for r in body:
-            model = fixed_model if c_m is None else r[c_m].replace("-", "_")
+            model = fixed_model if c_m is None else r[c_m]
             if model not in batches:  # efficientnet-widese-*: not a standard architecture
                 continue
             g = int(r[c_g])
