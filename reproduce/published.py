@@ -23,14 +23,14 @@ import math
 import os
 import sys
 import tempfile
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from perfmodel import presets
 from perfmodel.scaling import predict
-from perfmodel.specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload
+from perfmodel.specs import Cluster, ComputeTime, SpecError, Strategy, Workload
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "published" / "runs.csv"
@@ -128,85 +128,48 @@ def load_runs(path: Path) -> list[dict]:
 
 # ----------------------------------------------------------------------------- row -> model specs
 
-# Fabrics as presets of today's cluster table (data/presets/clusters.toml), each entry naming the link
-# whose sourced bandwidth/latency it reuses; per NIC for networks (the node's link is nics x this).
-_PRESET_FABRICS = {
-    "nvlink1": ("terngrad-infiniband", "intra", 1),   # P100 NVLink quad
-    "nvlink2": ("dgx1-v100", "intra", 1),              # V100 NVLink2 hybrid cube-mesh
-    "nvswitch-a100": ("juwels-booster", "intra", 1),  # A100 NVLink3, 12 links
-    "pcie3": ("terngrad-ethernet", "intra", 1),       # PCIe 3.0 x16 switch
-    "ib-edr": ("terngrad-infiniband", "network", 1),  # one 100 Gb/s EDR HCA
-    "ib-hdr": ("juwels-booster", "network", 4),       # four HDR200 HCAs -> one
-}
-_HOST = {"k80": ("terngrad-ethernet", "host"), "p100": ("terngrad-infiniband", "host"),
-         "v100": ("dgx1-v100", "host"), "a100": ("juwels-booster", "host")}
-
-
-def fabric_link(name: str, nics: int = 1) -> Link:
-    """The Link of a named fabric (nics NICs together for a network fabric).
-
-    Uses perfmodel's fabric table when it has one (perfmodel.presets.fabric_link), else the matching
-    link of a preset cluster (_PRESET_FABRICS)."""
-    lookup = getattr(presets, "fabric_link", None)
-    if lookup is not None:
-        try:
-            link = lookup(name)
-        except SpecError as e:
-            raise NotExpressible(f"fabric {name!r}: {e}") from None
-        return Link(link.latency_s, link.bandwidth_Bps * max(nics, 1), link.source) if nics > 1 else link
-    if name not in _PRESET_FABRICS:
-        raise NotExpressible(f"fabric {name!r} has no preset link")
-    cluster, which, per = _PRESET_FABRICS[name]
-    base = getattr(presets.load_cluster(cluster), which)
-    return Link(base.latency_s, base.bandwidth_Bps / per * max(nics, 1), base.source)
+def cluster_table(r: dict) -> dict:
+    """The row's cluster in the clusters.toml schema: GPU preset, GPUs per node, LINK texts for the
+    intra-node fabric and the network (``K x fabric`` for K NICs)."""
+    network = r["network"]
+    if network == "n/a":  # a machine only ever used alone: the network is never crossed
+        network = r["intra"]
+    elif r["nics"] > 1:
+        network = f"{r['nics']}x{network}"
+    return {"gpu": r["gpu"], "gpus_per_node": r["gpus_per_node"], "intra": r["intra"], "network": network,
+            "nics": max(r["nics"], 1), "max_nodes": r["nodes"],
+            "source": f"{r['system']}: {r['hardware_source']}"}
 
 
 def build_cluster(r: dict) -> Cluster:
-    """The row's cluster: its GPU preset, intra fabric, network fabric x NICs, host link by GPU."""
-    gpu = r["gpu"]
-    peaks = presets.gpu_peaks()
-    if gpu not in peaks:
-        raise NotExpressible(f"GPU {gpu!r} has no preset")
-    intra = fabric_link(r["intra"])
-    if r["network"] == "n/a":  # single-node system: the network is never crossed
-        network = Link(0.0, float("inf"), "not used (single node)")
-    else:
-        network = fabric_link(r["network"], r["nics"])
-    host_cluster, which = _HOST[gpu]
-    host = getattr(presets.load_cluster(host_cluster), which)
-    return Cluster(name=r["system"], gpus_per_node=r["gpus_per_node"], intra=intra, host=host,
-                   network=network, gpu=gpu, peak_flops=peaks[gpu], max_nodes=max(r["nodes"], 1))
+    """The row's cluster from nominal specs (perfmodel.presets.cluster_from_table)."""
+    try:
+        return presets.cluster_from_table(r["system"], cluster_table(r), f"runs row {r['id']}")
+    except SpecError as e:
+        raise NotExpressible(str(e)) from None
 
 
-def model_tensors(model: str) -> tuple[int, ...]:
-    """Per-tensor gradient sizes (elements) of a model-library network."""
-    lib = getattr(presets, "model_tensors", None)
-    if lib is not None:
-        try:
-            return tuple(int(n) for n in lib(model))
-        except SpecError as e:
-            raise NotExpressible(f"model {model!r}: {e}") from None
-    alias = {"resnet50": "resnet50", "alexnet": "alexnet"}
-    if model not in alias:
-        raise NotExpressible(f"model {model!r} is not in the model library")
-    return tuple(int(n) for n in presets.load_workload(alias[model]).tensor_sizes)
+def library_model(model: str):
+    """The model-library network ``model`` (per-tensor sizes and forward FLOPs)."""
+    from perfmodel.library import load_model
+
+    try:
+        return load_model(model, presets.presets_dir())
+    except SpecError:
+        raise NotExpressible(f"model {model!r} is not in the model library") from None
 
 
 def build_workload(r: dict) -> Workload:
-    """The row's model with compute t(b) = b / single-GPU rate (measured at single_gpu_batch)."""
+    """The row's model with compute t(b) = b / single-GPU rate (measured at single_gpu_batch) and the
+    row's gradient accumulation."""
     sb = r["single_gpu_batch"]
     ct = ComputeTime.table({sb: sb / r["single_gpu_samples_per_s"]},
                            source=f"single-GPU rate {r['single_gpu_samples_per_s']} samples/s at batch {sb} "
                            f"({r['single_gpu_loc']})")
-    sizes = model_tensors(r["model"])
-    extra = {"accumulate": r["accumulate"]} if _ACCUMULATE_FIELD else {}
-    return Workload(name=r["model"], tensor_sizes=sizes, compute={r["gpu"]: ct},
-                    classifier_tensors=min(2, len(sizes)), **extra)
-
-
-# Workload.accumulate (K micro-batches per exchange) where perfmodel has it; otherwise the row is
-# predicted at a per-GPU batch of K x b with one exchange, the same compute and bytes per step.
-_ACCUMULATE_FIELD = "accumulate" in {f.name for f in fields(Workload)}
+    lib = library_model(r["model"])
+    return Workload(name=r["model"], tensor_sizes=lib.tensor_sizes, tensor_names=lib.tensor_names,
+                    compute={r["gpu"]: ct}, classifier_tensors=min(2, len(lib.tensor_sizes)),
+                    accumulate=r["accumulate"], tensor_flops=lib.tensor_flops, source=lib.source)
 
 
 def _wire(r: dict) -> str:
@@ -222,9 +185,8 @@ def _strategy(**kw) -> Strategy:
 
 
 def _nccl() -> str:
-    """NCCL's own ring/tree choice where the model has it, else a ring."""
-    from perfmodel.specs import ALLREDUCE_ALGORITHMS
-    return "nccl" if "nccl" in ALLREDUCE_ALGORITHMS else "ring"
+    """The collective of NCCL-based schemes: NCCL's own ring/tree and protocol choice (perfmodel.nccl)."""
+    return "nccl"
 
 
 # Gradient bucket sizes (MiB) the frameworks use by default, for the computed overlap: PyTorch DDP's
@@ -292,8 +254,7 @@ def predict_row(r: dict) -> Outcome:
         return Outcome(r, None, " | ".join(missing))
     cluster, workload, strategy = built
     try:
-        batch = r["batch_per_gpu"] * (1 if _ACCUMULATE_FIELD else r["accumulate"])
-        p = predict(workload, cluster, strategy, [r["gpus"]], scaling="weak", batch=batch)
+        p = predict(workload, cluster, strategy, [r["gpus"]], scaling="weak", batch=r["batch_per_gpu"])
     except SpecError as e:
         return Outcome(r, None, f"model rejected the row: {e}")
     return Outcome(r, float(p.throughput[0]))
@@ -356,6 +317,17 @@ def report_text(outcomes: list[Outcome]) -> str:
         lines.append(f"{name:<14}{v['rows']:>6}{v['expressible']:>6} ({v['share_expressible']:>4.0%})"
                      f"{v['median_abs_error_pct']:>8.1f}%{v['median_error_pct']:>+8.1f}%"
                      f"{v['linear_median_abs_error_pct']:>8.1f}%{v['linear_median_abs_error_pct_all']:>12.1f}%")
+    lines.append("by source (expressible rows; median |error| model / linear, median signed model error):")
+    for src in sorted({o.row["source"] for o in outcomes}):
+        for where, sel in (("one node", lambda o: o.row["nodes"] == 1), ("across nodes", lambda o: o.row["nodes"] > 1)):
+            part = [o for o in outcomes if o.row["source"] == src and sel(o)]
+            if not part:
+                continue
+            v = summary(part)["all"]
+            label = src.split(" (")[0].replace("NVIDIA DeepLearningExamples", "DLE")
+            lines.append(f"  {label[:52]:<52} {where:<12} {v['expressible']:>4}/{v['rows']:<4}"
+                         f"{v['median_abs_error_pct']:>7.1f}% /{v['linear_median_abs_error_pct']:>6.1f}%"
+                         f"{v['median_error_pct']:>+8.1f}%")
     missing = [o for o in outcomes if o.predicted is None]
     if missing:
         lines.append(f"not expressible: {len(missing)} rows")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel.specs import Link
 from reproduce import published as pub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,36 +80,40 @@ def test_a_bad_row_names_its_line_and_column(bad, words):
 
 
 # ---------------------------------------------------------------------- the script on a small fixture
-# Links of 1 GB/s and no latency, one 250M-element (1e9-byte fp32) gradient tensor, 100 samples/s on
-# one GPU at batch 100 (t_c = 1 s): by hand, with a ring allreduce (2 (W-1)/W n / B seconds),
+# Links given as figures of 1 GB/s and 0.5 GB/s with no latency, a toy library model of one
+# 250M-element (1e9-byte fp32) gradient tensor, 100 samples/s on one GPU at batch 100 (t_c = 1 s), a ring
+# allreduce (2 (W-1)/W n / B seconds) exchanged after backprop (no overlap). By hand:
 #   row a: 2 GPUs in one node       t_comm = 2 * 1/2 * 1 s = 1 s;              T = 2 s, 2*100/2 = 100/s
 #   row b: 4 GPUs, 2 nodes of 2, network 0.5 GB/s (the ring waits for the slowest link):
 #          t_comm = 2 * 3/4 * 1e9 / 0.5e9 = 3 s;  T = 4 s, 4*100/4 = 100/s
 #   row c: a model outside the library: not expressible, counted.
 FIXTURE = [
-    _row(id="a", gpus="2", nodes="1", gpus_per_node="8", intra="F1", network="n/a", nics="0", scheme="nccl-allreduce",
-         batch_per_gpu="100", single_gpu_batch="100", single_gpu_samples_per_s="100", samples_per_s="80"),
-    _row(id="b", gpus="4", nodes="2", gpus_per_node="2", intra="F1", network="F05", nics="1", scheme="nccl-allreduce",
-         batch_per_gpu="100", single_gpu_batch="100", single_gpu_samples_per_s="100", samples_per_s="125"),
-    _row(id="c", gpus="2", nodes="1", gpus_per_node="8", intra="F1", network="n/a", nics="0", model="no-such-net",
-         batch_per_gpu="100", single_gpu_batch="100", single_gpu_samples_per_s="100", samples_per_s="150"),
+    _row(id="a", gpus="2", nodes="1", gpus_per_node="8", intra="1GB/s,0us", network="n/a", nics="0",
+         scheme="nccl-allreduce", batch_per_gpu="100", single_gpu_batch="100", single_gpu_samples_per_s="100",
+         samples_per_s="80"),
+    _row(id="b", gpus="4", nodes="2", gpus_per_node="2", intra="1GB/s,0us", network="0.5GB/s,0us", nics="1",
+         scheme="nccl-allreduce", batch_per_gpu="100", single_gpu_batch="100", single_gpu_samples_per_s="100",
+         samples_per_s="125"),
+    _row(id="c", gpus="2", nodes="1", gpus_per_node="8", intra="1GB/s,0us", network="n/a", nics="0",
+         model="no-such-net", batch_per_gpu="100", single_gpu_batch="100", single_gpu_samples_per_s="100",
+         samples_per_s="150"),
 ]
 
 
 @pytest.fixture
 def toy_model(monkeypatch):
-    links = {"F1": Link(0.0, 1e9), "F05": Link(0.0, 0.5e9)}
+    class Toy:
+        tensor_names = ("w",)
+        tensor_sizes = (250_000_000,)
+        tensor_flops = (1.0,)
+        source = "toy"
 
-    def fabric_link(name, nics=1):
-        return Link(0.0, links[name].bandwidth_Bps * max(nics, 1))
-
-    def model_tensors(model):
+    def library_model(model):
         if model != "resnet50":
             raise pub.NotExpressible(f"model {model!r} is not in the model library")
-        return (250_000_000,)
+        return Toy
 
-    monkeypatch.setattr(pub, "fabric_link", fabric_link)
-    monkeypatch.setattr(pub, "model_tensors", model_tensors)
+    monkeypatch.setattr(pub, "library_model", library_model)
     monkeypatch.setattr(pub, "_nccl", lambda: "ring")
 
 
@@ -152,7 +155,7 @@ def test_accumulation_exchanges_once_per_k_micro_batches(tmp_path, toy_model):
 
 def test_report_medians_by_hand():
     def out(i, nodes, measured, predicted, single=10.0, gpus=4):
-        r = {"id": i, "nodes": nodes, "samples_per_s": measured, "single_gpu_samples_per_s": single, "gpus": gpus}
+        r = {"id": i, "source": "S", "nodes": nodes, "samples_per_s": measured, "single_gpu_samples_per_s": single, "gpus": gpus}
         return pub.Outcome(r, predicted, "" if predicted else "missing feature")
     outcomes = [out("a", 1, 40.0, 44.0),    # +10%; linear 40 -> 0%
                 out("b", 1, 32.0, 30.4),    # -5%;  linear 40 -> +25%
