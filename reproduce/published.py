@@ -13,6 +13,7 @@ error, or why the row cannot be expressed; prints medians of absolute errors ove
 across nodes beside the linear guess; draws results/published/measured_vs_predicted.png.
 
     python -m reproduce.published [--runs data/published/runs.csv] [--out results/published] [--no-plot]
+                                  [--overlap X]   # constant overlap instead of the computed one
 """
 
 from __future__ import annotations
@@ -195,15 +196,18 @@ def _nccl() -> str:
 _BUCKET_MB = {"pytorch-ddp": 25.0, "horovod-nccl": 64.0, "horovod-mpi": 64.0, "horovod-mpi-cuda-aware": 64.0}
 
 
-def build_strategy(r: dict) -> Strategy:
+def build_strategy(r: dict, overlap: float | None = None) -> Strategy:
     """The row's scheme as a Strategy (NotExpressible where the model lacks the scheme).
 
     comm_overlap "after-backward" (the source's code exchanges the gradients only once backprop and
-    accumulation are done) is overlap 0; "during-backward" leaves perfmodel's computed overlap."""
+    accumulation are done) is overlap 0; "during-backward" leaves perfmodel's computed overlap, or the
+    constant ``overlap`` (0..1) when one is given."""
     s = r["scheme"]
     common = {"wire": _wire(r)}
     if r["comm_overlap"] == "after-backward":
         common["overlap"] = 0.0
+    elif overlap is not None:  # a constant instead of the computed bucket-schedule overlap (diagnostic)
+        common["overlap"] = overlap
     if s in _BUCKET_MB:
         common["bucket_mb"] = _BUCKET_MB[s]
     if s in ("nccl-allreduce", "pytorch-ddp", "horovod-nccl", "tf-replicated-nccl"):
@@ -242,10 +246,10 @@ class Outcome:
         return self.row["single_gpu_samples_per_s"] * self.row["gpus"]
 
 
-def predict_row(r: dict) -> Outcome:
+def predict_row(r: dict, overlap: float | None = None) -> Outcome:
     """Predicted samples/s of one row from its specs, or the reason it cannot be expressed."""
     built, missing = [], []
-    for builder in (build_cluster, build_workload, build_strategy):
+    for builder in (build_cluster, build_workload, lambda row: build_strategy(row, overlap)):
         try:
             built.append(builder(r))
         except NotExpressible as e:
@@ -395,10 +399,10 @@ def plot(outcomes: list[Outcome], path: Path) -> None:
     os.replace(tmp, path)
 
 
-def run(runs: Path, out: Path, draw: bool = True) -> list[Outcome]:
+def run(runs: Path, out: Path, draw: bool = True, overlap: float | None = None) -> list[Outcome]:
     """Predict every row of ``runs``, write out/predictions.csv (and the plot); return the outcomes."""
     rows = load_runs(runs)
-    outcomes = [predict_row(r) for r in rows]
+    outcomes = [predict_row(r, overlap) for r in rows]
     write_csv_atomic(out / "predictions.csv", records(outcomes), PRED_COLUMNS)
     if draw:
         plot(outcomes, out / "measured_vs_predicted.png")
@@ -410,9 +414,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
     ap.add_argument("--out", type=Path, default=OUT, help="results folder (default: %(default)s)")
     ap.add_argument("--no-plot", action="store_true", help="skip the measured-vs-predicted plot")
+    ap.add_argument("--overlap", type=float, default=None,
+                    help="constant share of communication hidden behind backprop for the rows whose framework "
+                         "overlaps (default: perfmodel's computed bucket-schedule overlap); a diagnostic")
     args = ap.parse_args(argv)
+    if args.overlap is not None and not 0.0 <= args.overlap <= 1.0:
+        print(f"published: error: --overlap must be in [0, 1], got {args.overlap}", file=sys.stderr)
+        return 2
     try:
-        outcomes = run(args.runs, args.out, draw=not args.no_plot)
+        outcomes = run(args.runs, args.out, draw=not args.no_plot, overlap=args.overlap)
     except (PublishedError, SpecError) as e:
         print(f"published: error: {e}", file=sys.stderr)
         return 2

@@ -184,3 +184,19 @@ def test_cli_bad_runs_file_is_one_line_exit_2(tmp_path):
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "missing columns" in p.stderr
     assert not (tmp_path / "out" / "predictions.csv").exists()
+
+
+def test_constant_overlap_hides_its_share_of_the_shorter_phase(tmp_path, toy_model):
+    # row b, framework overlapping, constant overlap 0.5: hidden = 0.5 min(3 s, 1 s) = 0.5 s,
+    # T = 1 + 3 - 0.5 = 3.5 s -> 400 / 3.5 samples/s; rows exchanging after backprop keep overlap 0
+    runs = _write(tmp_path / "runs.csv", [dict(FIXTURE[1], id="b2", comm_overlap="during-backward"), FIXTURE[1]])
+    during, after = pub.run(runs, tmp_path / "out", draw=False, overlap=0.5)
+    assert during.predicted == pytest.approx(400 / 3.5)
+    assert after.predicted == pytest.approx(100.0)
+
+
+def test_cli_overlap_out_of_range_is_one_line_exit_2(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "reproduce.published", "--overlap", "2", "--out",
+                        str(tmp_path / "out"), "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--overlap must be in [0, 1]" in p.stderr
+    assert p.stderr.strip().count("\n") == 0
