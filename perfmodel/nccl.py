@@ -28,6 +28,8 @@ Not modelled: NCCL's per-channel caps on LL/LL128 (they need the channel count) 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .specs import Cluster
@@ -63,57 +65,79 @@ def _log2i(x: np.ndarray) -> np.ndarray:
     return np.floor(np.log2(np.maximum(x, 1.0)))
 
 
-def algorithm_times(n, gpus, cluster: Cluster) -> dict[tuple[str, str], np.ndarray]:
-    """Seconds of each enabled (algorithm, protocol) for n bytes on W GPUs, broadcast over n and W."""
-    n = np.asarray(n, dtype=float)
-    w = np.asarray(gpus, dtype=float)
-    g_node = float(cluster.gpus_per_node)
-    m = np.ceil(w / g_node)
+@lru_cache(maxsize=16)
+def _cached_model(w_bytes: bytes, cluster: Cluster):
+    return _model(np.frombuffer(w_bytes), cluster)
+
+
+def _model(w: np.ndarray, cluster: Cluster):
+    """NCCL's per-(algorithm, protocol) latency (seconds) and bandwidth (bytes/s) before the size-dependent
+    corrections, as arrays (pairs, W), with the pairs' names and which are trees / ring Simple."""
+    m = np.ceil(w / float(cluster.gpus_per_node))
+    multi = m > 1
     ppn = w / m
     hw = intra_class(cluster)
-    multi = m > 1
     bus = np.where(multi, min(cluster.intra.bandwidth_Bps, cluster.network.bandwidth_Bps),
                    cluster.intra.bandwidth_Bps)
-    log_size = np.clip(_log2i(np.maximum(n, 1.0) / 64.0), 0, None).astype(int)
-    out: dict[tuple[str, str], np.ndarray] = {}
-    for a in ALGORITHMS:
-        for i, p in enumerate(PROTOCOLS):
-            if p == "LL128" and hw != "nvlink":
-                continue
-            if a == "ring":
-                bw = bus * {"LL": 0.25, "LL128": np.where(ppn < 2, 0.7, 0.92), "Simple": 1.0}[p]
-                algbw = bw * w / (2 * np.maximum(w - 1, 1))
-            else:
-                bw = np.minimum(bus * 0.9, np.where(m > 2, TREE_MAX_BW_Bps[1], TREE_MAX_BW_Bps[0]))
-                if p == "LL":
-                    bw = bw / 3.8
-                elif p == "LL128":
-                    bw = bw * np.where(multi, 0.915, 7.0 / 9.0)
-                algbw = bw * 0.5
-                table = np.asarray(TREE_CORRECTION[p])
-                algbw = algbw * np.where(log_size < len(table), table[np.minimum(log_size, len(table) - 1)], 1.0)
-            intra_lat = HW_LAT_US[hw][a][i] * np.where(multi & (p == "LL"), 1.8, 1.0)
-            inter_lat = HW_LAT_US["net"][a][i]
-            if a == "ring":
-                steps, inter_steps = 2 * (w - 1), 2 * (m - 1)
-                lat = BASE_LAT_US[a][i] + (steps - inter_steps) * intra_lat + inter_steps * inter_lat
-                if p == "Simple":
-                    lat = lat * np.where(multi & (n >= w / 16.0 * 65536), 1.9, 1.0)
-            else:
-                lat = BASE_LAT_US[a][i] + 2 * ((np.floor(ppn) - 1) * intra_lat + _log2i(m) * inter_lat)
-            out[(a, p)] = np.where(w > 1, lat * 1e-6 + n / algbw, 0.0)
-    return out
+    ring_ratio = w / (2 * np.maximum(w - 1, 1))  # algbw / busbw of the ring
+    ring_steps, ring_inter = 2 * (w - 1), 2 * (m - 1)
+    tree_intra_hops, tree_inter_hops = 2 * (np.floor(ppn) - 1), 2 * _log2i(m)
+    tree_bus = np.minimum(bus * 0.9, np.where(m > 2, TREE_MAX_BW_Bps[1], TREE_MAX_BW_Bps[0]))
+    keys, lats, bws = [], [], []
+    for i, p in enumerate(PROTOCOLS):
+        if p == "LL128" and hw != "nvlink":
+            continue
+        ll_intra = np.where(multi, 1.8, 1.0) if p == "LL" else 1.0
+        factor = {"LL": 0.25, "LL128": np.where(ppn < 2, 0.7, 0.92), "Simple": 1.0}[p]
+        keys.append(("ring", p))
+        bws.append(bus * factor * ring_ratio)
+        lats.append(BASE_LAT_US["ring"][i] + (ring_steps - ring_inter) * HW_LAT_US[hw]["ring"][i] * ll_intra
+                    + ring_inter * HW_LAT_US["net"]["ring"][i])
+        factor = {"LL": 1 / 3.8, "LL128": np.where(multi, 0.915, 7.0 / 9.0), "Simple": 1.0}[p]
+        keys.append(("tree", p))
+        bws.append(tree_bus * factor * 0.5)
+        lats.append(BASE_LAT_US["tree"][i] + tree_intra_hops * HW_LAT_US[hw]["tree"][i] * ll_intra
+                    + tree_inter_hops * HW_LAT_US["net"]["tree"][i])
+    lat = np.empty((len(keys), len(w)))
+    bw = np.empty((len(keys), len(w)))
+    for j in range(len(keys)):
+        lat[j] = lats[j]
+        bw[j] = bws[j]
+    lat *= 1e-6
+    corr = np.ones((len(keys), 23))
+    for j, (a, p) in enumerate(keys):
+        if a == "tree":
+            corr[j, :22] = TREE_CORRECTION[p]
+    ring_simple = np.asarray([k == ("ring", "Simple") for k in keys])
+    return keys, lat, bw, corr, ring_simple, multi
+
+
+def _times(n, gpus, cluster: Cluster) -> tuple[list[tuple[str, str]], np.ndarray]:
+    """(pairs, seconds of each pair) with the seconds shaped (pairs,) + broadcast(n, W).shape."""
+    w = np.atleast_1d(np.asarray(gpus, dtype=float)).ravel()
+    out_shape = np.broadcast_shapes(np.shape(n), np.shape(gpus))
+    n2 = np.broadcast_to(np.asarray(n, dtype=float), out_shape).reshape(-1, len(w))  # (sizes, W)
+    keys, lat, bw, corr, ring_simple, multi = _cached_model(w.tobytes(), cluster)  # read only
+    log_size = np.minimum(np.clip(_log2i(np.maximum(n2, 1.0) / 64.0), 0, None).astype(int), 22)
+    plateau = np.where(multi & (n2 >= w / 16.0 * 65536), 1.9, 1.0)  # (sizes, W)
+    lat_k = lat[:, None, :] * np.where(ring_simple[:, None, None], plateau[None], 1.0)
+    t = lat_k + n2[None] / (bw[:, None, :] * corr[:, log_size])
+    t = np.where(w > 1, t, 0.0)
+    return keys, t.reshape((len(keys),) + out_shape)
+
+
+def algorithm_times(n, gpus, cluster: Cluster) -> dict[tuple[str, str], np.ndarray]:
+    """Seconds of each enabled (algorithm, protocol) for n bytes on W GPUs, broadcast over n and W."""
+    keys, t = _times(n, gpus, cluster)
+    return dict(zip(keys, t))
 
 
 def nccl_allreduce(n, gpus, cluster: Cluster) -> np.ndarray:
     """Seconds NCCL takes to allreduce n bytes on W GPUs: the fastest enabled (algorithm, protocol)."""
-    times = algorithm_times(n, gpus, cluster)
-    return np.minimum.reduce(list(times.values()))
+    return _times(n, gpus, cluster)[1].min(axis=0)
 
 
 def nccl_choice(n, gpus, cluster: Cluster) -> np.ndarray:
     """The (algorithm/protocol) NCCL picks for each (n, W), as strings like "ring/Simple"."""
-    times = algorithm_times(n, gpus, cluster)
-    keys = list(times)
-    best = np.argmin(np.stack([times[k] for k in keys]), axis=0)
-    return np.asarray([f"{a}/{p}" for a, p in keys])[best]
+    keys, t = _times(n, gpus, cluster)
+    return np.asarray([f"{a}/{p}" for a, p in keys])[t.argmin(axis=0)]
