@@ -7,7 +7,8 @@ Per iteration on W GPUs (ALGORITHMS.md section 2):
     strong scaling (total batch K):    T = t_compute(K/W) + t_comm - hidden; throughput = K / T
 where hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their
 communication when backprop has produced them, one after another on one stream; ssgd, sync-ps and
-byteps, and none for the other strategies), or is overlap * min(t_comm, t_compute) when a constant
+byteps, and DASO's node-local allreduce, which HeAT runs with torch DDP; none for terngrad and asgd),
+or is overlap * min(t_comm, t_compute) when a constant
 ``overlap`` is given. Multi-GPU steps add the framework's per-step cost ``step_overhead_s``. With
 gradient accumulation (the workload's ``accumulate`` K), K micro-batches of the per-GPU batch b are
 computed per exchange: t_compute = K t_c(b), samples per step K b W (weak); strong scaling splits the
@@ -24,7 +25,8 @@ Strategies:
               is allreduced, or every worker's packed gradient allgathered. Encoding and the
               decoding of each copy received are computation (column t_compress_s), charged on
               every GPU count, one included: a 1-GPU TernGrad run still ternarizes.
-    daso      node-local gradient allreduce every batch; every B batches one GPU per node allreduces
+    daso      node-local gradient allreduce every batch (bucketed and overlapped with backprop, as torch
+              DDP inside HeAT's DataParallelMultiGPU does); every B batches one GPU per node allreduces
               the parameters across nodes (bf16 and blocking when W=0; fp32 and non-blocking otherwise:
               its time, times daso_nonblocking_factor, is hidden behind the next W batches of compute
               with daso_progress "async", and paid in full with "wait") and broadcasts them inside
@@ -334,8 +336,12 @@ def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
     nodes, g = coll.placement(w, cluster)
     n32 = dense_bytes(workload, "fp32")
     local_cluster = cluster  # the local group is one node: placement(g) gives M = 1
-    t_local = coll.cluster_allreduce(strategy.allreduce if strategy.allreduce != "paper" else "ring",
-                                     n32, g, local_cluster)
+
+    def local(nb):  # HeAT's DataParallelMultiGPU runs torch DDP inside the node: bucketed, overlapped
+        return coll.cluster_allreduce(strategy.allreduce if strategy.allreduce != "paper" else "ring",
+                                      nb, g, local_cluster)
+
+    t_local = local(n32)
     blocking = strategy.daso_W == 0
     n_global = dense_bytes(workload, "bf16") if blocking else n32
     t_global = coll.ring_allreduce(n_global, nodes, cluster.network.alpha, cluster.network.beta)
@@ -352,7 +358,7 @@ def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
                                             / g, 0.0)
     extra = {"t_global_sync_s": np.where(nodes > 1, t_global, 0.0), "daso_B": np.full_like(w, strategy.daso_B),
              "daso_W": np.full_like(w, strategy.daso_W)}
-    return t, sent, extra, (w if blocking else g)
+    return t, sent, extra, (w if blocking else g), (local, t_local, 4.0)
 
 
 def _asgd_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):

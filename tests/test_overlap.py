@@ -79,7 +79,7 @@ def _slow_network():
 
 def test_paper_allreduce_and_other_strategies_keep_no_overlap_by_default():
     wl = _workload()
-    for st in (Strategy("ssgd", allreduce="paper"), Strategy("terngrad"), Strategy("daso")):
+    for st in (Strategy("ssgd", allreduce="paper"), Strategy("terngrad"), Strategy("asgd")):
         p = predict(wl, CL, st, [8], batch=32)
         assert p.extra["t_hidden_s"][0] == 0.0
 
@@ -138,3 +138,14 @@ def test_unrunnable_counts_and_refusals():
     small = Cluster("small", 4, CL.intra, CL.host, CL.network, gpu="gpu", max_nodes=2)
     with pytest.raises(SpecError, match="beyond"):
         predict(_workload(), small, Strategy("ssgd"), [4, 16], batch=32)
+
+
+def test_daso_local_allreduce_follows_the_schedule():
+    """DASO's node-local allreduce is bucketed like ssgd's: on one node DASO is ssgd, buckets and all."""
+    wl = _workload()
+    for bucket in (1.0, 25.0):
+        daso = predict(wl, CL, Strategy("daso", bucket_mb=bucket), [4], batch=32)
+        ssgd = predict(wl, CL, Strategy("ssgd", bucket_mb=bucket), [4], batch=32)
+        assert daso.t_iter_s[0] == pytest.approx(ssgd.t_iter_s[0])
+        assert daso.extra["t_hidden_s"][0] == pytest.approx(ssgd.extra["t_hidden_s"][0])
+    assert predict(wl, CL, Strategy("daso", bucket_mb=1.0), [4], batch=32).extra["t_hidden_s"][0] > 0
