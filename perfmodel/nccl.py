@@ -113,16 +113,19 @@ def _model(w: np.ndarray, cluster: Cluster):
 
 
 def _times(n, gpus, cluster: Cluster) -> tuple[list[tuple[str, str]], np.ndarray]:
-    """(pairs, seconds of each pair) with the seconds shaped (pairs,) + broadcast(n, W).shape."""
+    """(pairs, seconds of each pair) with the seconds shaped (pairs,) + broadcast(n, W).shape; 1 GPU costs 0."""
     w = np.atleast_1d(np.asarray(gpus, dtype=float)).ravel()
     out_shape = np.broadcast_shapes(np.shape(n), np.shape(gpus))
-    n2 = np.broadcast_to(np.asarray(n, dtype=float), out_shape).reshape(-1, len(w))  # (sizes, W)
+    n = np.asarray(n, dtype=float)
+    # sizes as (sizes, 1) when they do not vary with W, else (sizes, W)
+    n2 = n.reshape(-1, 1) if n.ndim == 0 or n.shape[-1] == 1 or len(w) == 1 else \
+        np.broadcast_to(n, out_shape).reshape(-1, len(w))
     keys, lat, bw, corr, ring_simple, multi = _cached_model(w.tobytes(), cluster)  # read only
     log_size = np.minimum(np.clip(_log2i(np.maximum(n2, 1.0) / 64.0), 0, None).astype(int), 22)
-    plateau = np.where(multi & (n2 >= w / 16.0 * 65536), 1.9, 1.0)  # (sizes, W)
-    lat_k = lat[:, None, :] * np.where(ring_simple[:, None, None], plateau[None], 1.0)
-    t = lat_k + n2[None] / (bw[:, None, :] * corr[:, log_size])
-    t = np.where(w > 1, t, 0.0)
+    t = lat[:, None, :] + n2[None] / (bw[:, None, :] * corr[:, log_size])
+    rs = ring_simple.argmax()  # NCCL's ring plateau: ring Simple's latency x 1.9 across nodes for large n
+    t[rs] += lat[rs] * 0.9 * (multi & (n2 >= w / 16.0 * 65536))
+    t *= w > 1
     return keys, t.reshape((len(keys),) + out_shape)
 
 

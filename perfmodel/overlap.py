@@ -60,15 +60,15 @@ def make_buckets(sizes_bytes, weights, bucket_bytes: float) -> Buckets:
     if bucket_bytes <= 0:
         raise SpecError(f"bucket size must be > 0 bytes, got {bucket_bytes!r}")
     total_w = wts.sum()
-    done = np.cumsum(wts) / total_w if total_w > 0 else np.linspace(1.0 / len(wts), 1.0, len(wts))
+    done = np.cumsum(wts) / total_w if total_w > 0 else np.arange(1, len(wts) + 1) / len(wts)
+    filled = np.cumsum(sizes)
     nbytes, ready = [], []
-    filled = 0.0
-    for i, s in enumerate(sizes):
-        filled += s
-        if filled >= bucket_bytes or i == len(sizes) - 1:
-            nbytes.append(filled)
-            ready.append(done[i])
-            filled = 0.0
+    start, base = 0, 0.0
+    while start < len(sizes):  # one pass per bucket: the first tensor that fills it closes it
+        end = min(int(np.searchsorted(filled, base + bucket_bytes, side="left")), len(sizes) - 1)
+        nbytes.append(filled[end] - base)
+        ready.append(done[end])
+        start, base = end + 1, filled[end]
     ready[-1] = 1.0
     return Buckets(np.asarray(nbytes), np.asarray(ready))
 
