@@ -10,7 +10,8 @@ Buckets: tensors in reverse model order are added to the open bucket; it closes 
 Ready times: the backward pass takes t_b seconds and spends it on tensor i in proportion to a weight
 w_i: the tensor's FLOPs when the workload gives ``tensor_flops``, else its parameter count (a stated
 fallback: a layer's backward FLOPs grow with its parameters times the positions it is applied at, which
-the parameter count alone does not know). Bucket j is ready at r_j = t_b S_j / S, where S_j sums the
+the parameter count alone does not know). Only the proportions matter, so measured per-tensor backward
+times (a profile's) can be given in ``tensor_flops`` as well. Bucket j is ready at r_j = t_b S_j / S, where S_j sums the
 weights of the tensors produced up to and including its last one, S all of them.
 Schedule (one stream): f_0 = r_0 + c_0, f_j = max(r_j, f_{j-1}) + c_j, where c_j is bucket j's
 communication time. Exposed communication = f_last - t_b (>= c_last); hidden = sum_j c_j - exposed.

@@ -61,3 +61,24 @@ def test_options_change_the_prediction(capsys):
     assert t_iter("--staging", "host") > base  # auto picks an MPI ring on host buffers
     assert t_iter("--allreduce", "nccl") == pytest.approx(base)  # auto is nccl on a GPU cluster
     assert t_iter("--overlap", "0") >= base
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--gpus", "100000"], "beyond terngrad-infiniband's 128 nodes"),
+    (["--scaling", "strong", "--batch", "1", "--gpus", "512"], "fewer than one sample per GPU"),
+    (["--ps-servers", "0", "--strategy", "sync-ps"], "ps_servers must be a positive integer"),
+    (["--step-overhead-ms", "-1"], "--step-overhead-ms must be >= 0"),
+    (["--step-overhead-ms", "nan"], "--step-overhead-ms must be >= 0"),
+    (["--bucket-mb", "inf"], "bucket_mb must be finite"),
+])
+def test_impossible_inputs_one_line_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, "predict", *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("perfmodel: error: ") and message in err, err
+
+
+def test_strong_scaling_skips_only_the_counts_with_less_than_a_sample(capsys):
+    code, out, err = run(capsys, "predict", "--scaling", "strong", "--batch", "256", "--gpus", "128-512:x2",
+                         "--strategy", "ssgd", "--format", "json")
+    assert code == 0 and [r["gpus"] for r in json.loads(out)] == [128, 256]
+    assert "skipped ssgd at 512 GPUs: strong scaling with total batch 256: fewer than one sample per GPU" in err
