@@ -80,7 +80,8 @@ def workload_buckets(workload: Workload, bytes_per_element: float, bucket_mb: fl
     return make_buckets(sizes, tensor_weights(workload), bucket_mb * MIB)
 
 
-def exposed_time(buckets: Buckets, t_backward, cost: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def exposed_time(buckets: Buckets, t_backward,
+                 cost: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(total communication seconds, seconds of it not hidden behind backprop), arrays over GPU counts.
 
     t_backward: seconds of the backward pass (per GPU count, array); cost(nbytes[:, None]) gives each

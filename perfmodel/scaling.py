@@ -2,19 +2,16 @@
 
 One call predicts a whole sweep of GPU counts as numpy expressions (no Python loop over GPU counts).
 
-Per iteration on W GPUs (ALGORITHMS.md section 2):
-    weak scaling  (per-GPU batch b):   T = t_compute(b) + t_comm - hidden;   throughput = W b / T
-    strong scaling (total batch K):    T = t_compute(K/W) + t_comm - hidden; throughput = K / T
-where hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their
-communication when backprop has produced them, one after another on one stream; ssgd, sync-ps and
-byteps, and DASO's node-local allreduce, which HeAT runs with torch DDP; none for terngrad and asgd),
-or is overlap * min(t_comm, t_compute) when a constant
-``overlap`` is given. Multi-GPU steps add the framework's per-step cost ``step_overhead_s``. With
-gradient accumulation (the workload's ``accumulate`` K), K micro-batches of the per-GPU batch b are
-computed per exchange: t_compute = K t_c(b), samples per step K b W (weak); strong scaling splits the
-total batch into b = K_total / (W K); only the last micro-batch's backward hides communication.
-With ``allreduce="paper"`` the strong form is the
-paper's exactly, T = (t_c(K) - t_cg) / W + t_comm, and t_cg (the GPU->CPU copy inside the profiled
+Per iteration on W GPUs (ALGORITHMS.md section 2; docs/model.md):
+    weak scaling  (per-GPU batch b):   T = A t_c(b) + t_comm - hidden + o;       throughput = A W b / T
+    strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + o;  throughput = K / T
+A: micro-batches per exchange (the workload's ``accumulate``, 1 by default); o: the framework's cost
+per multi-GPU step (``step_overhead_s``, 0 by default). hidden follows from the gradient bucket
+schedule (perfmodel.overlap: buckets start their communication when backprop has produced them, one
+after another on one stream, within the last micro-batch's backward) for ssgd, sync-ps, byteps and
+DASO's node-local allreduce (which HeAT runs with torch DDP), and is 0 for terngrad and asgd; a
+constant ``overlap`` replaces it by overlap * min(t_comm, t_compute). With ``allreduce="paper"`` there
+is no overlap unless a constant is given, and the strong form is the paper's exactly, T = (t_c(K) - t_cg) / W + t_comm, and t_cg (the GPU->CPU copy inside the profiled
 t_c) is taken out of t_compute in both forms because the paper's t_comm counts that copy again.
 On one GPU nothing is communicated and T = t_c(b) - t_cg.
 
@@ -71,7 +68,8 @@ class Prediction:
     is extra["t_compress_s"], added to t_iter_s); t_comm_s: seconds of
     communication per iteration (amortized for DASO, the worker's own exchange for ASGD), before
     overlap; t_iter_s: seconds per iteration; throughput: samples/s; bytes_per_gpu: bytes one GPU
-    sends per iteration (amortized); extra: strategy-specific columns (ASGD: server load, staleness).
+    sends per iteration (amortized); extra: strategy-specific columns (ASGD: server load, staleness;
+    every strategy: t_hidden_s, the seconds of communication hidden behind backprop).
     """
 
     strategy: str
@@ -152,7 +150,9 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
             scaling: str = "weak", batch: int = 32) -> Prediction:
     """Predict one strategy for every GPU count in ``gpus`` (1-D integers).
 
-    batch: per-GPU batch (weak scaling) or total batch (strong scaling), in samples.
+    batch: per-GPU micro-batch (weak scaling) or total batch per exchange (strong scaling), in samples.
+    Raises SpecError for a count the strategy cannot run (see ``unrunnable``) or beyond the cluster's
+    nodes.
     """
     if scaling not in SCALINGS:
         raise SpecError(f"unknown scaling {scaling!r}; choose strong or weak")
@@ -258,7 +258,8 @@ def _ssgd_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
         return coll.cluster_allreduce(strategy.allreduce, nb, w, cluster, staging=strategy.staging)
 
     t = cost(n)
-    return t, _allreduce_bytes(strategy.allreduce, n, w), _host_note(cluster, strategy, w), w, (cost, t, n / workload.parameters)
+    sent = _allreduce_bytes(strategy.allreduce, n, w)
+    return t, sent, _host_note(cluster, strategy, w), w, (cost, t, n / workload.parameters)
 
 
 def _host_note(cluster: Cluster, strategy: Strategy, w: np.ndarray) -> dict:

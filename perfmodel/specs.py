@@ -254,8 +254,8 @@ class Strategy:
     device, or to the CPU with staging "host", then broadcast).
     overlap: None (default) computes the share of communication hidden behind backprop from the gradient
     bucket schedule (perfmodel.overlap) for ssgd, sync-ps, byteps and DASO's node-local allreduce (no
-    overlap for terngrad and asgd, and for allreduce "paper", whose formula has none); a number in 0..1 overrides it as a constant
-    fraction of min(t_comm, t_compute).
+    overlap for terngrad and asgd, and for allreduce "paper", whose formula has none); a number in 0..1
+    overrides it as a constant fraction of min(t_comm, t_compute).
     bucket_mb: gradient bucket size in MiB (PyTorch DDP bucket_cap_mb default 25; Horovod's fusion
     buffer, HOROVOD_FUSION_THRESHOLD, 64 MiB before v0.21, 128 MiB from v0.21).
     staging: "device" (collective on GPU buffers, CUDA-aware) or "host" (device-to-host copy, MPI
