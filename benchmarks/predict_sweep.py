@@ -1,5 +1,8 @@
 """Wall time of predicting every preset workload x cluster x strategy for GPUs 1..512.
 
+Each strategy runs as `perfmodel predict` runs it on a GPU preset: NCCL's allreduce, overlap from the
+gradient bucket schedule; the GPU counts a strategy cannot run are left out as the command skips them.
+
 Prints the vectorized sweep's total time and, side by side in the same run, the time of the same
 predictions made one GPU count at a time (the ratio is what the vectorization buys).
 Usage: python benchmarks/predict_sweep.py [--repeats 5]
@@ -13,15 +16,15 @@ import time
 import numpy as np
 
 from perfmodel import presets
-from perfmodel.scaling import predict
+from perfmodel.scaling import predict, unrunnable
 from perfmodel.specs import STRATEGIES, Strategy
 
 
-def valid_gpus(strategy: Strategy, gpus_per_node: int) -> np.ndarray:
-    """1..512, less the counts that would split a node where the strategy needs whole nodes."""
+def valid_gpus(strategy: Strategy, cluster) -> np.ndarray:
+    """1..512, less the counts the strategy cannot run on the cluster (perfmodel.scaling.unrunnable)."""
     w = np.arange(1, 513)
-    if strategy.name == "daso":
-        return w[(w <= gpus_per_node) | (w % gpus_per_node == 0)]
+    for bad in unrunnable(w, cluster, strategy).values():
+        w = w[~np.isin(w, bad)]
     return w
 
 
@@ -31,8 +34,8 @@ def main() -> None:
     args = ap.parse_args()
     workloads = [presets.load_workload(n) for n in presets.workload_names()]
     clusters = [presets.load_cluster(n) for n in presets.cluster_names()]
-    cases = [(wl, cl, Strategy(s), valid_gpus(Strategy(s), cl.gpus_per_node))
-             for wl in workloads for cl in clusters for s in STRATEGIES]
+    strategies = [Strategy(s, allreduce="nccl") for s in STRATEGIES]
+    cases = [(wl, cl, st, valid_gpus(st, cl)) for wl in workloads for cl in clusters for st in strategies]
     points = sum(len(g) for *_, g in cases)
 
     best_vec = float("inf")

@@ -13,8 +13,8 @@ import math
 import sys
 from pathlib import Path
 
-from .specs import (Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, TERNGRAD_EXCHANGES,
-                    daso_strategy_fields)
+from .specs import (Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS, STAGINGS,
+                    TERNGRAD_EXCHANGES, daso_strategy_fields)
 
 DEFAULT_GPUS = "1-512:x2"
 
@@ -84,8 +84,42 @@ def _parse_straggler(text: str | None) -> tuple[float, float]:
     return parts[0], parts[1] if len(parts) == 2 else 0.0
 
 
+def default_allreduce(cluster, staging: str = "device") -> str:
+    """--allreduce auto: NCCL's choice on GPU clusters (what PyTorch DDP, Horovod and DASO run there),
+    an MPI ring where the ranks are CPUs (a cluster whose host link is free, as a CPU profile's) or the
+    gradients are staged on the host (MPI without CUDA awareness)."""
+    cpu = cluster is not None and math.isinf(cluster.host.bandwidth_Bps)
+    return "ring" if cpu or staging == "host" else "nccl"
+
+
+def add_schedule_options(p: argparse.ArgumentParser) -> None:
+    """Options of the synchronous schemes and of the overlap schedule (Strategy fields)."""
+    p.add_argument("--bucket-mb", type=float, default=25.0,
+                   help="gradient bucket size in MiB for the overlap schedule (PyTorch DDP 25; Horovod's "
+                        "fusion buffer 64 before v0.21, 128 from v0.21)")
+    p.add_argument("--staging", choices=STAGINGS, default="device",
+                   help="host: allreduce through host memory, as MPI without CUDA awareness (Horovod over a "
+                        "non-CUDA-aware MPI); uses the cluster's host memory bandwidth")
+    p.add_argument("--step-overhead-ms", type=float, default=0.0,
+                   help="framework time per multi-GPU step in ms (default 0; e.g. Horovod's cycle time, "
+                        "HOROVOD_CYCLE_TIME, 5 ms before v0.21, 1 ms after)")
+    p.add_argument("--ps-placement", choices=PS_PLACEMENTS, default="colocated",
+                   help="sync-ps: servers on the worker nodes or on dedicated nodes; byteps: dedicated = "
+                        "--ps-servers CPU summation machines, colocated = none")
+    p.add_argument("--ps-local-reduce", choices=["on", "off"], default="on",
+                   help="sync-ps: sum a node's GPUs before the push (TF distributed_replicated, MXNet "
+                        "dist_device_sync) or push from every GPU")
+
+
+def _schedule_fields(args: argparse.Namespace) -> dict:
+    if args.step_overhead_ms is not None and not args.step_overhead_ms >= 0:
+        raise CLIError(f"--step-overhead-ms must be >= 0, got {args.step_overhead_ms}")
+    return dict(bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
+                ps_placement=args.ps_placement, ps_local_reduce=args.ps_local_reduce == "on")
+
+
 def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] = (0.0, 0.0),
-                     daso: dict | None = None) -> list[Strategy]:
+                     daso: dict | None = None, cluster=None) -> list[Strategy]:
     """Strategies from the command line; TernGrad codec rates from a profile unless given."""
     names = [s.strip() for s in args.strategy.split(",") if s.strip()]
     if not names:
@@ -96,17 +130,18 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] 
         daso["progress"] = args.daso_progress
     if args.daso_nb_factor is not None:
         daso["nonblocking_factor"] = args.daso_nb_factor
+    allreduce = default_allreduce(cluster, args.staging) if args.allreduce == "auto" else args.allreduce
     out = []
     for name in names:
         if name not in STRATEGIES:
             raise CLIError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}")
-        out.append(Strategy(name, allreduce=args.allreduce, overlap=args.overlap, wire=args.wire,
+        out.append(Strategy(name, allreduce=allreduce, overlap=args.overlap, wire=args.wire,
                             terngrad_min_elems=args.terngrad_min_elems, terngrad_fp32_last=args.terngrad_fp32_last,
                             terngrad_encode_elems_per_s=args.terngrad_encode_rate or codec_rates[0],
                             terngrad_decode_elems_per_s=args.terngrad_decode_rate or codec_rates[1],
                             terngrad_exchange=args.terngrad_exchange, daso_B=args.daso_b, daso_W=args.daso_w,
                             ps_servers=args.ps_servers, straggler_cv=cv_task, straggler_machine_cv=cv_mach,
-                            **daso_strategy_fields(daso)))
+                            **_schedule_fields(args), **daso_strategy_fields(daso)))
     return out
 
 
@@ -175,14 +210,39 @@ def _csv(records: list[dict]) -> str:
     return buf.getvalue()
 
 
-def cmd_predict(args: argparse.Namespace) -> int:
-    from .scaling import predict
+def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[int], scaling: str,
+                    batch: int) -> tuple[list[dict], list[str]]:
+    """Records of every strategy at the GPU counts it can run, and one note per skipped set of counts.
+    Raises CLIError when no strategy can run any count."""
+    import numpy as np
 
+    from .scaling import predict, unrunnable
+
+    records: list[dict] = []
+    notes: list[str] = []
+    accumulate = int(getattr(workload, "accumulate", 1) or 1)
+    w = np.asarray(gpus)
+    for strategy in strategies:
+        skip = unrunnable(w, cluster, strategy, scaling=scaling, batch=batch, accumulate=accumulate)
+        keep = np.ones(len(w), bool)
+        for why, bad in skip.items():
+            keep &= ~np.isin(w, bad)
+            notes.append(f"skipped {strategy.name} at {', '.join(str(int(x)) for x in bad)} GPUs: {why}")
+        if keep.any():
+            records.extend(predict(workload, cluster, strategy, w[keep], scaling=scaling, batch=batch).records())
+    if not records:
+        raise CLIError("nothing to predict: " + "; ".join(dict.fromkeys(n.split(": ", 1)[1] for n in notes)))
+    return records, notes
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
     gpus = parse_gpus(args.gpus)
     workload, cluster, codec_rates, daso = _resolve_workload_cluster(args)
-    records: list[dict] = []
-    for strategy in build_strategies(args, codec_rates, daso):
-        records.extend(predict(workload, cluster, strategy, gpus, scaling=args.scaling, batch=args.batch).records())
+    strategies = build_strategies(args, codec_rates, daso, cluster)
+    records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
+    if notes and args.format != "table":
+        for note in notes:
+            print(f"perfmodel: note: {note}", file=sys.stderr)
     if args.format == "json":
         text = json.dumps(records, indent=1)
     elif args.format == "csv":
@@ -191,8 +251,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         _, _, source = workload.compute_for(cluster)
         head = (f"# {workload.name} ({workload.parameters / 1e6:.2f}M params) on {cluster.name} "
                 f"({cluster.gpus_per_node} GPUs/node), {args.scaling} scaling, batch {args.batch}"
-                f"{' per GPU' if args.scaling == 'weak' else ' total'}, allreduce {args.allreduce}\n"
-                f"# compute: {source}")
+                f"{' per GPU' if args.scaling == 'weak' else ' total'}, allreduce {strategies[0].allreduce}"
+                f"{', staged on host' if args.staging == 'host' else ''}\n"
+                f"# compute: {source}" + "".join(f"\n# {note}" for note in notes))
         text = head + "\n" + format_table(records)
     print(text)
     if args.plot:
@@ -241,14 +302,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="predict throughput for 1..512 GPUs")
     p.add_argument("--workload", default=None, help="workload preset (default vgg-a; see `perfmodel presets`)")
     p.add_argument("--cluster", default=None, help="cluster preset (default terngrad-infiniband), or local with --profile")
-    p.add_argument("--strategy", default="ssgd,terngrad,daso,asgd", help=f"comma list of {', '.join(STRATEGIES)}")
+    p.add_argument("--strategy", default=",".join(STRATEGIES), help=f"comma list of {', '.join(STRATEGIES)}")
     p.add_argument("--gpus", default=DEFAULT_GPUS, help="1-512 (every integer), 1-512:x2, or a list 1,2,4")
     p.add_argument("--scaling", choices=["strong", "weak"], default="weak")
     p.add_argument("--batch", type=int, default=32, help="per-GPU batch (weak) or total batch (strong)")
-    p.add_argument("--allreduce", choices=ALLREDUCE_ALGORITHMS, default="ring",
-                   help="collective; 'paper' is TernGrad Appendix B exactly")
+    p.add_argument("--allreduce", choices=("auto",) + ALLREDUCE_ALGORITHMS, default="auto",
+                   help="collective; auto: nccl (NCCL's ring/tree choice) on GPU clusters, ring on CPU ranks; "
+                        "'paper' is TernGrad Appendix B exactly")
     p.add_argument("--wire", choices=["fp32", "fp16", "bf16"], default="fp32", help="ssgd gradient format")
-    p.add_argument("--overlap", type=float, default=0.0, help="fraction of communication hidden behind backprop")
+    p.add_argument("--overlap", type=float, default=None,
+                   help="constant fraction of communication hidden behind backprop (default: computed from "
+                        "the gradient bucket schedule, see --bucket-mb)")
     p.add_argument("--stragglers", default=None,
                    help="none | homogeneous | heterogeneous | CV | CV_TASK,CV_MACHINE (gamma CVB model)")
     p.add_argument("--terngrad-min-elems", type=int, default=0, help="tensors smaller than this stay fp32")
@@ -266,7 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--daso-nb-factor", type=float, default=None,
                    help="DASO: non-blocking sync time over a blocking allreduce (default 1, or the "
                         "--profile's iallreduce/allreduce)")
-    p.add_argument("--ps-servers", type=int, default=1, help="ASGD: parameter servers")
+    p.add_argument("--ps-servers", type=int, default=1,
+                   help="asgd, sync-ps: parameter servers; byteps: CPU summation machines (--ps-placement dedicated)")
+    add_schedule_options(p)
     p.add_argument("--profile", default=None, help="profile JSON from `perfmodel profile`")
     p.add_argument("--profile-links", default="network",
                    help="with a preset --cluster: which links the profile overrides (comma list of "

@@ -2,11 +2,16 @@
 
 One call predicts a whole sweep of GPU counts as numpy expressions (no Python loop over GPU counts).
 
-Per iteration on W GPUs (ALGORITHMS.md section 2):
-    weak scaling  (per-GPU batch b):   T = t_compute(b) + t_comm - hidden;   throughput = W b / T
-    strong scaling (total batch K):    T = t_compute(K/W) + t_comm - hidden; throughput = K / T
-where hidden = overlap * min(t_comm, t_compute). With ``allreduce="paper"`` the strong form is the
-paper's exactly, T = (t_c(K) - t_cg) / W + t_comm, and t_cg (the GPU->CPU copy inside the profiled
+Per iteration on W GPUs (ALGORITHMS.md section 2; docs/model.md):
+    weak scaling  (per-GPU batch b):   T = A t_c(b) + t_comm - hidden + o;       throughput = A W b / T
+    strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + o;  throughput = K / T
+A: micro-batches per exchange (the workload's ``accumulate``, 1 by default); o: the framework's cost
+per multi-GPU step (``step_overhead_s``, 0 by default). hidden follows from the gradient bucket
+schedule (perfmodel.overlap: buckets start their communication when backprop has produced them, one
+after another on one stream, within the last micro-batch's backward) for ssgd, sync-ps, byteps and
+DASO's node-local allreduce (which HeAT runs with torch DDP), and is 0 for terngrad and asgd; a
+constant ``overlap`` replaces it by overlap * min(t_comm, t_compute). With ``allreduce="paper"`` there
+is no overlap unless a constant is given, and the strong form is the paper's exactly, T = (t_c(K) - t_cg) / W + t_comm, and t_cg (the GPU->CPU copy inside the profiled
 t_c) is taken out of t_compute in both forms because the paper's t_comm counts that copy again.
 On one GPU nothing is communicated and T = t_c(b) - t_cg.
 
@@ -17,13 +22,23 @@ Strategies:
               is allreduced, or every worker's packed gradient allgathered. Encoding and the
               decoding of each copy received are computation (column t_compress_s), charged on
               every GPU count, one included: a 1-GPU TernGrad run still ternarizes.
-    daso      node-local gradient allreduce every batch; every B batches one GPU per node allreduces
+    daso      node-local gradient allreduce every batch (bucketed and overlapped with backprop, as torch
+              DDP inside HeAT's DataParallelMultiGPU does); every B batches one GPU per node allreduces
               the parameters across nodes (bf16 and blocking when W=0; fp32 and non-blocking otherwise:
               its time, times daso_nonblocking_factor, is hidden behind the next W batches of compute
               with daso_progress "async", and paid in full with "wait") and broadcasts them inside
               its node.
     asgd      parameter server: workers never wait for each other; a worker's iteration is its
               compute plus its own push/pull; the servers' links cap the aggregate rate.
+    sync-ps   synchronous parameter server: K servers (ps_servers) hold n/K each, on the worker nodes
+              or on dedicated nodes (ps_placement); a node sums its GPUs first (ps_local_reduce) or
+              every GPU pushes; push, then pull (collectives.sync_ps_exchange).
+    byteps    BytePS push-pull: intra-node reduce, then summation on the GPU machines and on
+              ps_servers CPU machines (ps_placement "dedicated"; "colocated" means none), split as
+              the BytePS paper's optimum (collectives.byteps_exchange).
+Collectives for ssgd: every ``allreduce`` of perfmodel.collectives, ``nccl`` (NCCL's own ring/tree and
+protocol choice by message size, perfmodel.nccl), ``reduce-broadcast``, each on device buffers or
+staged through host memory (``staging="host"``).
 Stragglers (gamma CVB): synchronous strategies wait for the slowest of W (DASO's non-blocking phase:
 of the g GPUs of a node); ASGD runs at the mean rate of its machines.
 """
@@ -35,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import collectives as coll
+from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
 from .compression import aggregate_bits, dense_bytes, encode_seconds, terngrad_bytes, ternary_split
 from .specs import Cluster, SpecError, Strategy, Workload
 from .stragglers import CVB, async_speedup_factor, sync_slowdown
@@ -52,7 +68,8 @@ class Prediction:
     is extra["t_compress_s"], added to t_iter_s); t_comm_s: seconds of
     communication per iteration (amortized for DASO, the worker's own exchange for ASGD), before
     overlap; t_iter_s: seconds per iteration; throughput: samples/s; bytes_per_gpu: bytes one GPU
-    sends per iteration (amortized); extra: strategy-specific columns (ASGD: server load, staleness).
+    sends per iteration (amortized); extra: strategy-specific columns (ASGD: server load, staleness;
+    every strategy: t_hidden_s, the seconds of communication hidden behind backprop).
     """
 
     strategy: str
@@ -86,78 +103,128 @@ class Prediction:
         return out
 
 
-def _check_gpus(gpus: np.ndarray, cluster: Cluster, strategy: Strategy) -> None:
+def needs_whole_nodes(strategy: Strategy) -> bool:
+    """DASO, and the paper's and the hierarchical allreduce, need every node full (or one partial node)."""
+    return strategy.name == "daso" or strategy.allreduce in ("paper", "hierarchical")
+
+
+def unrunnable(gpus, cluster: Cluster, strategy: Strategy, *, scaling: str = "weak", batch: int = 32,
+               accumulate: int = 1) -> dict[str, np.ndarray]:
+    """GPU counts a strategy cannot run: {reason: the counts}, empty when all can run.
+
+    Reasons: a count that splits a node where the strategy needs whole nodes; strong scaling with fewer
+    than one sample per GPU per micro-batch (total batch < W x accumulate).
+    """
+    w = np.asarray(gpus, dtype=float).ravel()
+    out: dict[str, np.ndarray] = {}
+    g = cluster.gpus_per_node
+    if needs_whole_nodes(strategy):
+        bad = w[(w > g) & (w % g != 0)]
+        if len(bad):
+            why = "daso" if strategy.name == "daso" else f"allreduce {strategy.allreduce}"
+            out[f"{why} needs whole nodes: not a multiple of {g} GPUs per node on {cluster.name}"] = bad
+    if scaling == "strong":
+        bad = w[batch < w * accumulate]
+        if len(bad):
+            k = f" x {accumulate} micro-batches" if accumulate > 1 else ""
+            out[f"strong scaling with total batch {batch}: fewer than one sample per GPU{k}"] = bad
+    return out
+
+
+def _check_gpus(gpus: np.ndarray, cluster: Cluster, strategy: Strategy, scaling: str, batch: int,
+                accumulate: int) -> None:
     if gpus.ndim != 1 or len(gpus) == 0:
         raise SpecError("gpus must be a non-empty list of GPU counts")
     if np.any(gpus < 1) or np.any(gpus != np.floor(gpus)):
         raise SpecError(f"GPU counts must be positive integers, got {gpus[(gpus < 1) | (gpus != np.floor(gpus))][:3].tolist()}")
-    g = cluster.gpus_per_node
-    needs_full_nodes = strategy.name == "daso" or strategy.allreduce in ("paper", "hierarchical")
-    if needs_full_nodes:
-        bad = gpus[(gpus > g) & (gpus % g != 0)]
-        if len(bad):
-            why = "daso" if strategy.name == "daso" else f"allreduce {strategy.allreduce}"
-            raise SpecError(f"{why} needs whole nodes: {int(bad[0])} GPUs is not a multiple of "
-                            f"{g} GPUs per node on {cluster.name}")
+    if cluster.max_nodes is not None:
+        most = cluster.max_nodes * cluster.gpus_per_node
+        if np.any(gpus > most):
+            raise SpecError(f"{int(gpus.max())} GPUs is beyond {cluster.name}'s {cluster.max_nodes} nodes "
+                            f"x {cluster.gpus_per_node} GPUs = {most}")
+    for why, bad in unrunnable(gpus, cluster, strategy, scaling=scaling, batch=batch, accumulate=accumulate).items():
+        raise SpecError(f"{why} (at {int(bad[0])} GPUs)")
 
 
 def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
             scaling: str = "weak", batch: int = 32) -> Prediction:
     """Predict one strategy for every GPU count in ``gpus`` (1-D integers).
 
-    batch: per-GPU batch (weak scaling) or total batch (strong scaling), in samples.
+    batch: per-GPU micro-batch (weak scaling) or total batch per exchange (strong scaling), in samples.
+    Raises SpecError for a count the strategy cannot run (see ``unrunnable``) or beyond the cluster's
+    nodes.
     """
     if scaling not in SCALINGS:
         raise SpecError(f"unknown scaling {scaling!r}; choose strong or weak")
     if isinstance(batch, bool) or int(batch) != batch or batch < 1:
         raise SpecError(f"batch must be a positive integer, got {batch!r}")
+    k = int(getattr(workload, "accumulate", 1) or 1)
     w = np.asarray(gpus, dtype=float).ravel()
-    _check_gpus(w, cluster, strategy)
+    _check_gpus(w, cluster, strategy, scaling, batch, k)
     nodes, _ = coll.placement(w, cluster)
     curve, scale, source = workload.compute_for(cluster)
     copy_s = curve.copy_s * scale
     paper = strategy.allreduce == "paper"
 
-    # compute per iteration
+    # compute per iteration: K micro-batches of b samples per GPU
     if scaling == "weak":
         b = np.full_like(w, float(batch))
-        t_comp = curve(b) * scale - copy_s
-        samples = w * batch
+        t_micro = curve(b) * scale - copy_s
+        samples = w * batch * k
+        single = curve(float(batch)) * scale - copy_s  # one GPU, one micro-batch
     else:
-        b = batch / w
+        b = batch / (w * k)
         if paper:
-            t_comp = (curve(float(batch)) * scale - copy_s) / w
+            t_micro = (curve(float(batch) / k) * scale - copy_s) / w
         else:
-            t_comp = curve(b) * scale - copy_s
+            t_micro = curve(b) * scale - copy_s
         samples = np.full_like(w, float(batch))
-    t_comp = np.maximum(t_comp, 0.0)
-    single = float(np.atleast_1d(curve(float(batch)) * scale - copy_s)[0])  # one GPU, whole batch
+        single = curve(float(batch) / k) * scale - copy_s
+    t_micro = np.maximum(t_micro, 0.0)
+    t_comp = k * t_micro
+    single = k * float(np.atleast_1d(single)[0])  # one GPU, the whole step
 
-    comm, nbytes, extra, straggle_over = _STRATEGY_COMM[strategy.name](workload, cluster, strategy, w, t_comp)
+    result = _STRATEGY_COMM[strategy.name](workload, cluster, strategy, w, t_comp)
+    comm, nbytes, extra, straggle_over = result[:4]
+    schedule = result[4] if len(result) > 4 else None
 
     if strategy.straggler_cv > 0 or strategy.straggler_machine_cv > 0:
         model = straggler_model(strategy)
         if strategy.name == "asgd":
-            t_comp = t_comp / async_speedup_factor(model)
+            factor = 1.0 / async_speedup_factor(model)
         else:
-            t_comp = t_comp * sync_slowdown(straggle_over, model)
+            factor = sync_slowdown(straggle_over, model)
+        t_comp = t_comp * factor
+        t_micro = t_micro * factor
 
-    comm = np.where(w > 1, comm, 0.0)
-    nbytes = np.where(w > 1, nbytes, 0.0)
-    hidden = strategy.overlap * np.minimum(comm, t_comp)
-    t_iter = t_comp + comm - hidden + extra.get("t_compress_s", 0.0)
+    multi = w > 1
+    comm = np.where(multi, comm, 0.0)
+    nbytes = np.where(multi, nbytes, 0.0)
+    if strategy.overlap is not None:
+        hidden = strategy.overlap * np.minimum(comm, t_comp)
+    elif schedule is not None and not paper:
+        cost, replaced, element_bytes = schedule
+        buckets = workload_buckets(workload, element_bytes, strategy.bucket_mb)
+        total, exposed = exposed_time(buckets, BACKWARD_SHARE * t_micro, cost)
+        comm = np.where(multi, comm - replaced + total, 0.0)
+        hidden = np.where(multi, total - exposed, 0.0)
+    else:
+        hidden = np.zeros_like(w)
+    extra["t_hidden_s"] = hidden
+    overhead = np.where(multi, strategy.step_overhead_s, 0.0)
+    t_iter = t_comp + comm - hidden + extra.get("t_compress_s", 0.0) + overhead
     throughput = samples / t_iter
     if strategy.name == "asgd":
         # the servers' links bound the aggregate rate; report the bandwidth they must sustain
         exchange_bytes = extra.pop("exchange_bytes")
         cap = extra.pop("server_exchanges_per_s")
         worker_rate = w / t_iter  # exchanges per second if the servers never queue
-        rate = np.where(w > 1, np.minimum(worker_rate, cap), worker_rate)
+        rate = np.where(multi, np.minimum(worker_rate, cap), worker_rate)
         t_iter = w / rate
         throughput = samples / t_iter
-        extra["server_bandwidth_Bps"] = np.where(w > 1, rate * exchange_bytes, 0.0)
-        extra["server_utilization"] = np.where(w > 1, rate / cap, 0.0)
-    single_tp = batch / single
+        extra["server_bandwidth_Bps"] = np.where(multi, rate * exchange_bytes, 0.0)
+        extra["server_utilization"] = np.where(multi, rate / cap, 0.0)
+    single_tp = (batch * k if scaling == "weak" else batch) / single
     speedup = throughput / single_tp
     return Prediction(strategy.name, workload.name, cluster.name, scaling, w.astype(int), nodes.astype(int),
                       b, t_comp, comm, t_iter, throughput, speedup, speedup / w, nbytes, source, extra)
@@ -179,18 +246,67 @@ def straggler_model(strategy: Strategy) -> CVB:
 # Each returns (t_comm seconds, bytes sent per GPU per iteration, extra columns, worker count the
 # synchronous step waits for).
 
+# An optional fifth element is the bucket schedule's input: (seconds to communicate a bucket of
+# nbytes, as cost(nbytes[:, None]) -> (buckets, GPU counts); the part of t_comm the buckets replace;
+# bytes per gradient element on the wire).
+
 def _ssgd_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):
-    n = dense_bytes(workload, "fp32" if strategy.allreduce == "paper" else strategy.wire)
-    t = coll.cluster_allreduce(strategy.allreduce, n, w, cluster)
-    return t, _allreduce_bytes(strategy.allreduce, n, w), {}, w
+    wire = "fp32" if strategy.allreduce == "paper" else strategy.wire
+    n = dense_bytes(workload, wire)
+
+    def cost(nb):
+        return coll.cluster_allreduce(strategy.allreduce, nb, w, cluster, staging=strategy.staging)
+
+    t = cost(n)
+    sent = _allreduce_bytes(strategy.allreduce, n, w)
+    return t, sent, _host_note(cluster, strategy, w), w, (cost, t, n / workload.parameters)
+
+
+def _host_note(cluster: Cluster, strategy: Strategy, w: np.ndarray) -> dict:
+    """Host staging uses the host memory bandwidth; say so in a column when it is the default."""
+    if strategy.staging != "host":
+        return {}
+    bandwidth, _ = coll.host_memory_Bps(cluster)
+    return {"host_memory_Bps": np.full_like(w, bandwidth)}
+
+
+def _sync_ps_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):
+    n = dense_bytes(workload, strategy.wire)
+
+    def cost(nb):
+        return coll.sync_ps_exchange(nb, w, cluster, strategy.ps_servers, placement_kind=strategy.ps_placement,
+                                     local_reduce=strategy.ps_local_reduce)
+
+    t = cost(n)
+    _, g = coll.placement(w, cluster)
+    # a pusher sends n and receives n; with local reduction one GPU of g pushes for the node
+    sent = (2 * n / g if strategy.ps_local_reduce else np.full_like(w, 2 * n))
+    extra = {"ps_servers": np.full_like(w, strategy.ps_servers)}
+    return t, sent, extra, w, (cost, t, n / workload.parameters)
+
+
+def _byteps_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):
+    n = dense_bytes(workload, strategy.wire)
+    cpus = strategy.ps_servers if strategy.ps_placement == "dedicated" else 0
+
+    def cost(nb):
+        return coll.byteps_exchange(nb, w, cluster, cpus)
+
+    t = cost(n)
+    m, g = coll.placement(w, cluster)
+    share = np.where(cpus < m, 2 * m * (m - 1) / np.maximum(m * m + cpus * m - 2 * cpus, 1.0), 1.0)
+    sent = 2 * (g - 1) / g * n + np.where(m > 1, share * n / g, 0.0)
+    return t, sent, {"cpu_machines": np.full_like(w, cpus)}, w, (cost, t, n / workload.parameters)
 
 
 def _allreduce_bytes(algorithm: str, n, w: np.ndarray) -> np.ndarray:
-    """Bytes one rank sends in an allreduce of n bytes (ring-like 2(p-1)/p n; log-step forms n log2 p)."""
-    if algorithm in ("ring", "rabenseifner", "hierarchical"):
-        return 2 * (w - 1) / w * n
-    steps = np.ceil(np.log2(np.maximum(w, 1.0)))
-    return (2 * steps if algorithm == "tree" else steps) * np.asarray(n, dtype=float)
+    """Bytes one rank sends in an allreduce of n bytes: n log2 p for the log-step forms (twice for tree),
+    else the ring's 2(p-1)/p n (nccl's ring and tree both move about that much; reduce-broadcast: the
+    mean over ranks of the root's 2(p-1) n and the others' 2 n, less the root's own copy)."""
+    if algorithm in ("tree", "recursive-doubling", "paper"):
+        steps = np.ceil(np.log2(np.maximum(w, 1.0)))
+        return (2 * steps if algorithm == "tree" else steps) * np.asarray(n, dtype=float)
+    return 2 * (w - 1) / w * n
 
 
 def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):
@@ -221,8 +337,12 @@ def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
     nodes, g = coll.placement(w, cluster)
     n32 = dense_bytes(workload, "fp32")
     local_cluster = cluster  # the local group is one node: placement(g) gives M = 1
-    t_local = coll.cluster_allreduce(strategy.allreduce if strategy.allreduce != "paper" else "ring",
-                                     n32, g, local_cluster)
+
+    def local(nb):  # HeAT's DataParallelMultiGPU runs torch DDP inside the node: bucketed, overlapped
+        return coll.cluster_allreduce(strategy.allreduce if strategy.allreduce != "paper" else "ring",
+                                      nb, g, local_cluster)
+
+    t_local = local(n32)
     blocking = strategy.daso_W == 0
     n_global = dense_bytes(workload, "bf16") if blocking else n32
     t_global = coll.ring_allreduce(n_global, nodes, cluster.network.alpha, cluster.network.beta)
@@ -239,7 +359,7 @@ def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
                                             / g, 0.0)
     extra = {"t_global_sync_s": np.where(nodes > 1, t_global, 0.0), "daso_B": np.full_like(w, strategy.daso_B),
              "daso_W": np.full_like(w, strategy.daso_W)}
-    return t, sent, extra, (w if blocking else g)
+    return t, sent, extra, (w if blocking else g), (local, t_local, 4.0)
 
 
 def _asgd_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):
@@ -258,6 +378,8 @@ _STRATEGY_COMM = {
     "terngrad": _terngrad_comm,
     "daso": _daso_comm,
     "asgd": _asgd_comm,
+    "sync-ps": _sync_ps_comm,
+    "byteps": _byteps_comm,
 }
 
 

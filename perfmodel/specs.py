@@ -76,6 +76,7 @@ class Cluster:
     gpu: str = ""
     peak_flops: float | None = None
     max_nodes: int | None = None
+    host_memory_Bps: float | None = None
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -175,6 +176,8 @@ class Workload:
     bytes_per_element: int = 4
     compute_peak_flops: dict[str, float] = field(default_factory=dict)
     source: str = ""
+    accumulate: int = 1
+    tensor_flops: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -231,21 +234,37 @@ class Workload:
                         f"profile it with `perfmodel profile` and pass --profile")
 
 
-STRATEGIES = ("ssgd", "terngrad", "daso", "asgd")
+STRATEGIES = ("ssgd", "terngrad", "daso", "asgd", "sync-ps", "byteps")
 DASO_PROGRESS = ("async", "wait")
-ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical")
+ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical", "nccl",
+                        "reduce-broadcast")
 WIRE_FORMATS = ("fp32", "fp16", "bf16", "terngrad")
 TERNGRAD_EXCHANGES = ("levels", "allgather")
+STAGINGS = ("device", "host")
+PS_PLACEMENTS = ("colocated", "dedicated")
 
 
 @dataclass(frozen=True)
 class Strategy:
     """How gradients or parameters travel.
 
-    name: ssgd | terngrad | daso | asgd.
-    allreduce: collective algorithm for ssgd/terngrad and DASO's node-local step.
-    overlap: fraction (0..1) of communication hidden behind backprop.
-    wire: element format on the wire for ssgd ("fp32", "fp16", "bf16").
+    name: ssgd | terngrad | daso | asgd | sync-ps | byteps.
+    allreduce: collective algorithm for ssgd/terngrad and DASO's node-local step ("nccl": NCCL's own
+    choice of ring or tree and protocol by message size, perfmodel.nccl; "reduce-broadcast": reduce to one
+    device, or to the CPU with staging "host", then broadcast).
+    overlap: None (default) computes the share of communication hidden behind backprop from the gradient
+    bucket schedule (perfmodel.overlap) for ssgd, sync-ps, byteps and DASO's node-local allreduce (no
+    overlap for terngrad and asgd, and for allreduce "paper", whose formula has none); a number in 0..1
+    overrides it as a constant fraction of min(t_comm, t_compute).
+    bucket_mb: gradient bucket size in MiB (PyTorch DDP bucket_cap_mb default 25; Horovod's fusion
+    buffer, HOROVOD_FUSION_THRESHOLD, 64 MiB before v0.21, 128 MiB from v0.21).
+    staging: "device" (collective on GPU buffers, CUDA-aware) or "host" (device-to-host copy, MPI
+    reduction in host memory, host-to-device copy: MPI without CUDA awareness); applies to ssgd's
+    allreduce (sync-ps and byteps always go through host memory).
+    step_overhead_s: framework time added to every multi-GPU step, seconds (0 by default: the measured
+    single-GPU step already holds the framework's own cost; set it to a documented figure, e.g.
+    Horovod's negotiation cycle, HOROVOD_CYCLE_TIME, 5 ms before v0.21 and 1 ms from v0.21).
+    wire: element format on the wire for ssgd, sync-ps and byteps ("fp32", "fp16", "bf16").
     terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
     layer when set, travel in fp32. terngrad_encode_elems_per_s: scalers+ternarize+pack rate, once per
     step; terngrad_decode_elems_per_s: unpack+average rate per received copy (an Allgather exchange
@@ -258,14 +277,18 @@ class Strategy:
     only inside the wait (MPI on CPU ranks without a progress thread: it is paid in full at the merge).
     daso_nonblocking_factor: the non-blocking sync's time over a blocking allreduce of the same bytes
     (perfmodel profile measures it as iallreduce / allreduce; 1 = as fast).
-    ps_servers: parameter servers (asgd), ps_link: "network" (servers on other nodes).
+    ps_servers: parameter servers (asgd, sync-ps) or BytePS's CPU summation machines (byteps, with
+    ps_placement "dedicated"). ps_placement: "colocated" (servers run on the worker nodes; for byteps:
+    summation on the GPU machines only, no CPU machines) or "dedicated" (servers on their own nodes, each
+    with one node network link). ps_local_reduce: sync-ps sums the GPUs of a node before the push
+    (TensorFlow distributed_replicated, MXNet dist_device_sync) or every GPU pushes its own gradient.
     straggler_cv: coefficient of variation of per-batch times (gamma CVB model, 0 = none);
     straggler_machine_cv: machine heterogeneity (0 homogeneous task noise only).
     """
 
     name: str
     allreduce: str = "ring"
-    overlap: float = 0.0
+    overlap: float | None = None
     wire: str = "fp32"
     terngrad_min_elems: int = 0
     terngrad_fp32_last: bool = False
@@ -279,14 +302,21 @@ class Strategy:
     ps_servers: int = 1
     straggler_cv: float = 0.0
     straggler_machine_cv: float = 0.0
+    bucket_mb: float = 25.0
+    staging: str = "device"
+    step_overhead_s: float = 0.0
+    ps_placement: str = "colocated"
+    ps_local_reduce: bool = True
 
     def __post_init__(self) -> None:
         if self.name not in STRATEGIES:
             raise SpecError(f"unknown strategy {self.name!r}; choose from {', '.join(STRATEGIES)}")
         if self.allreduce not in ALLREDUCE_ALGORITHMS:
             raise SpecError(f"unknown allreduce {self.allreduce!r}; choose from {', '.join(ALLREDUCE_ALGORITHMS)}")
-        if not 0.0 <= float(self.overlap) <= 1.0:
-            raise SpecError(f"overlap must be in [0, 1], got {self.overlap!r}")
+        if self.overlap is not None:
+            _positive("overlap", self.overlap, allow_zero=True)
+            if float(self.overlap) > 1.0:
+                raise SpecError(f"overlap must be in [0, 1], got {self.overlap!r}")
         if self.wire not in ("fp32", "fp16", "bf16"):
             raise SpecError(f"wire must be fp32, fp16 or bf16, got {self.wire!r}")
         if self.terngrad_min_elems < 0:
@@ -307,6 +337,17 @@ class Strategy:
         _positive_int("ps_servers", self.ps_servers)
         _positive("straggler_cv", self.straggler_cv, allow_zero=True)
         _positive("straggler_machine_cv", self.straggler_machine_cv, allow_zero=True)
+        _positive("bucket_mb", self.bucket_mb)
+        if self.staging not in STAGINGS:
+            raise SpecError(f"staging must be one of {', '.join(STAGINGS)}, got {self.staging!r}")
+        if self.staging == "host" and self.allreduce in ("paper", "nccl"):
+            raise SpecError(f"staging host is MPI on host buffers; allreduce {self.allreduce} "
+                            + ("already counts the host copy" if self.allreduce == "paper" else "runs on the GPUs"))
+        _positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
+        if self.ps_placement not in PS_PLACEMENTS:
+            raise SpecError(f"ps_placement must be one of {', '.join(PS_PLACEMENTS)}, got {self.ps_placement!r}")
+        if not isinstance(self.ps_local_reduce, (bool, np.bool_)):
+            raise SpecError(f"ps_local_reduce must be true or false, got {self.ps_local_reduce!r}")
 
 
 def daso_strategy_fields(daso: dict | None) -> dict:

@@ -131,10 +131,11 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
     the iallreduce/allreduce factor).
     """
     cfg = run.config
+    # our trainers (trainers/sync.py) allreduce after the backward pass: nothing is hidden behind it
     if run.algo == "ssgd":
-        return [(Strategy("ssgd", allreduce="ring"), run.steps)]
+        return [(Strategy("ssgd", allreduce="ring", overlap=0.0), run.steps)]
     if run.algo == "terngrad":
-        return [(Strategy("terngrad", allreduce="ring", terngrad_exchange="allgather",
+        return [(Strategy("terngrad", allreduce="ring", overlap=0.0, terngrad_exchange="allgather",
                           terngrad_min_elems=int(cfg.get("tern_min_elems", 0)),
                           terngrad_fp32_last=bool(cfg.get("tern_fp32_last", False)),
                           terngrad_encode_elems_per_s=codec_rates[0],
@@ -142,7 +143,7 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
     if run.algo == "daso":
         phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
         fields = daso_strategy_fields(daso)
-        return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w, **fields), n)
+        return [(Strategy("daso", allreduce="ring", overlap=0.0, daso_B=b, daso_W=w, **fields), n)
                 for (b, w), n in sorted(phases.items())]
     raise ValidateError(f"run log {run.path}: algo {run.algo!r} is not one the model validates "
                         f"(ssgd, terngrad, daso)")

@@ -103,9 +103,9 @@ def test_vectorized_sweep_equals_scalar_at_every_point(name, alg, scaling):
         else np.array([1, 4, 8, 16, 256, 512])
     if name == "daso":
         gpus = gpus[(gpus % 4 == 0) | (gpus < 4)]
-    sweep = predict(wl, cl, st, gpus, scaling=scaling, batch=256)
+    sweep = predict(wl, cl, st, gpus, scaling=scaling, batch=512)
     for i, w in enumerate(gpus):
-        one = predict(wl, cl, st, [w], scaling=scaling, batch=256)
+        one = predict(wl, cl, st, [w], scaling=scaling, batch=512)
         for field in ("t_compute_s", "t_comm_s", "t_iter_s", "throughput", "speedup", "bytes_per_gpu"):
             assert getattr(sweep, field)[i] == pytest.approx(getattr(one, field)[0], rel=1e-12), (field, w)
 

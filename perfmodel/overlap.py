@@ -1,0 +1,96 @@
+"""Overlap of gradient communication with backprop, computed from a bucket schedule.
+
+Backprop produces gradients from the last tensor to the first. Frameworks group them into buckets
+(PyTorch DDP: bucket_cap_mb = 25 MiB; Horovod: a fusion buffer of HOROVOD_FUSION_THRESHOLD, 64 MiB
+before v0.21, 128 MiB from v0.21) and start a bucket's collective as soon as its last gradient exists.
+Collectives run one after another on one stream. See docs/model.md, section "Overlap".
+
+Buckets: tensors in reverse model order are added to the open bucket; it closes once it holds at least
+``bucket_bytes`` (a tensor larger than a bucket fills one alone), and the rest forms the last bucket.
+Ready times: the backward pass takes t_b seconds and spends it on tensor i in proportion to a weight
+w_i: the tensor's FLOPs when the workload gives ``tensor_flops``, else its parameter count (a stated
+fallback: a layer's backward FLOPs grow with its parameters times the positions it is applied at, which
+the parameter count alone does not know). Only the proportions matter, so measured per-tensor backward
+times (a profile's) can be given in ``tensor_flops`` as well. Bucket j is ready at r_j = t_b S_j / S, where S_j sums the
+weights of the tensors produced up to and including its last one, S all of them.
+Schedule (one stream): f_0 = r_0 + c_0, f_j = max(r_j, f_{j-1}) + c_j, where c_j is bucket j's
+communication time. Exposed communication = f_last - t_b (>= c_last); hidden = sum_j c_j - exposed.
+t_b = BACKWARD_SHARE x the measured step time: backward costs twice the forward pass (2 FLOPs per
+parameter per sample forward, 4 backward: Kaplan et al. 2020, "Scaling Laws for Neural Language
+Models", section 2.1, C ~ 6N per token), so backward is 2/3 of forward plus backward; the optimizer
+update, not separated in a measured step time, is counted in the step and not in t_b.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .specs import SpecError, Workload
+
+BACKWARD_SHARE = 2.0 / 3.0
+MIB = float(1 << 20)
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """Gradient buckets in the order they are sent: bytes of each, and the fraction of the backward
+    pass done when each is ready (0..1, non-decreasing, the last one 1)."""
+
+    nbytes: np.ndarray
+    ready_fraction: np.ndarray
+
+
+def tensor_weights(workload: Workload) -> np.ndarray:
+    """Backward-time weight of each tensor (model order): tensor_flops if given, else parameter counts."""
+    flops = tuple(getattr(workload, "tensor_flops", ()) or ())
+    if flops:
+        if len(flops) != len(workload.tensor_sizes):
+            raise SpecError(f"workload {workload.name}: {len(flops)} tensor_flops for "
+                            f"{len(workload.tensor_sizes)} tensors")
+        return np.asarray(flops, dtype=float)
+    return np.asarray(workload.tensor_sizes, dtype=float)
+
+
+def make_buckets(sizes_bytes, weights, bucket_bytes: float) -> Buckets:
+    """Buckets from per-tensor bytes and backward weights, both in model order (module docstring)."""
+    sizes = np.asarray(sizes_bytes, dtype=float)[::-1]
+    wts = np.asarray(weights, dtype=float)[::-1]
+    if bucket_bytes <= 0:
+        raise SpecError(f"bucket size must be > 0 bytes, got {bucket_bytes!r}")
+    total_w = wts.sum()
+    done = np.cumsum(wts) / total_w if total_w > 0 else np.arange(1, len(wts) + 1) / len(wts)
+    filled = np.cumsum(sizes)
+    nbytes, ready = [], []
+    start, base = 0, 0.0
+    while start < len(sizes):  # one pass per bucket: the first tensor that fills it closes it
+        end = min(int(np.searchsorted(filled, base + bucket_bytes, side="left")), len(sizes) - 1)
+        nbytes.append(filled[end] - base)
+        ready.append(done[end])
+        start, base = end + 1, filled[end]
+    ready[-1] = 1.0
+    return Buckets(np.asarray(nbytes), np.asarray(ready))
+
+
+def workload_buckets(workload: Workload, bytes_per_element: float, bucket_mb: float) -> Buckets:
+    """A workload's gradient buckets of ``bucket_mb`` MiB with elements of ``bytes_per_element`` bytes."""
+    sizes = np.asarray(workload.tensor_sizes, dtype=float) * bytes_per_element
+    return make_buckets(sizes, tensor_weights(workload), bucket_mb * MIB)
+
+
+def exposed_time(buckets: Buckets, t_backward,
+                 cost: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(total communication seconds, seconds of it not hidden behind backprop), arrays over GPU counts.
+
+    t_backward: seconds of the backward pass (per GPU count, array); cost(nbytes[:, None]) gives each
+    bucket's communication seconds as an array (buckets, GPU counts).
+    """
+    t_b = np.asarray(t_backward, dtype=float)
+    c = np.asarray(cost(buckets.nbytes[:, None]), dtype=float)
+    c = np.broadcast_to(c, (len(buckets.nbytes),) + np.broadcast_shapes(c.shape[1:], t_b.shape))
+    finish = np.zeros(c.shape[1:])
+    for j, frac in enumerate(buckets.ready_fraction):  # one stream: bucket j waits for j-1
+        finish = np.maximum(frac * t_b, finish) + c[j]
+    return c.sum(axis=0), finish - t_b
