@@ -35,9 +35,9 @@ def _read_toml(path: Path) -> dict:
         with open(path, "rb") as f:
             return tomllib.load(f)
     except FileNotFoundError:
-        raise PresetError(f"preset file {path} is missing") from None
+        raise PresetError(f"TOML file {path} is missing") from None
     except tomllib.TOMLDecodeError as e:
-        raise PresetError(f"preset file {path} is malformed: {e}") from None
+        raise PresetError(f"TOML file {path} is malformed: {e}") from None
 
 
 def _table(path: Path) -> dict:
@@ -290,19 +290,22 @@ def workload_from_table(name: str, d: dict, where: str, base_dir: Path, root: Pa
         if not isinstance(tables, dict):
             raise PresetError(f"{where}: compute must be a table of per-GPU tables")
         compute = {gpu: _compute(c, f"{where}.compute.{gpu}") for gpu, c in tables.items()}
-    if not compute:
-        raise PresetError(f"{where}: no compute time; give one on the command line (--samples-per-s R with "
-                          f"--batch, --compute-ms T, --estimate PRECISION or --profile) or a [compute.<gpu>] table")
     wire = d.get("wire")
     if wire is not None and wire not in WIRES:
         raise PresetError(f"{where}: wire must be one of {', '.join(WIRES)}, got {wire!r}")
+    accumulate = _number(d, "accumulate", where, 1, integer=True)
+    if accumulate < 1:
+        raise PresetError(f"{where}: accumulate must be a positive integer, got {accumulate!r}")
+    if not compute:
+        raise PresetError(f"{where}: no compute time; give one on the command line (--samples-per-s R with "
+                          f"--batch, --compute-ms T, --estimate PRECISION or --profile) or a [compute.<gpu>] table")
     peaks = gpu_peaks(root)
     try:
         workload = Workload(name=name, tensor_sizes=sizes, tensor_names=names, compute=compute,
                             classifier_tensors=_number(d, "classifier_tensors", where, 2, integer=True),
                             compute_peak_flops={g: peaks[g] for g in compute if g in peaks},
                             source=str(d.get("source", "")),
-                            accumulate=_number(d, "accumulate", where, 1, integer=True), tensor_flops=flops)
+                            accumulate=accumulate, tensor_flops=flops)
     except SpecError as e:
         raise PresetError(e if where in str(e) else f"{where}: {e}") from None
     return workload, WorkloadSettings(wire)
