@@ -1,8 +1,11 @@
 """Load the cluster, GPU and workload presets from data/presets (TOML, every number with its source).
 
-Files: gpus.toml (peak FLOP/s per GPU), clusters.toml (one table per cluster with intra/host/network
-links), workloads.toml (one table per workload: a tensors JSON with per-tensor sizes, compute times per
-GPU). The folder is found next to the source tree, or at $DSGD_PRESETS.
+Files: fabrics.toml (named links, perfmodel.fabrics), gpus.toml (peak FLOP/s, memory bandwidth and host
+fabric per GPU), clusters.toml (one table per cluster with intra/host/network links), workloads.toml (one
+table per workload: a tensors JSON with per-tensor sizes, compute times per GPU), models/ (the model
+library, perfmodel.library). The same table readers serve users' own cluster and workload files
+(perfmodel.cluster_input, perfmodel.workload_input). The folder is found next to the source tree, or at
+$DSGD_PRESETS.
 """
 
 from __future__ import annotations
