@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .cluster_input import split_file_ref, table_from_file
 from .library import LibraryError, load_model, model_names, normalize
-from .presets import (PresetError, WorkloadSettings, _table, gpus, load_workload_with_settings, presets_dir,
+from .presets import (PresetError, WorkloadSettings, gpus, load_workload_with_settings, presets_dir,
                       read_toml, workload_from_table, workload_names)
 from .specs import Cluster, ComputeTime, SpecError, Workload
 
@@ -120,7 +120,7 @@ def resolve_workload(ref: str | None, cluster: Cluster, opts: ComputeOptions = C
         model = table.get("model") if isinstance(table.get("model"), str) else name
         compute = command_line_compute(opts, cluster, model, root)
         workload, settings = workload_from_table(name, table, where, path.parent, root, compute)
-    elif ref in _table(root / "workloads.toml"):
+    elif ref in workload_names(root):
         compute = command_line_compute(opts, cluster, ref, root)
         workload, settings = load_workload_with_settings(ref, root, compute)
     else:
