@@ -94,7 +94,7 @@ def test_custom_cluster_is_the_same_as_its_file(tmp_path):
 
 def test_overrides_on_a_preset():
     base = presets.load_cluster("dgx1-v100")
-    assert base.nics == 4 and base.host_memory_Bps == pytest.approx(1.536e11)
+    assert base.nics == 4 and base.host_memory_Bps == pytest.approx(2 * 4 * 2133e6 * 8, rel=1e-3)
     c = resolve_cluster("dgx1-v100", ClusterOptions(gpus_per_node=4, intra="nvlink2", network="ib-hdr", nodes=2))
     assert c.gpus_per_node == 4 and c.max_nodes == 2 and c.nics == 1
     assert c.network == FABS["ib-hdr"].link() and c.host == base.host and "dgx1-v100 (" in c.name
