@@ -32,7 +32,7 @@ def presets_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parent.parent / "data" / "presets"
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=64)
 def _read_toml(path: Path) -> dict:
     try:
         with open(path, "rb") as f:
