@@ -68,7 +68,8 @@ class Cluster:
     memory crosses; network: the link between nodes, per node (the NIC, or the sum of a node's NICs).
     max_nodes: nodes the cluster has (None: open-ended). host_memory_Bps: a node's host (CPU) memory
     bandwidth, bytes/s, for host-staged reductions (None: unknown). nics: how many NICs ``network``
-    sums (``network`` is already the per-node total; nics is descriptive).
+    sums (``network`` is already the per-node total; the model never divides it, only the command
+    line's ``--nics K`` rescales the per-NIC figure network / nics).
     """
 
     name: str
