@@ -145,28 +145,153 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] 
     return out
 
 
-def _resolve_workload_cluster(args: argparse.Namespace):
-    from . import presets
+# ---------------------------------------------------------------- cluster, workload and compute inputs
 
+def _positive_int_arg(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return v
+
+
+def _positive_float_arg(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+    if not v > 0 or math.isinf(v):
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return v
+
+
+def add_input_options(p: argparse.ArgumentParser) -> None:
+    """--workload/--cluster and the options that describe hardware and compute (perfmodel.cluster_input,
+    perfmodel.workload_input)."""
+    from .workload_input import ESTIMATE_PRECISIONS
+
+    g = p.add_argument_group("cluster", "a preset, a TOML file, or `custom`; then overrides (LINK: a fabric "
+                             "of `perfmodel presets --kind fabric` such as ib-hdr or nvswitch-a100, Kx a fabric "
+                             "(8xib-hdr), or a figure: 200Gb/s, 12.5GB/s, 25GB/s,2us, 8x200Gb/s)")
+    g.add_argument("--cluster", default=None,
+                   help="preset (default terngrad-infiniband), FILE.toml or FILE.toml:NAME (clusters.toml "
+                        "schema), custom (with --gpu, --gpus-per-node, --intra, --network), or local with --profile")
+    g.add_argument("--gpu", default=None, help="GPU preset (k80, p100, v100, a100, h100 ...)")
+    g.add_argument("--gpus-per-node", type=_positive_int_arg, default=None, help="GPUs in one node")
+    g.add_argument("--intra", default=None, metavar="LINK", help="GPU-GPU link inside a node, per GPU")
+    g.add_argument("--network", default=None, metavar="LINK", help="link between nodes, per node (KxLINK: K NICs)")
+    g.add_argument("--nics", type=_positive_int_arg, default=None,
+                   help="NICs per node: the network is K times the per-NIC figure")
+    g.add_argument("--nodes", type=_positive_int_arg, default=None,
+                   help="nodes the cluster has (default: the preset's max_nodes, else open-ended)")
+    g = p.add_argument_group("workload", "a preset, a library model, or a TOML file; compute time on the "
+                             "cluster's GPU from one of --samples-per-s, --compute-ms, --estimate, --profile")
+    g.add_argument("--workload", default=None,
+                   help="preset (default vgg-a), library model (resnet18, bert-large, gpt2-xl ...; `perfmodel "
+                        "presets --kind model`), or FILE.toml[:NAME] (workloads.toml schema)")
+    g.add_argument("--samples-per-s", type=_positive_float_arg, default=None,
+                   help="measured single-GPU training rate (samples/s) at --batch")
+    g.add_argument("--compute-ms", type=_positive_float_arg, default=None,
+                   help="measured milliseconds per mini-batch of --batch on one GPU")
+    g.add_argument("--estimate", choices=ESTIMATE_PRECISIONS, default=None,
+                   help="ESTIMATE compute from the model's FLOPs and the GPU preset's fp32, tf32 or mixed "
+                        "(fp16/bf16) peak times a sourced achieved fraction (data/presets/compute_estimate.toml)")
+    g.add_argument("--accumulate", type=_positive_int_arg, default=None,
+                   help="micro-batches of --batch per gradient exchange (gradient accumulation)")
+
+
+LINK_OPTIONS = ("--intra", "--network")
+
+PREDICT_EXAMPLES = """examples:
+  perfmodel predict --workload resnet50 --cluster dgx1-v100 --gpus 1-64:x2
+  perfmodel predict --cluster my.toml --workload resnet50 --samples-per-s 2500 --batch 256 --gpus 8,64
+  perfmodel predict --cluster my.toml:mycluster --gpus-per-node 8 --intra nvswitch-a100 --network 8x200Gb/s \\
+      --workload resnet50 --samples-per-s 2500 --batch 256 --gpus 8,64
+  perfmodel predict --cluster custom --gpu a100 --gpus-per-node 8 --intra nvswitch-a100 --network 8xib-hdr \\
+      --nodes 8 --workload resnet50 --samples-per-s 2500 --batch 256 --gpus 8-64:x2 --strategy ssgd
+  perfmodel predict --cluster custom --gpu h100 --gpus-per-node 8 --intra nvswitch-h100 --network 8xib-ndr \\
+      --workload gpt2-xl --estimate mixed --batch 8 --accumulate 4 --wire bf16 --gpus 8-512:x2
+  perfmodel predict --cluster juwels-booster --network 25GB/s,2us --nics 4 --workload my_workload.toml
+
+  a cluster file (clusters.toml schema; links as tables or LINK texts, host defaults to the GPU's PCIe):
+    [mycluster]
+    gpu = "a100"
+    gpus_per_node = 8
+    intra = "nvswitch-a100"
+    network = "8xib-hdr"
+    max_nodes = 8          # optional; without it the node count is open-ended
+"""
+
+
+def glue_dash_values(argv: list[str]) -> list[str]:
+    """``--network -3Gb/s`` as ``--network=-3Gb/s``, so a negative figure reaches the LINK parser (and its
+    one-line error) instead of argparse taking it for an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in LINK_OPTIONS and i + 1 < len(argv) and argv[i + 1][:2] in {f"-{d}" for d in "0123456789."}:
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+def _cluster_options(args: argparse.Namespace):
+    from .cluster_input import ClusterOptions
+
+    return ClusterOptions(gpu=args.gpu, gpus_per_node=args.gpus_per_node, intra=args.intra, network=args.network,
+                          nics=args.nics, nodes=args.nodes)
+
+
+def _compute_options(args: argparse.Namespace, batch: int):
+    from .workload_input import ComputeOptions
+
+    return ComputeOptions(samples_per_s=args.samples_per_s, compute_ms=args.compute_ms, estimate=args.estimate,
+                          batch=batch, accumulate=args.accumulate)
+
+
+def _resolve_workload_cluster(args: argparse.Namespace):
+    """(workload, cluster, TernGrad codec rates, DASO fields, workload settings) from the command line."""
+    from .cluster_input import apply_overrides, resolve_cluster
+    from .presets import WorkloadSettings
+    from .workload_input import resolve_workload
+
+    copts = _cluster_options(args)
+    # the measured rate is per GPU at the per-GPU batch: --batch (weak) or --batch / 1 GPU (strong)
+    wopts = _compute_options(args, args.batch)
     profile = None
     if getattr(args, "profile", None):
         from .profile.schema import load_profile
 
         profile = load_profile(args.profile)
+    settings = WorkloadSettings()
     if profile is not None:
         from .profile.schema import profile_cluster, profile_daso, profile_workload
 
-        workload = profile_workload(profile) if args.workload is None else presets.load_workload(args.workload)
-        base = None if args.cluster in (None, "local") else presets.load_cluster(args.cluster)
+        base = None if args.cluster in (None, "local") else resolve_cluster(args.cluster, copts)
         cluster = profile_cluster(profile, base, links=args.profile_links)
+        if base is None:
+            cluster = apply_overrides(cluster, copts)
+        if args.workload is None:
+            workload = profile_workload(profile)
+            if args.accumulate is not None:
+                from dataclasses import replace
+
+                workload = replace(workload, accumulate=args.accumulate)
+        else:
+            workload, settings = resolve_workload(args.workload, cluster, wopts)
         codec = profile.compute.codec if profile.compute is not None else None
         rates = codec.rates() if codec is not None and args.workload is None else (0.0, 0.0)
         daso = profile_daso(profile) if base is None else {}
     else:
-        workload = presets.load_workload(args.workload or "vgg-a")
-        cluster = presets.load_cluster(args.cluster or "terngrad-infiniband")
+        cluster = resolve_cluster(args.cluster, copts)
+        workload, settings = resolve_workload(args.workload, cluster, wopts)
         rates, daso = (0.0, 0.0), {}
-    return workload, cluster, rates, daso
+    return workload, cluster, rates, daso, settings
 
 
 TABLE_COLUMNS = [("strategy", "strategy", "{}"), ("gpus", "gpus", "{:d}"), ("nodes", "nodes", "{:d}"),
@@ -236,8 +361,12 @@ def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[in
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from .cluster_input import describe
+
     gpus = parse_gpus(args.gpus)
-    workload, cluster, codec_rates, daso = _resolve_workload_cluster(args)
+    workload, cluster, codec_rates, daso, settings = _resolve_workload_cluster(args)
+    if args.wire is None:  # the workload file's wire format, else fp32
+        args.wire = settings.wire or "fp32"
     strategies = build_strategies(args, codec_rates, daso, cluster)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
     if notes and args.format != "table":
@@ -249,10 +378,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
         text = _csv(records)
     else:
         _, _, source = workload.compute_for(cluster)
-        head = (f"# {workload.name} ({workload.parameters / 1e6:.2f}M params) on {cluster.name} "
-                f"({cluster.gpus_per_node} GPUs/node), {args.scaling} scaling, batch {args.batch}"
-                f"{' per GPU' if args.scaling == 'weak' else ' total'}, allreduce {strategies[0].allreduce}"
-                f"{', staged on host' if args.staging == 'host' else ''}\n"
+        accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""
+        head = (f"# {workload.name} ({workload.parameters / 1e6:.2f}M params) on {cluster.name}, {args.scaling} "
+                f"scaling, batch {args.batch}{' per GPU' if args.scaling == 'weak' else ' total'}{accumulate}, "
+                f"allreduce {strategies[0].allreduce}{', staged on host' if args.staging == 'host' else ''}, "
+                f"wire {args.wire}\n"
+                f"# cluster: {describe(cluster)}\n"
                 f"# compute: {source}" + "".join(f"\n# {note}" for note in notes))
         text = head + "\n" + format_table(records)
     print(text)
@@ -264,11 +395,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    from .presets import list_presets
+    from .presets import PRESET_KINDS, list_presets
 
-    for p in list_presets():
-        if args.kind and p.kind != args.kind:
-            continue
+    for p in list_presets(kinds=(args.kind,) if args.kind else PRESET_KINDS):
         print(f"{p.kind:8s} {p.name:20s} {p.summary}")
         if args.sources:
             print(f"{'':29s} source: {p.source}")
@@ -296,12 +425,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="perfmodel", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="perfmodel", description=__doc__.splitlines()[0],
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog="examples:\n"
+                            "  perfmodel presets --kind fabric --sources\n"
+                            "  perfmodel predict --cluster custom --gpu a100 --gpus-per-node 8 --intra nvswitch-a100 \\\n"
+                            "      --network 8x200Gb/s --workload resnet50 --samples-per-s 2500 --batch 256 --gpus 8,64\n"
+                            "  perfmodel predict --help   (more examples: cluster files, library models, estimates)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
-    p = sub.add_parser("predict", help="predict throughput for 1..512 GPUs")
-    p.add_argument("--workload", default=None, help="workload preset (default vgg-a; see `perfmodel presets`)")
-    p.add_argument("--cluster", default=None, help="cluster preset (default terngrad-infiniband), or local with --profile")
+    p = sub.add_parser("predict", help="predict throughput for 1..512 GPUs", epilog=PREDICT_EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_input_options(p)
     p.add_argument("--strategy", default=",".join(STRATEGIES), help=f"comma list of {', '.join(STRATEGIES)}")
     p.add_argument("--gpus", default=DEFAULT_GPUS, help="1-512 (every integer), 1-512:x2, or a list 1,2,4")
     p.add_argument("--scaling", choices=["strong", "weak"], default="weak")
@@ -309,7 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allreduce", choices=("auto",) + ALLREDUCE_ALGORITHMS, default="auto",
                    help="collective; auto: nccl (NCCL's ring/tree choice) on GPU clusters, ring on CPU ranks; "
                         "'paper' is TernGrad Appendix B exactly")
-    p.add_argument("--wire", choices=["fp32", "fp16", "bf16"], default="fp32", help="ssgd gradient format")
+    p.add_argument("--wire", choices=["fp32", "fp16", "bf16"], default=None,
+                   help="ssgd gradient format (default: the workload file's wire, else fp32)")
     p.add_argument("--overlap", type=float, default=None,
                    help="constant fraction of communication hidden behind backprop (default: computed from "
                         "the gradient bucket schedule, see --bucket-mb)")
@@ -341,8 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="write a throughput-vs-GPUs PNG here")
     p.set_defaults(func=cmd_predict)
 
-    p = sub.add_parser("presets", help="list the cluster and workload presets with their sources")
-    p.add_argument("--kind", choices=["cluster", "workload"], default=None)
+    p = sub.add_parser("presets", help="list fabrics, GPUs, clusters, workloads and library models with sources")
+    p.add_argument("--kind", choices=["fabric", "gpu", "cluster", "workload", "model"], default=None)
     p.add_argument("--sources", action="store_true", help="print each preset's source")
     p.set_defaults(func=cmd_presets)
 
@@ -389,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
 
     def call() -> int:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(glue_dash_values(list(sys.argv[1:] if argv is None else argv)))
         if not getattr(args, "command", None):
             parser.print_help()
             return 2

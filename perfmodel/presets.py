@@ -1,8 +1,11 @@
 """Load the cluster, GPU and workload presets from data/presets (TOML, every number with its source).
 
-Files: gpus.toml (peak FLOP/s per GPU), clusters.toml (one table per cluster with intra/host/network
-links), workloads.toml (one table per workload: a tensors JSON with per-tensor sizes, compute times per
-GPU). The folder is found next to the source tree, or at $DSGD_PRESETS.
+Files: fabrics.toml (named links, perfmodel.fabrics), gpus.toml (peak FLOP/s, memory bandwidth and host
+fabric per GPU), clusters.toml (one table per cluster with intra/host/network links), workloads.toml (one
+table per workload: a tensors JSON with per-tensor sizes, compute times per GPU), models/ (the model
+library, perfmodel.library). The same table readers serve users' own cluster and workload files
+(perfmodel.cluster_input, perfmodel.workload_input). The folder is found next to the source tree, or at
+$DSGD_PRESETS.
 """
 
 from __future__ import annotations
@@ -29,19 +32,24 @@ def presets_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parent.parent / "data" / "presets"
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=64)
 def _read_toml(path: Path) -> dict:
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
     except FileNotFoundError:
-        raise PresetError(f"preset file {path} is missing") from None
+        raise PresetError(f"TOML file {path} is missing") from None
     except tomllib.TOMLDecodeError as e:
-        raise PresetError(f"preset file {path} is malformed: {e}") from None
+        raise PresetError(f"TOML file {path} is malformed: {e}") from None
 
 
 def _table(path: Path) -> dict:
     return _read_toml(path.resolve())
+
+
+def read_toml(path: Path) -> dict:
+    """A TOML file as a dict (cached); a missing or malformed file raises PresetError naming it."""
+    return _read_toml(Path(path).resolve())
 
 
 def _get(d: dict, key: str, where: str):
@@ -50,11 +58,25 @@ def _get(d: dict, key: str, where: str):
     return d[key]
 
 
+def _number(d: dict, key: str, where: str, default=None, *, integer: bool = False):
+    """d[key] as a float (int with integer=True); a string, bool or wrong type is an error naming the key."""
+    if key not in d:
+        if default is not None:
+            return default
+        raise PresetError(f"{where}: missing key {key!r}")
+    v = d[key]
+    ok = isinstance(v, int) if integer else isinstance(v, (int, float))
+    if isinstance(v, bool) or not ok:
+        raise PresetError(f"{where}: {key} must be {'an integer' if integer else 'a number'}, got {v!r}")
+    return int(v) if integer else float(v)
+
+
 def _link(d: dict, where: str) -> Link:
+    if not isinstance(d, dict):
+        raise PresetError(f"{where}: must be a table with latency_s and bandwidth_Bps, or a fabric name")
     try:
-        return Link(float(_get(d, "latency_s", where)), float(_get(d, "bandwidth_Bps", where)),
-                    str(d.get("source", "")))
-    except (TypeError, ValueError) as e:
+        return Link(_number(d, "latency_s", where), _number(d, "bandwidth_Bps", where), str(d.get("source", "")))
+    except SpecError as e:
         raise PresetError(f"{where}: {e}") from None
 
 
@@ -68,10 +90,42 @@ class PresetInfo:
     source: str
 
 
+@dataclass(frozen=True)
+class GpuPreset:
+    """One GPU of gpus.toml: peak FLOP/s (fp32 without tensor cores; tf32 and fp16/bf16 tensor-core
+    dense peaks where the GPU has them), memory bandwidth (bytes/s) and the fabric of its host link."""
+
+    name: str
+    peak_flops: float
+    tf32_flops: float | None
+    tensor_flops: float | None
+    memory_Bps: float | None
+    host: str | None
+    source: str
+
+
+def gpus(root: Path | None = None) -> dict[str, GpuPreset]:
+    """Every GPU preset of gpus.toml by name."""
+    data = _table((root or presets_dir()) / "gpus.toml")
+    out = {}
+    for name, d in data.items():
+        where = f"gpus.toml [{name}]"
+        opt = {k: (_number(d, k, where) if k in d else None) for k in ("tf32_flops", "tensor_flops", "memory_Bps")}
+        out[name] = GpuPreset(name, _number(d, "peak_flops", where), opt["tf32_flops"], opt["tensor_flops"],
+                              opt["memory_Bps"], str(d["host"]) if "host" in d else None, str(d.get("source", "")))
+    return out
+
+
 def gpu_peaks(root: Path | None = None) -> dict[str, float]:
     """Peak fp32 FLOP/s per GPU name."""
-    data = _table((root or presets_dir()) / "gpus.toml")
-    return {name: float(_get(d, "peak_flops", f"gpus.toml [{name}]")) for name, d in data.items()}
+    return {name: g.peak_flops for name, g in gpus(root).items()}
+
+
+def fabrics(root: Path | None = None):
+    """Every fabric of fabrics.toml by name (perfmodel.fabrics.Fabric)."""
+    from .fabrics import load_fabrics
+
+    return load_fabrics((root or presets_dir()) / "fabrics.toml")
 
 
 def cluster_names(root: Path | None = None) -> list[str]:
@@ -82,40 +136,86 @@ def workload_names(root: Path | None = None) -> list[str]:
     return sorted(_table((root or presets_dir()) / "workloads.toml"))
 
 
+def _cluster_link(d: dict, which: str, where: str, fabs: dict, gpu: GpuPreset | None):
+    """A cluster's link from its table: a {latency_s, bandwidth_Bps} table or a LINK text (fabric name or
+    figure); host defaults to the GPU's host fabric. Returns (Link, count of NICs/links)."""
+    from .fabrics import parse_link
+
+    if which not in d:
+        if which == "host" and gpu is not None and gpu.host:
+            return fabs[gpu.host].link(), 1
+        raise PresetError(f"{where}: missing key {which!r}")
+    v = d[which]
+    if isinstance(v, str):
+        try:
+            parsed = parse_link(v, fabs, what=f"{where}.{which}", role=which)
+        except SpecError as e:
+            raise PresetError(str(e) if where in str(e) else f"{where}.{which}: {e}") from None
+        return parsed.link, parsed.count
+    link = _link(v, f"{where}.{which}")
+    return link, _number(v, "nics", f"{where}.{which}", 1, integer=True) if isinstance(v, dict) else 1
+
+
+def cluster_from_table(name: str, d: dict, where: str, root: Path | None = None) -> Cluster:
+    """A Cluster from one table in the clusters.toml schema (``where`` names file and table in errors).
+
+    Links are tables (latency_s, bandwidth_Bps, source) or LINK texts ("nvswitch-a100", "8xib-hdr",
+    "25GB/s,2us"); host may be left out when gpu names a GPU preset with a host fabric.
+    """
+    root = root or presets_dir()
+    if not isinstance(d, dict):
+        raise PresetError(f"{where}: must be a table")
+    gpu_name = d.get("gpu", "")
+    if not isinstance(gpu_name, str):
+        raise PresetError(f"{where}: gpu must be a GPU name (string), got {gpu_name!r}")
+    table = gpus(root)
+    if gpu_name and gpu_name not in table:
+        raise PresetError(f"{where}: gpu {gpu_name!r} is not in gpus.toml ({', '.join(sorted(table))})")
+    gpu = table.get(gpu_name)
+    fabs = fabrics(root)
+    gpn = _number(d, "gpus_per_node", where, integer=True)
+    intra, _ = _cluster_link(d, "intra", where, fabs, gpu)
+    host, _ = _cluster_link(d, "host", where, fabs, gpu)
+    network, nics = _cluster_link(d, "network", where, fabs, gpu)
+    nics = _number(d, "nics", where, nics, integer=True)
+    max_nodes = _number(d, "max_nodes", where, integer=True) if "max_nodes" in d else None
+    host_mem = _number(d, "host_memory_Bps", where) if "host_memory_Bps" in d else None
+    try:
+        return Cluster(name=name, gpus_per_node=gpn, intra=intra, host=host, network=network, gpu=gpu_name,
+                       peak_flops=gpu.peak_flops if gpu else None, max_nodes=max_nodes,
+                       host_memory_Bps=host_mem, source=str(d.get("source", d.get("description", ""))),
+                       nics=nics)
+    except SpecError as e:
+        raise PresetError(f"{where}: {e}") from None
+
+
 def load_cluster(name: str, root: Path | None = None) -> Cluster:
     """The cluster preset ``name``."""
     root = root or presets_dir()
     data = _table(root / "clusters.toml")
     if name not in data:
         raise PresetError(f"unknown cluster {name!r}; presets: {', '.join(sorted(data))}")
-    d = data[name]
-    where = f"clusters.toml [{name}]"
-    gpu = str(d.get("gpu", ""))
-    peaks = gpu_peaks(root)
-    if gpu and gpu not in peaks:
-        raise PresetError(f"{where}: gpu {gpu!r} is not in gpus.toml")
-    try:
-        return Cluster(name=name, gpus_per_node=int(_get(d, "gpus_per_node", where)),
-                       intra=_link(_get(d, "intra", where), where + ".intra"),
-                       host=_link(_get(d, "host", where), where + ".host"),
-                       network=_link(_get(d, "network", where), where + ".network"),
-                       gpu=gpu, peak_flops=peaks.get(gpu), max_nodes=d.get("max_nodes"),
-                       source=str(d.get("source", "")))
-    except SpecError as e:
-        raise PresetError(f"{where}: {e}") from None
+    return cluster_from_table(name, data[name], f"clusters.toml [{name}]", root)
 
 
 def _compute(d: dict, where: str) -> ComputeTime:
     kind = _get(d, "kind", where)
     try:
         if kind == "linear":
-            return ComputeTime("linear", t0_s=float(_get(d, "t0_s", where)), t1_s=float(_get(d, "t1_s", where)),
-                               copy_s=float(d.get("copy_s", 0.0)), source=str(d.get("source", "")))
-        return ComputeTime("table", batches=tuple(int(b) for b in _get(d, "batches", where)),
-                           times_s=tuple(float(t) for t in _get(d, "times_s", where)),
-                           copy_s=float(d.get("copy_s", 0.0)), source=str(d.get("source", "")))
-    except (TypeError, ValueError) as e:
-        raise PresetError(f"{where}: {e}") from None
+            return ComputeTime("linear", t0_s=_number(d, "t0_s", where), t1_s=_number(d, "t1_s", where),
+                               copy_s=_number(d, "copy_s", where, 0.0), source=str(d.get("source", "")))
+        if kind == "table":
+            batches = _get(d, "batches", where)
+            times = _get(d, "times_s", where)
+            if not isinstance(batches, list) or not isinstance(times, list):
+                raise PresetError(f"{where}: batches and times_s must be lists")
+            return ComputeTime("table", batches=tuple(_number({"batch": b}, "batch", where, integer=True)
+                                                      for b in batches),
+                               times_s=tuple(_number({"time": t}, "time", where) for t in times),
+                               copy_s=_number(d, "copy_s", where, 0.0), source=str(d.get("source", "")))
+        raise PresetError(f"{where}: kind must be 'linear' or 'table', got {kind!r}")
+    except SpecError as e:
+        raise PresetError(e if where in str(e) else f"{where}: {e}") from None
 
 
 def read_tensors(path: Path) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -134,40 +234,145 @@ def read_tensors(path: Path) -> tuple[tuple[str, ...], tuple[int, ...]]:
     return names, sizes
 
 
+WIRES = ("fp32", "fp16", "bf16")
+
+
+@dataclass(frozen=True)
+class WorkloadSettings:
+    """Workload-file settings that are not part of the Workload spec: the gradient wire format
+    (``wire = "fp16"``; maps to Strategy.wire unless --wire is given), None when the file has none."""
+
+    wire: str | None = None
+
+
+def _library_flops(names: tuple[str, ...], sizes: tuple[int, ...], model: str, root: Path,
+                   where: str, required: bool) -> tuple[float, ...]:
+    """Per-tensor forward FLOPs from the library model ``model`` when its tensors are these ones."""
+    from .library import LibraryError, load_model
+
+    try:
+        lib = load_model(model, root)
+    except LibraryError:
+        if required:
+            raise
+        return ()
+    if lib.tensor_sizes != sizes or (names and lib.tensor_names != names):
+        if required:
+            raise PresetError(f"{where}: tensors differ from library model {model!r}")
+        return ()
+    return lib.tensor_flops
+
+
+def workload_from_table(name: str, d: dict, where: str, base_dir: Path, root: Path | None = None,
+                        compute: dict[str, ComputeTime] | None = None) -> tuple[Workload, WorkloadSettings]:
+    """A Workload from one table in the workloads.toml schema (``where`` names file and table in errors).
+
+    Tensors: ``tensors = "file.json"`` (relative to base_dir) or ``model = "<library name>"``; per-tensor
+    FLOPs come from the library model of that name (or of the workload's own name, when its tensors are
+    the same). ``compute.<gpu>`` tables give measured times; ``compute`` (from the command line) replaces
+    them. Optional: classifier_tensors, accumulate, wire, source.
+    """
+    from .library import load_model
+
+    root = root or presets_dir()
+    if not isinstance(d, dict):
+        raise PresetError(f"{where}: must be a table")
+    if "model" in d:
+        if not isinstance(d["model"], str):
+            raise PresetError(f"{where}: model must be a library model name, got {d['model']!r}")
+        lib = load_model(d["model"], root)
+        names, sizes, flops = lib.tensor_names, lib.tensor_sizes, lib.tensor_flops
+    else:
+        tensors = _get(d, "tensors", where)
+        if not isinstance(tensors, str):
+            raise PresetError(f"{where}: tensors must be a path to a tensors JSON, got {tensors!r}")
+        names, sizes = read_tensors(base_dir / tensors)
+        flops = _library_flops(names, sizes, name, root, where, required=False)
+    if compute is None:
+        tables = d.get("compute", {})
+        if not isinstance(tables, dict):
+            raise PresetError(f"{where}: compute must be a table of per-GPU tables")
+        compute = {gpu: _compute(c, f"{where}.compute.{gpu}") for gpu, c in tables.items()}
+    wire = d.get("wire")
+    if wire is not None and wire not in WIRES:
+        raise PresetError(f"{where}: wire must be one of {', '.join(WIRES)}, got {wire!r}")
+    accumulate = _number(d, "accumulate", where, 1, integer=True)
+    if accumulate < 1:
+        raise PresetError(f"{where}: accumulate must be a positive integer, got {accumulate!r}")
+    if not compute:
+        raise PresetError(f"{where}: no compute time; give one on the command line (--samples-per-s R with "
+                          f"--batch, --compute-ms T, --estimate PRECISION or --profile) or a [compute.<gpu>] table")
+    peaks = gpu_peaks(root)
+    try:
+        workload = Workload(name=name, tensor_sizes=sizes, tensor_names=names, compute=compute,
+                            classifier_tensors=_number(d, "classifier_tensors", where, 2, integer=True),
+                            compute_peak_flops={g: peaks[g] for g in compute if g in peaks},
+                            source=str(d.get("source", "")),
+                            accumulate=accumulate, tensor_flops=flops)
+    except SpecError as e:
+        raise PresetError(e if where in str(e) else f"{where}: {e}") from None
+    return workload, WorkloadSettings(wire)
+
+
 def load_workload(name: str, root: Path | None = None) -> Workload:
     """The workload preset ``name``."""
+    return load_workload_with_settings(name, root)[0]
+
+
+def load_workload_with_settings(name: str, root: Path | None = None,
+                                compute: dict[str, ComputeTime] | None = None) -> tuple[Workload, WorkloadSettings]:
+    """The workload preset ``name`` and its settings; ``compute`` replaces its measured times."""
     root = root or presets_dir()
     data = _table(root / "workloads.toml")
     if name not in data:
         raise PresetError(f"unknown workload {name!r}; presets: {', '.join(sorted(data))}")
-    d = data[name]
-    where = f"workloads.toml [{name}]"
-    names, sizes = read_tensors(root / str(_get(d, "tensors", where)))
-    compute = {gpu: _compute(c, f"{where}.compute.{gpu}") for gpu, c in _get(d, "compute", where).items()}
-    peaks = gpu_peaks(root)
-    try:
-        return Workload(name=name, tensor_sizes=sizes, tensor_names=names, compute=compute,
-                        classifier_tensors=int(d.get("classifier_tensors", 2)),
-                        compute_peak_flops={g: peaks[g] for g in compute if g in peaks},
-                        source=str(d.get("source", "")))
-    except SpecError as e:
-        raise PresetError(f"{where}: {e}") from None
+    return workload_from_table(name, data[name], f"workloads.toml [{name}]", root, root, compute)
 
 
-def list_presets(root: Path | None = None) -> list[PresetInfo]:
-    """Every preset with a one-line summary and its source."""
+PRESET_KINDS = ("fabric", "gpu", "cluster", "workload", "model")
+
+
+def list_presets(root: Path | None = None, kinds: tuple[str, ...] = PRESET_KINDS) -> list[PresetInfo]:
+    """Every preset of the given kinds with a one-line summary and its source."""
+    from .library import load_model, model_names
+
     root = root or presets_dir()
     out = []
-    for name in cluster_names(root):
-        c = load_cluster(name, root)
-        gbps = lambda link: link.bandwidth_Bps * 8 / 1e9  # noqa: E731
-        out.append(PresetInfo("cluster", name,
-                              f"{c.gpus_per_node}x {c.gpu or '?'} per node; intra {gbps(c.intra):.0f} Gb/s, "
-                              f"host {gbps(c.host):.0f} Gb/s, network {gbps(c.network):.0f} Gb/s "
-                              f"({c.network.latency_s * 1e6:.1f} us)", c.source))
-    for name in workload_names(root):
-        w = load_workload(name, root)
-        gpus = ", ".join(sorted(w.compute))
-        out.append(PresetInfo("workload", name, f"{w.parameters / 1e6:.2f}M parameters in {len(w.tensor_sizes)} "
-                              f"tensors; compute measured on {gpus}", w.source))
+    if "fabric" in kinds:
+        for name, f in sorted(fabrics(root).items()):
+            out.append(PresetInfo("fabric", name, f"{f.kind}: nominal {f.nominal_Bps / 1e9:.4g} GB/s, achievable "
+                                  f"{f.achievable_Bps / 1e9:.4g} GB/s (used), {f.latency_s * 1e6:.3g} us", f.source))
+    if "gpu" in kinds:
+        for name, g in sorted(gpus(root).items()):
+            parts = [f"fp32 {g.peak_flops / 1e12:.4g} TFLOP/s"]
+            if g.tf32_flops:
+                parts.append(f"tf32 {g.tf32_flops / 1e12:.4g}")
+            if g.tensor_flops:
+                parts.append(f"fp16/bf16 {g.tensor_flops / 1e12:.4g}")
+            if g.memory_Bps:
+                parts.append(f"memory {g.memory_Bps / 1e9:.4g} GB/s")
+            if g.host:
+                parts.append(f"host {g.host}")
+            out.append(PresetInfo("gpu", name, ", ".join(parts), g.source))
+    if "cluster" in kinds:
+        for name in cluster_names(root):
+            c = load_cluster(name, root)
+            gb = lambda link: f"{link.bandwidth_Bps / 1e9:.4g} GB/s"  # noqa: E731
+            nodes = f", max {c.max_nodes} nodes" if c.max_nodes else ""
+            out.append(PresetInfo("cluster", name,
+                                  f"{c.gpus_per_node}x {c.gpu or '?'} per node; intra {gb(c.intra)}, host "
+                                  f"{gb(c.host)}, network {gb(c.network)} ({c.network.latency_s * 1e6:.1f} us)"
+                                  f"{nodes}", c.source))
+    if "workload" in kinds:
+        for name in workload_names(root):
+            w = load_workload(name, root)
+            measured = ", ".join(sorted(w.compute))
+            out.append(PresetInfo("workload", name, f"{w.parameters / 1e6:.2f}M parameters in {len(w.tensor_sizes)} "
+                                  f"tensors; compute measured on {measured}", w.source))
+    if "model" in kinds:
+        for name in model_names(root):
+            m = load_model(name, root)
+            out.append(PresetInfo("model", name, f"{m.parameters / 1e6:.2f}M parameters in {len(m.tensor_sizes)} "
+                                  f"tensors; {m.forward_flops / 1e9:.4g} GFLOP forward per sample ({m.input})",
+                                  m.source))
     return out

@@ -45,6 +45,7 @@ of the g GPUs of a node); ASGD runs at the mean rate of its machines.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,17 +132,25 @@ def unrunnable(gpus, cluster: Cluster, strategy: Strategy, *, scaling: str = "we
     return out
 
 
+def check_gpu_counts(cluster: Cluster, gpus) -> None:
+    """GPU counts beyond the cluster's nodes are an error (SpecError) unless it is open-ended (max_nodes None)."""
+    if cluster.max_nodes is None:
+        return
+    limit = cluster.max_nodes * cluster.gpus_per_node
+    over = [int(g) for g in np.asarray(gpus).ravel() if g > limit]
+    if over:
+        need = math.ceil(max(over) / cluster.gpus_per_node)
+        raise SpecError(f"{max(over)} GPUs need {need} nodes of {cluster.gpus_per_node}; cluster {cluster.name} has "
+                        f"{cluster.max_nodes} nodes ({limit} GPUs); give --nodes N to model a larger one")
+
+
 def _check_gpus(gpus: np.ndarray, cluster: Cluster, strategy: Strategy, scaling: str, batch: int,
                 accumulate: int) -> None:
     if gpus.ndim != 1 or len(gpus) == 0:
         raise SpecError("gpus must be a non-empty list of GPU counts")
     if np.any(gpus < 1) or np.any(gpus != np.floor(gpus)):
         raise SpecError(f"GPU counts must be positive integers, got {gpus[(gpus < 1) | (gpus != np.floor(gpus))][:3].tolist()}")
-    if cluster.max_nodes is not None:
-        most = cluster.max_nodes * cluster.gpus_per_node
-        if np.any(gpus > most):
-            raise SpecError(f"{int(gpus.max())} GPUs is beyond {cluster.name}'s {cluster.max_nodes} nodes "
-                            f"x {cluster.gpus_per_node} GPUs = {most}")
+    check_gpu_counts(cluster, gpus)
     for why, bad in unrunnable(gpus, cluster, strategy, scaling=scaling, batch=batch, accumulate=accumulate).items():
         raise SpecError(f"{why} (at {int(bad[0])} GPUs)")
 

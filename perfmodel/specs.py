@@ -66,6 +66,10 @@ class Cluster:
 
     intra: GPU-GPU link inside a node (NVLink, PCIe switch); host: GPU-CPU link (PCIe) a copy to host
     memory crosses; network: the link between nodes, per node (the NIC, or the sum of a node's NICs).
+    max_nodes: nodes the cluster has (None: open-ended). host_memory_Bps: a node's host (CPU) memory
+    bandwidth, bytes/s, for host-staged reductions (None: unknown). nics: how many NICs ``network``
+    sums (``network`` is already the per-node total; the model never divides it, only the command
+    line's ``--nics K`` rescales the per-NIC figure network / nics).
     """
 
     name: str
@@ -78,6 +82,7 @@ class Cluster:
     max_nodes: int | None = None
     host_memory_Bps: float | None = None
     source: str = ""
+    nics: int = 1
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -90,6 +95,9 @@ class Cluster:
             _positive("peak_flops", self.peak_flops)
         if self.max_nodes is not None:
             _positive_int("max_nodes", self.max_nodes)
+        if self.host_memory_Bps is not None:
+            _positive("host_memory_Bps", self.host_memory_Bps)
+        _positive_int("nics", self.nics)
 
     def with_link(self, which: str, link: Link) -> "Cluster":
         """A copy of this cluster with one link ("intra", "host" or "network") replaced."""
@@ -163,6 +171,10 @@ class Workload:
     """A model to train: its parameter tensors and its per-GPU compute time.
 
     tensor_sizes: elements of each parameter tensor, in model order; tensor_names the same order.
+    accumulate: micro-batches of the per-GPU batch computed per gradient exchange (gradient
+    accumulation; 1 = exchange every mini-batch).
+    tensor_flops: forward FLOPs per sample charged to each tensor (the layer's FLOPs on its weight, 0 on
+    bias and norm tensors), aligned with tensor_sizes; empty when unknown.
     classifier_tensors: how many trailing tensors form the last (classifier) layer.
     compute: per-GPU compute time, keyed by GPU name (e.g. "gtx1080"), each with the GPU's peak FLOP/s
     it was measured on in ``compute_peak_flops`` when known (used to scale to an unmeasured GPU).
@@ -199,6 +211,12 @@ class Workload:
                 raise SpecError(f"workload {self.name}: compute[{gpu!r}] must be a ComputeTime")
         for gpu, peak in self.compute_peak_flops.items():
             _positive(f"compute_peak_flops[{gpu}]", peak)
+        _positive_int(f"workload {self.name} accumulate", self.accumulate)
+        if self.tensor_flops and len(self.tensor_flops) != len(self.tensor_sizes):
+            raise SpecError(f"workload {self.name}: {len(self.tensor_flops)} tensor_flops for "
+                            f"{len(self.tensor_sizes)} tensor_sizes")
+        for f in self.tensor_flops:
+            _positive(f"workload {self.name} tensor flops", f, allow_zero=True)
 
     @property
     def parameters(self) -> int:

@@ -149,3 +149,113 @@ def test_import_is_light_and_console_script_runs():
     assert res.returncode == 0 and "ssgd" in res.stdout
     res = subprocess.run([exe, "predict", "--workload", "nope"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+# ------------------------------------------------------------- clusters and workloads described by the user
+
+MY_TOML = '[mine]\ngpu = "a100"\ngpus_per_node = 8\nintra = "nvswitch-a100"\nnetwork = "8xib-hdr"\n'
+
+
+def test_done_when_commands(tmp_path, capsys):
+    """`--cluster my.toml --workload resnet50 --samples-per-s 2500 --batch 256 --gpus 8,64`, and the same with
+    inline overrides; 2500 samples/s at batch 256 is 102.4 ms of compute per step on every GPU count."""
+    my = tmp_path / "my.toml"
+    my.write_text(MY_TOML)
+    base = ["predict", "--cluster", str(my), "--workload", "resnet50", "--samples-per-s", "2500", "--batch", "256",
+            "--gpus", "8,64", "--strategy", "ssgd", "--format", "json"]
+    code, out, err = run(capsys, *base)
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["gpus"] for r in rows] == [8, 64] and [r["nodes"] for r in rows] == [1, 8]
+    assert all(r["t_compute_s"] == pytest.approx(0.1024) for r in rows)
+    code, out2, err = run(capsys, *base, "--gpus-per-node", "8", "--intra", "nvswitch-a100", "--network", "8x200Gb/s")
+    assert code == 0, err
+    rows2 = json.loads(out2)
+    # the same intra link; a network of 8 x 25 GB/s instead of 8 x 24 GB/s: never slower
+    assert rows2[0]["t_comm_s"] == pytest.approx(rows[0]["t_comm_s"])
+    assert rows2[1]["t_comm_s"] <= rows[1]["t_comm_s"]
+    code, out3, err = run(capsys, "predict", "--cluster", "custom", "--gpu", "a100", "--gpus-per-node", "8",
+                          "--intra", "nvswitch-a100", "--network", "8x200Gb/s", "--workload", "resnet50",
+                          "--samples-per-s", "2500", "--batch", "256", "--gpus", "8,64", "--strategy", "ssgd",
+                          "--format", "json")
+    assert code == 0, err
+    assert [r["throughput"] for r in json.loads(out3)] == pytest.approx([r["throughput"] for r in rows2])
+
+
+def test_table_header_says_cluster_and_estimate(capsys):
+    code, out, err = run(capsys, "predict", "--cluster", "custom", "--gpu", "h100", "--gpus-per-node", "8",
+                         "--intra", "nvswitch-h100", "--network", "8xib-ndr", "--workload", "gpt2-xl",
+                         "--estimate", "mixed", "--batch", "8", "--accumulate", "4", "--gpus", "8,64", "--strategy",
+                         "ssgd")
+    assert code == 0, err
+    assert "x 4 micro-batches" in out and "# cluster: 8x h100 per node" in out and "# compute: ESTIMATE" in out
+
+
+def test_workload_file_wire_maps_to_the_strategy(tmp_path, capsys):
+    w = tmp_path / "w.toml"
+    w.write_text('[r18]\nmodel = "resnet18"\nwire = "fp16"\n')
+    args = ["predict", "--cluster", "dgx1-v100", "--workload", str(w), "--samples-per-s", "1000", "--batch", "64",
+            "--gpus", "16", "--strategy", "ssgd", "--format", "json"]
+    rows = {}
+    for name, extra in {"file": [], "fp32": ["--wire", "fp32"], "fp16": ["--wire", "fp16"]}.items():
+        code, out, err = run(capsys, *args, *extra)
+        assert code == 0, err
+        (rows[name],) = json.loads(out)
+    assert rows["file"]["bytes_per_gpu"] == rows["fp16"]["bytes_per_gpu"]
+    assert rows["fp32"]["bytes_per_gpu"] == pytest.approx(2 * rows["fp16"]["bytes_per_gpu"])
+
+
+def test_presets_lists_every_kind(capsys):
+    code, out, _ = run(capsys, "presets")
+    assert code == 0
+    kinds = {line.split()[0] for line in out.splitlines()}
+    assert kinds == {"fabric", "gpu", "cluster", "workload", "model"}
+    for name in ("ib-hdr", "nvswitch-h100", "pcie5", "h100", "k80", "gpt2-xl", "bert-large", "inception-v3"):
+        assert f" {name} " in out
+    code, out, _ = run(capsys, "presets", "--kind", "fabric", "--sources")
+    assert code == 0 and out.count("source:") == out.count("fabric ") >= 18
+
+
+def test_help_shows_examples(capsys):
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    out = capsys.readouterr().out
+    assert "examples:" in out and "--cluster custom --gpu a100" in out and "8x200Gb/s" in out
+
+
+BAD_INPUTS = [
+    (["predict", "--network", "ib-xdr"], "unknown fabric 'ib-xdr' for --network"),
+    (["predict", "--network", "-3Gb/s"], "--network '-3Gb/s': bandwidth must be > 0"),
+    (["predict", "--intra", "fast"], "unknown fabric 'fast' for --intra"),
+    (["predict", "--gpus", "100000"], "100000 GPUs need 25000 nodes of 4; cluster terngrad-infiniband has 128"),
+    (["predict", "--cluster", "custom", "--gpu", "a100", "--gpus-per-node", "8", "--network", "ib-hdr",
+      "--nodes", "2", "--gpus", "32"], "32 GPUs need 4 nodes of 8"),
+    (["predict", "--cluster", "custom", "--gpus-per-node", "8"], "--cluster custom needs --gpu, --network"),
+    (["predict", "--gpus-per-node", "0"], "--gpus-per-node: must be a positive integer"),
+    (["predict", "--nics", "x"], "--nics: must be a positive integer"),
+    (["predict", "--samples-per-s", "-5"], "--samples-per-s: must be a number > 0"),
+    (["predict", "--workload", "resnet50", "--samples-per-s", "10", "--compute-ms", "3"], "give one compute time"),
+    (["predict", "--workload", "bert-large"], "'bert-large' (model library) has no measured compute time"),
+    (["predict", "--accumulate", "0"], "--accumulate: must be a positive integer"),
+    (["predict", "--estimate", "fp64"], "invalid choice"),
+    (["predict", "--cluster", "nope.toml"], "nope.toml is missing"),
+]
+
+
+@pytest.mark.parametrize("argv,message", BAD_INPUTS)
+def test_bad_cluster_and_workload_input(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("perfmodel: error: ") and message in err, err
+
+
+@pytest.mark.parametrize("text,message", [
+    ('[c]\ngpu = "a100"\nintra = "nvlink3"\nnetwork = "ib-hdr"\n', "[c]: missing key 'gpus_per_node'"),
+    ('[c]\ngpu = "a100"\ngpus_per_node = "eight"\nintra = "nvlink3"\nnetwork = "ib-hdr"\n',
+     "[c]: gpus_per_node must be an integer, got 'eight'"),
+])
+def test_bad_cluster_file_one_line(tmp_path, capsys, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    code, _, err = run(capsys, "predict", "--cluster", str(path), "--gpus", "8")
+    assert code == 2 and err.count("\n") == 1 and f"{path} {message}" in err, err

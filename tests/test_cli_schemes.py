@@ -64,7 +64,7 @@ def test_options_change_the_prediction(capsys):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--gpus", "100000"], "beyond terngrad-infiniband's 128 nodes"),
+    (["--gpus", "100000"], "100000 GPUs need 25000 nodes of 4; cluster terngrad-infiniband has 128"),
     (["--scaling", "strong", "--batch", "1", "--gpus", "512"], "fewer than one sample per GPU"),
     (["--ps-servers", "0", "--strategy", "sync-ps"], "ps_servers must be a positive integer"),
     (["--step-overhead-ms", "-1"], "--step-overhead-ms must be >= 0"),

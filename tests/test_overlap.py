@@ -136,7 +136,7 @@ def test_unrunnable_counts_and_refusals():
     with pytest.raises(SpecError, match="fewer than one sample"):
         predict(_workload(), CL, Strategy("ssgd"), [512], scaling="strong", batch=1)
     small = Cluster("small", 4, CL.intra, CL.host, CL.network, gpu="gpu", max_nodes=2)
-    with pytest.raises(SpecError, match="beyond"):
+    with pytest.raises(SpecError, match="16 GPUs need 4 nodes of 4; cluster small has 2 nodes"):
         predict(_workload(), small, Strategy("ssgd"), [4, 16], batch=32)
 
 
