@@ -90,9 +90,11 @@ def check_row(r: dict, line: int) -> dict:
         if not math.isfinite(out[c]) or out[c] <= 0:
             raise PublishedError(f"{where}: {c} must be a positive number, got {r[c]!r}")
     for c, allowed in (("scheme", SCHEMES), ("precision", PRECISIONS), ("grad_wire", WIRES),
-                       ("read_from", READ_FROM), ("data", DATA), ("comm_overlap", OVERLAPS), ("ps_placement", PS_PLACEMENTS)):
+                       ("read_from", READ_FROM), ("data", DATA), ("comm_overlap", OVERLAPS),
+                       ("ps_placement", PS_PLACEMENTS)):
         if (r.get(c) or "") not in allowed:
-            raise PublishedError(f"{where}: {c} {r.get(c)!r} is not one of {', '.join(a or '(empty)' for a in allowed)}")
+            choices = ", ".join(a or "(empty)" for a in allowed)
+            raise PublishedError(f"{where}: {c} {r.get(c)!r} is not one of {choices}")
     if out["gpus"] < 2:
         raise PublishedError(f"{where}: gpus must be >= 2 (a multi-GPU run), got {out['gpus']}")
     if out["nodes"] != math.ceil(out["gpus"] / out["gpus_per_node"]):
@@ -427,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"published: error: {e}", file=sys.stderr)
         return 2
     print(report_text(outcomes))
-    print(f"wrote {args.out / 'predictions.csv'}" + ("" if args.no_plot else f" and {args.out / 'measured_vs_predicted.png'}"))
+    plot_note = "" if args.no_plot else f" and {args.out / 'measured_vs_predicted.png'}"
+    print(f"wrote {args.out / 'predictions.csv'}{plot_note}")
     return 0
 
 

@@ -155,7 +155,8 @@ def test_accumulation_exchanges_once_per_k_micro_batches(tmp_path, toy_model):
 
 def test_report_medians_by_hand():
     def out(i, nodes, measured, predicted, single=10.0, gpus=4):
-        r = {"id": i, "source": "S", "nodes": nodes, "samples_per_s": measured, "single_gpu_samples_per_s": single, "gpus": gpus}
+        r = {"id": i, "source": "S", "nodes": nodes, "samples_per_s": measured,
+             "single_gpu_samples_per_s": single, "gpus": gpus}
         return pub.Outcome(r, predicted, "" if predicted else "missing feature")
     outcomes = [out("a", 1, 40.0, 44.0),    # +10%; linear 40 -> 0%
                 out("b", 1, 32.0, 30.4),    # -5%;  linear 40 -> +25%

@@ -194,7 +194,8 @@ def tf_rows() -> list[dict]:
                     source_url=TF_URL, source_loc=loc, read_from="table", system=sysname,
                     **SYSTEMS[sysname], framework="TensorFlow 1.x (b1e174e)", scheme=scheme,
                     scheme_detail=detail, ps_servers=ps, ps_placement=place, model=model,
-                    batch_per_gpu=batch, accumulate=1, precision="fp32", grad_wire="fp32", data=data, comm_overlap="during-backward",
+                    batch_per_gpu=batch, accumulate=1, precision="fp32", grad_wire="fp32", data=data,
+                    comm_overlap="during-backward",
                     gpus=g, nodes=nodes, samples_per_s=v, unit="images/s", single_gpu_samples_per_s=single,
                     single_gpu_batch=batch, single_gpu_loc="same table, row GPUs=1", note=note))
     return rows
@@ -274,11 +275,13 @@ def rn50_rows() -> list[dict]:
             if prec:
                 batch, wire = prec[p]
                 bnote = ("batch per GPU from PyTorch/Classification/ConvNets/configs.yml (not printed in the table)"
-                         if name.startswith("dle_pt") else "batch per GPU from the benchmark.py command the README quotes above the table")
+                         if name.startswith("dle_pt") else
+                         "batch per GPU from the benchmark.py command the README quotes above the table")
             else:  # TF: 'Batch Size / GPU' column, '128 (FP32) / 256 (AMP)' or '256'
                 cell = body[0][_col(header, "batch size")]
                 mm = re.findall(r"(\d+)\s*\((\w+)\)", cell)
-                batch = dict((k.lower(), v) for v, k in mm).get("amp" if p == "amp" else "fp32", cell.strip()) if mm else cell.strip()
+                by_precision = dict((k.lower(), v) for v, k in mm)
+                batch = by_precision.get("amp" if p == "amp" else "fp32", cell.strip()) if mm else cell.strip()
                 wire = "fp32"
                 bnote = "batch per GPU from the table's 'Batch Size / GPU' column"
             for r in body[1:]:
@@ -288,7 +291,8 @@ def rn50_rows() -> list[dict]:
                     source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
                     f"row GPUs={g}, column '{header[c].replace('*', '').strip()}'", read_from="table",
                     system=sysname, **SYSTEMS[sysname], framework=fw, scheme=scheme, scheme_detail=detail,
-                    model="resnet50", batch_per_gpu=batch, accumulate=1, precision=p, grad_wire=wire, comm_overlap="during-backward",
+                    model="resnet50", batch_per_gpu=batch, accumulate=1, precision=p, grad_wire=wire,
+                    comm_overlap="during-backward",
                     data="real", gpus=g, nodes=1, samples_per_s=num(r[c]), unit="images/s",
                     single_gpu_samples_per_s=num(base[c]), single_gpu_batch=batch,
                     single_gpu_loc="same table, row GPUs=1", note=bnote))
@@ -322,7 +326,8 @@ BERT_SCHEME = {
                      "(official/modeling/model_training_utils.py lines 272, 316)", "fp16"),
     "PyTorch": ("nccl-allreduce", "torch.distributed NCCL allreduce of the flat gradient after the last "
                 "accumulation step's backward (allreduce_post_accumulation, no overlap with backprop), "
-                "--allreduce_post_accumulation_fp16 for mixed precision (run_pretraining.py, scripts/run_pretraining.sh)",
+                "--allreduce_post_accumulation_fp16 for mixed precision (run_pretraining.py, "
+                "scripts/run_pretraining.sh)",
                 "fp16"),
     "PaddlePaddle": ("nccl-allreduce", "Paddle fleet collective allreduce over NCCL (fuse_all_reduce_ops, "
                      "program.py) of the merged gradients after the accumulation steps (no overlap with backprop "
@@ -424,7 +429,8 @@ def bert_rows() -> list[dict]:
                     f"'{header[c_tp[p]].replace('*', '').strip()}'", read_from="table", system=sysname,
                     **SYSTEMS[sysname], framework=fw, scheme=scheme, scheme_detail=detail,
                     model="bert-large", batch_per_gpu=batch, accumulate=acc, precision=p,
-                    grad_wire=amp_wire if p == "amp" else "fp32", comm_overlap="after-backward", data="real", gpus=gpus, nodes=nodes,
+                    grad_wire=amp_wire if p == "amp" else "fp32", comm_overlap="after-backward", data="real",
+                    gpus=gpus, nodes=nodes,
                     samples_per_s=num(r[c_tp[p]]), unit=f"sequences/s (sequence length {seq})",
                     single_gpu_samples_per_s=single, single_gpu_batch=s_batch, single_gpu_loc=sloc,
                     note="; ".join(note)))
@@ -489,10 +495,12 @@ def effnet_rows() -> list[dict]:
                 rows.append(row(
                     source=f"NVIDIA DeepLearningExamples {path.split('/')[0]} EfficientNet README",
                     source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline})"
-                    + (f", model {r[c_m]}" if c_m is not None else f", {model}") + f", row GPUs={g}, column '{clean[c]}'",
+                    + (f", model {r[c_m]}" if c_m is not None else f", {model}")
+                    + f", row GPUs={g}, column '{clean[c]}'",
                     read_from="table", system=sysname, **SYSTEMS[sysname], framework=fw, scheme=scheme,
                     scheme_detail=detail, model=model, batch_per_gpu=batch, accumulate=1, precision=p,
-                    grad_wire="fp32", comm_overlap="during-backward", data="real", gpus=g, nodes=-(-g // gpn), samples_per_s=num(r[c]),
+                    grad_wire="fp32", comm_overlap="during-backward", data="real", gpus=g, nodes=-(-g // gpn),
+                    samples_per_s=num(r[c]),
                     unit="images/s", single_gpu_samples_per_s=num(base[c]), single_gpu_batch=batch,
                     single_gpu_loc="same table, row GPUs=1", note=note))
     return rows
