@@ -330,8 +330,10 @@ def report_text(outcomes: list[Outcome]) -> str:
             if not part:
                 continue
             v = summary(part)["all"]
-            label = src.split(" (")[0].replace("NVIDIA DeepLearningExamples", "DLE")
-            lines.append(f"  {label[:52]:<52} {where:<12} {v['expressible']:>4}/{v['rows']:<4}"
+            label = (src.replace("NVIDIA DeepLearningExamples ", "DLE ").replace(" README", "")
+                     .replace("pre-training, ", "").replace(" v1.1 fine-tuning", "").replace(" test report v1.0", "")
+                     .replace(" (Oneflow-Inc/DLPerf, Oct 2020)", "").replace("tf_cnn_benchmarks, ", ""))
+            lines.append(f"  {label[:56]:<56} {where:<12} {v['expressible']:>4}/{v['rows']:<4}"
                          f"{v['median_abs_error_pct']:>7.1f}% /{v['linear_median_abs_error_pct']:>6.1f}%"
                          f"{v['median_error_pct']:>+8.1f}%")
     missing = [o for o in outcomes if o.predicted is None]

@@ -589,9 +589,62 @@ def dlperf_rows() -> list[dict]:
     return rows
 
 
+# BERT-large SQuAD v1.1 fine-tuning, one node (no gradient accumulation): TensorFlow 1 (Horovod's
+# DistributedOptimizer, gradients allreduced as backprop produces them) and PyTorch (apex DDP).
+SQUAD = [  # excerpt, framework, system
+    ("dle_tf1_squad_dgx1_16g", "TensorFlow 1 (20.06 NGC), XLA", "dgx1-v100"),
+    ("dle_tf1_squad_dgx1_32g", "TensorFlow 1 (20.06 NGC), XLA", "dgx1-v100"),
+    ("dle_tf1_squad_dgx2", "TensorFlow 1 (20.06 NGC), XLA", "dgx2"),
+    ("dle_tf1_squad_dgxa100", "TensorFlow 1 (20.06 NGC), XLA", "dgx-a100"),
+    ("dle_pt_squad_dgxa100", "PyTorch (21.11 NGC)", "dgx-a100"),
+    ("dle_pt_squad_dgx1_32g", "PyTorch (21.11 NGC)", "dgx1-v100"),
+]
+SQUAD_SCHEME = {
+    "TensorFlow 1": ("horovod-nccl", "hvd.DistributedOptimizer (num_accumulation_steps 1), Compression.fp16 when "
+                     "use_fp16 (TensorFlow/LanguageModeling/BERT/optimization.py lines 96-97); run_squad.sh "
+                     "defaults: bert_model large, seq_length 384, use_xla true", "fp16"),
+    "PyTorch": ("pytorch-ddp", "apex.parallel.DistributedDataParallel (PyTorch/LanguageModeling/BERT/run_squad.py "
+                "lines 993-998); run_squad.sh: bert-large-uncased, max_seq_length 384", "unknown"),
+}
+
+
+def squad_rows() -> list[dict]:
+    rows = []
+    for name, fw, sysname in SQUAD:
+        path, lines_r, hline = _dle_meta(name)
+        heading, header, body = _bert_table(name)
+        clean = [h.replace("*", "").strip() for h in header]
+        fp = "tf32" if sysname == "dgx-a100" else "fp32"
+        c_b = next(i for i, h in enumerate(clean) if h.lower().startswith("batch size"))
+        c_tp = {"amp": next(i for i, h in enumerate(clean) if h.lower().startswith("throughput - mixed")),
+                fp: next(i for i, h in enumerate(clean) if h.lower().startswith(f"throughput - {fp}"))}
+        hb = clean[c_b].lower()
+        amp_first = hb.index("mixed") < hb.index(fp) if "mixed" in hb else hb.index("fp16") < hb.index(fp)
+        scheme, detail, amp_wire = SQUAD_SCHEME[fw.split(" (")[0]]
+        base = next(r for r in body if r[0].strip() == "1")
+        for r in body:
+            g = int(r[0].strip())
+            if g == 1:
+                continue
+            for p, c in c_tp.items():
+                k = 0 if (p == "amp") == amp_first else 1
+                batch = _pair(r[c_b])[k]
+                rows.append(row(
+                    source=f"NVIDIA DeepLearningExamples {path.split('/')[0]} BERT README (SQuAD v1.1 fine-tuning)",
+                    source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
+                    f"row GPUs={g}, column '{clean[c]}'", read_from="table", system=sysname, **SYSTEMS[sysname],
+                    framework=fw, scheme=scheme, scheme_detail=detail, model="bert-large", batch_per_gpu=batch,
+                    accumulate=1, precision=p, grad_wire=amp_wire if p == "amp" else "fp32",
+                    comm_overlap="during-backward", data="real", gpus=g, nodes=1, samples_per_s=num(r[c]),
+                    unit="sequences/s (sequence length 384)", single_gpu_samples_per_s=num(base[c]),
+                    single_gpu_batch=_pair(base[c_b])[k], single_gpu_loc="same table, row GPUs=1",
+                    note="BERT-large with the SQuAD span head; the library's bert-large tensors stand for it"))
+    return rows
+
+
 def main(out: Path = HERE / "runs.csv") -> None:
     rows, seen = [], set()
-    for r in tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + dlperf_rows():
+    for r in tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + squad_rows() + dlperf_rows():
         # DLPerf prints some measurements twice (NGC TF1 BERT AMP at bsz=64 in the 'AMP, batch size = 64'
         # and 'AMP, batch size = max' tables): keep the first
         key = (r["source"], r["system"], r["framework"], r["model"], r["precision"], r["batch_per_gpu"],
