@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -41,12 +40,10 @@ def render(name: str, build: Path, results: Path, timeout: int = 600) -> Path:
         else:
             os.environ["DSGD_RESULTS"] = old
     body, _ = HTMLExporter().from_notebook_node(nbformat.from_dict(nb))
-    build.mkdir(parents=True, exist_ok=True)
+    from perfmodel.fileio import atomic_write_text
+
     out = build / f"{name}.html"
-    fd, tmp = tempfile.mkstemp(dir=build, suffix=".html")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(body)
-    os.replace(tmp, out)
+    atomic_write_text(out, body)
     return out
 
 

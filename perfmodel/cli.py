@@ -236,6 +236,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="perfmodel", description=__doc__.splitlines()[0])
+    from .fileio import package_version
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     p = sub.add_parser("predict", help="predict throughput for 1..512 GPUs")

@@ -24,7 +24,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -629,6 +628,8 @@ def _dumps_record(record: dict) -> str:
 
 def export_tensors(outdir: str | os.PathLike, names: list[str] | None = None) -> list[Path]:
     """Write OUTDIR/<name>.json for each model (all by default), atomically; return the paths."""
+    from perfmodel.fileio import atomic_write_text
+
     names = model_names() if names is None else names
     for name in names:
         _info(name)  # validate all names before writing anything
@@ -637,15 +638,7 @@ def export_tensors(outdir: str | os.PathLike, names: list[str] | None = None) ->
     written = []
     for name in names:
         path = out / f"{name}.json"
-        fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(_dumps_record(tensors_record(name)))
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(path, _dumps_record(tensors_record(name)))
         written.append(path)
     return written
 
