@@ -2,7 +2,7 @@
 
 One call predicts a whole sweep of GPU counts as numpy expressions (no Python loop over GPU counts).
 
-Per iteration on W GPUs (ALGORITHMS.md section 2):
+Per iteration on W GPUs (docs/model.md sections 2 and 5):
     weak scaling  (per-GPU batch b):   T = t_compute(b) + t_comm - hidden;   throughput = W b / T
     strong scaling (total batch K):    T = t_compute(K/W) + t_comm - hidden; throughput = K / T
 where hidden = overlap * min(t_comm, t_compute). With ``allreduce="paper"`` the strong form is the
