@@ -89,13 +89,14 @@ def _register_table_format() -> None:
 # ----------------------------------------------------------------------------------------- figures
 
 def _compact(v: float, _pos=None) -> str:
-    """1, 4, 512, 2k, 10k, 1.5M: tick labels that fit under a narrow facet."""
+    """1, 4, 512, 2048, 10k, 1.5M: tick labels that fit under a narrow facet."""
     if v <= 0:
         return ""
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
         if v >= scale:
-            return f"{v / scale:g}{suffix}"
-    return f"{v:g}"
+            unit = 1e3 if suffix == "k" else scale
+            return f"{v / unit:.3g}{suffix}"
+    return f"{v:.4g}"
 
 
 def _tidy_log_axis(axis, scale) -> None:
