@@ -36,10 +36,10 @@ def test_paper_tables_prefer_the_installed_copy(tmp_path, monkeypatch):
 
 
 def test_every_data_file_is_declared_as_package_data():
-    """pyproject's package-data globs cover every file of data/presets and data/paper_tables that the
-    code reads, so a regular install carries them."""
+    """pyproject's package-data globs, expanded as setuptools expands them (glob, recursive), cover every
+    file of data/presets and data/paper_tables the code reads, so a regular install carries them."""
+    import glob
     import tomllib
-    from fnmatch import fnmatch
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
@@ -47,9 +47,11 @@ def test_every_data_file_is_declared_as_package_data():
     dirs, globs = cfg["package-dir"], cfg["package-data"]
     assert set(dirs) <= set(cfg["packages"]) and set(globs) == set(dirs)
     for pkg, folder in dirs.items():
-        for f in (root / folder).iterdir():
-            if f.is_file() and f.suffix in (".toml", ".json", ".csv", ".md"):
-                assert any(fnmatch(f.name, g) for g in globs[pkg]), f"{f} is not package data of {pkg}"
+        base = root / folder
+        shipped = {Path(p).resolve() for g in globs[pkg] for p in glob.glob(str(base / g), recursive=True)}
+        wanted = {p.resolve() for p in base.rglob("*")
+                  if p.is_file() and p.suffix in (".toml", ".json", ".csv", ".md")}
+        assert wanted and wanted <= shipped, sorted(str(p.relative_to(base)) for p in wanted - shipped)
 
 
 def test_dsgd_reproduce_dispatches_and_refuses_unknown_papers(tmp_path, capsys):
