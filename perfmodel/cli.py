@@ -432,6 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "  perfmodel predict --cluster custom --gpu a100 --gpus-per-node 8 --intra nvswitch-a100 \\\n"
                             "      --network 8x200Gb/s --workload resnet50 --samples-per-s 2500 --batch 256 --gpus 8,64\n"
                             "  perfmodel predict --help   (more examples: cluster files, library models, estimates)")
+    from .fileio import package_version
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     p = sub.add_parser("predict", help="predict throughput for 1..512 GPUs", epilog=PREDICT_EXAMPLES,

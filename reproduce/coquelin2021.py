@@ -8,7 +8,7 @@ Tables (results/coquelin2021/<table>.csv):
                  blocking bf16 sync every batch of the warm-up/cool-down phases, weighted by their
                  share of the paper's 90 epochs (5 warm-up, 5 cool-down epochs; the paper's schedule
                  shortens B on plateaus, so the cycling share is an upper bound on B=4). Two variants:
-                 without per-batch time noise, and with the gamma CVB noise of ALGORITHMS.md section 3.
+                 without per-batch time noise, and with the gamma CVB noise of docs/model.md section 6.
   small_runs     real MPI runs here: DASO vs SSGD on LeNet/MNIST, 4 ranks = 2 pretend nodes x 2 ranks,
                  per-rank batch 32, lr 0.01, momentum 0.9: measured wall time per epoch (rank 0's sum of
                  step times from the run logs) and test accuracy after each epoch, and DASO's time saving

@@ -198,6 +198,7 @@ def test_bad_input_is_one_line_and_status_2(argv: list[str], fragment: str, caps
     assert fragment in _error_line(capsys, argv)
 
 
+@pytest.mark.slow  # two interpreter start-ups that import torch: ~14 s on a busy 2-core machine
 def test_bad_input_found_at_start_of_a_run(tmp_path: Path) -> None:
     """Errors found while setting up (unknown model, missing dataset) are one line and status 2 too."""
     for extra, fragment in ((["--model", "nosuch", "--dataset", "synthetic"], "unknown model 'nosuch'"),

@@ -35,7 +35,6 @@ import pickle
 import shutil
 import sys
 import tarfile
-import tempfile
 import urllib.request
 import zlib
 from dataclasses import dataclass, field
@@ -531,16 +530,14 @@ def synthetic(model: str | Sequence[int], n: int = 1024, num_classes: int | None
 
 def _fetch(url: str, dest: Path, md5: str, timeout: float = 60.0) -> None:
     """Download url to dest through a temporary file; keep it only if the md5 matches."""
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+    from perfmodel.fileio import atomic_path
+
+    with atomic_path(dest, suffix=".part") as tmp:
+        with open(tmp, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
             shutil.copyfileobj(resp, out)
         got = md5sum(tmp)
         if got != md5:
             raise DatasetError(f"{url}: downloaded md5 {got} is not the official {md5}")
-        os.replace(tmp, dest)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def download(name: str, root: str | os.PathLike | None = None) -> Path:

@@ -1,4 +1,4 @@
-"""Worker-side update rescaling for asynchronous SGD with an "add" master (ALGORITHMS.md section 4).
+"""Worker-side update rescaling for asynchronous SGD with an "add" master (docs/algorithms.md section 4).
 
 Gradient Energy Matching (Hermans et al. 2018): worker k computes Delta = -eta * grad L(s) on its
 stale copy s, then commits pi * Delta where, element-wise,

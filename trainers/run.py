@@ -476,6 +476,9 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
 def _root_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="trainers", description="Distributed training with MPI: synchronous and "
                      "asynchronous trainers, and the tools around them.")
+    from perfmodel.fileio import package_version
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="train with an algorithm under mpiexec",
                          description="Train a model with a distributed algorithm (start it with mpiexec -n K).")

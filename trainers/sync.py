@@ -1,4 +1,4 @@
-"""Synchronous data-parallel training over MPI: SSGD, TernGrad and DASO (ALGORITHMS.md sections 2 and 5).
+"""Synchronous data-parallel training over MPI: SSGD, TernGrad and DASO (docs/algorithms.md sections 2 and 5).
 
 One :class:`Trainer` owns what every algorithm shares -- data order, model, optimizer, learning-rate
 schedule, step timer, run log, evaluation, checkpoints, progress bar -- and calls one small algorithm
