@@ -141,13 +141,15 @@ def test_one_downpour_worker_equals_one_asgd_worker() -> None:
     assert torch.allclose(a.params, b.params, atol=1e-6, rtol=0)
 
 
-def test_gem_workers_train_and_report_pi() -> None:
-    """The authors' GEM (pi clamped to [0, 5]) with 6 workers; the paper's unclamped pi can go
-    negative, which feeds the central shift back into the updates (see the module notes)."""
-    res = simulate(small(algo="gem", gem_code="authors", workers=6, steps=80))
+@pytest.mark.parametrize("code", ["paper-clamp", "authors"])
+def test_gem_workers_train_and_report_pi(code: str) -> None:
+    """GEM with pi clamped to [0, 5] (pull after commit, and the authors' pull before commit) with
+    6 workers; the paper's unclamped pi can go negative, which feeds the central shift back into the
+    updates (see the module notes)."""
+    res = simulate(small(algo="gem", gem_code=code, workers=6, steps=200))
     assert not res.summary["diverged"] and torch.isfinite(res.params).all()
     assert 0 < res.summary["pi_mean"] < 5
-    assert res.evals[-1]["test_loss"] < 2.3  # below chance-level cross-entropy ln 10
+    assert res.evals[-1]["test_loss"] < 2.0  # below chance-level cross-entropy ln 10 = 2.30
 
 
 # --------------------------------------------------------------------------- gap versus delay
