@@ -122,7 +122,8 @@ class RunConfig:
     MiB; synthetic_n = training images of the synthetic dataset (its test split has a quarter).
     TernGrad: tern_clip (c of s = c*std, None = max|g|), tern_min_elems (smaller tensors travel in
     fp32), tern_fp32_last (last layer in fp32). DASO: ranks_per_node forms the pretend nodes;
-    daso_global_dtype is the wire type of blocking global syncs; daso_b / daso_w fix B and W in the
+    daso_global_dtype is the wire type of the warm-up/cool-down global syncs (cycling-phase syncs
+    are fp32, as in HeAT); daso_warmup_epochs / daso_cooldown_epochs default to HeAT's 4 and 4; daso_b / daso_w fix B and W in the
     cycling phase (no plateau cycling); daso_rule = "paper" (halve B and W on a plateau) or "code"
     (the authors' code: W starts at 1 and decreases by 1). fail_at_step / fail_rank inject a failure
     (tests). options: extra ``key=value`` settings for registered algorithms. mpi_yield: ranks waiting
@@ -164,8 +165,8 @@ class RunConfig:
     tern_fp32_last: bool = True
     ranks_per_node: int = 1
     daso_global_dtype: str = "bf16"
-    daso_warmup_epochs: int = 1
-    daso_cooldown_epochs: int = 1
+    daso_warmup_epochs: int = 4
+    daso_cooldown_epochs: int = 4
     daso_max_b: int = 4
     daso_rule: str = "paper"
     daso_b: int | None = None
@@ -342,9 +343,12 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--tern-ternarize-last", dest="tern_fp32_last", action="store_false",
       help="TernGrad: ternarize the last layer too (default: it travels in fp32)")
     a("--ranks-per-node", type=_int_arg, default=1, help="ranks per (pretend) node, for DASO")
-    a("--daso-global-dtype", default="bf16", choices=DASO_DTYPES, help="wire type of blocking global syncs")
-    a("--daso-warmup-epochs", type=_int_arg, default=1, help="DASO blocking warm-up epochs")
-    a("--daso-cooldown-epochs", type=_int_arg, default=1, help="DASO blocking cool-down epochs")
+    a("--daso-global-dtype", default="bf16", choices=DASO_DTYPES,
+      help="wire type of the warm-up/cool-down global syncs (cycling-phase syncs are always fp32, as HeAT's)")
+    a("--daso-warmup-epochs", type=_int_arg, default=RunConfig.daso_warmup_epochs,
+      help="DASO blocking warm-up epochs (default 4: HeAT's DASO)")
+    a("--daso-cooldown-epochs", type=_int_arg, default=RunConfig.daso_cooldown_epochs,
+      help="DASO blocking cool-down epochs (default 4: HeAT's DASO)")
     a("--daso-max-b", type=_int_arg, default=4, help="DASO initial (maximum) B in the cycling phase")
     a("--daso-rule", default="paper", choices=DASO_RULES, help="B/W cycling rule on plateaus")
     a("--daso-b", type=_int_arg, default=None, help="fix B (batches between global syncs)")

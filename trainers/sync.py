@@ -14,9 +14,11 @@ step function)::
               --tern-min-elems travel as float32; every rank applies the average itself
               (parameter localization).
     daso      node-local gradient averaging every batch; every B batches one rotating global group
-              (the i-th rank of every node) averages parameters -- blocking (bf16 or fp32 on the
-              wire) in warm-up/cool-down, at epoch ends and when W = 0, otherwise a non-blocking
-              fp32 Iallreduce merged W batches later as x = (2S x_local + sum_i x_i) / (2S + P) --
+              (the i-th rank of every node) averages parameters -- blocking every batch in
+              warm-up/cool-down (bf16 on the wire, or fp32 with --daso-global-dtype fp32), blocking
+              fp32 in the cycling phase at epoch ends and when W = 0 (HeAT's DASO casts only while
+              global_skip = 0, i.e. in warm-up/cool-down), otherwise a non-blocking fp32
+              Iallreduce merged W batches later as x = (2S x_local + sum_i x_i) / (2S + P) --
               followed by a broadcast of the group member's parameters to its node. B and W follow
               :class:`DasoSchedule` (plateau cycling, paper rule or the authors' code rule).
 
@@ -198,14 +200,15 @@ class DasoScheduleConfig:
     """DASO phases in epochs: warm-up (blocking every batch), cycling (B/W), cool-down (blocking).
 
     total_epochs: epochs of the run; warmup_epochs / cooldown_epochs: blocking epochs at the start /
-    end (warm-up wins where they overlap); max_b: initial B of the cycling phase; rule: key of
+    end (warm-up wins where they overlap; default 4 and 4, HeAT's DASO defaults: the paper does not
+    print its values); max_b: initial B of the cycling phase; rule: key of
     DASO_RULES; fixed: (B, W) for the whole cycling phase (no plateau cycling); patience / threshold:
     the PlateauDetector settings (the authors' code: 2 and 0.05).
     """
 
     total_epochs: int
-    warmup_epochs: int = 1
-    cooldown_epochs: int = 1
+    warmup_epochs: int = 4
+    cooldown_epochs: int = 4
     max_b: int = 4
     rule: str = "paper"
     fixed: tuple[int, int] | None = None
@@ -240,7 +243,8 @@ class DasoSchedule:
 
     Example::
 
-        >>> s = DasoSchedule(DasoScheduleConfig(total_epochs=6, max_b=4, patience=0))
+        >>> s = DasoSchedule(DasoScheduleConfig(total_epochs=6, warmup_epochs=1, cooldown_epochs=1, max_b=4,
+        ...                                     patience=0))
         >>> [s.b_w(e) for e in range(2)]
         [(1, 0), (4, 1)]
     """
@@ -849,10 +853,11 @@ class DASO:
         self.local.Bcast(self.flat.numpy(), root=group)
         return 4 * self.flat.numel() if self.local_rank == group else 0
 
-    def _blocking(self, group: int) -> int:
+    def _blocking(self, group: int, wire: str) -> int:
+        """Average the group's parameters over the nodes, `wire` ("bf16" or "fp32") on the wire."""
         sent = 0
         if self.local_rank == group and self.nodes > 1:
-            if self.global_dtype == "bf16":
+            if wire == "bf16":
                 self.flat.copy_(tcomm.allreduce_bf16_mean(self.glob, self.flat))
                 sent = 2 * self.flat.numel()
             else:
@@ -880,7 +885,10 @@ class DASO:
     def step(self, tr: Trainer, x: torch.Tensor, y: torch.Tensor, pos: StepPosition) -> StepResult:
         timer = tr.timer
         b, w = self.schedule.b_w(pos.epoch)
-        blocking_phase = self.schedule.phase(pos.epoch) != "cycling" or w == 0
+        cycling = self.schedule.phase(pos.epoch) == "cycling"
+        blocking_phase = not cycling or w == 0
+        # HeAT sends bf16 only in warm-up/cool-down; every cycling-phase sync (W = 0, epoch ends) is fp32
+        wire = "fp32" if cycling else self.global_dtype
         with timer.phase("compute"):
             for buf in self.grads.buckets:
                 buf.zero_()
@@ -892,7 +900,7 @@ class DASO:
             sent += self.grads.nbytes
         with timer.phase("compute"):
             tr.optimizer.step()
-        kind, merged, sent_global = "none", 0, 0
+        kind, merged, sent_global, used = "none", 0, 0, None
         with timer.phase("comm"):
             due = [p for p in self.pending if p.due <= pos.index or pos.last]
             for sync in due:
@@ -904,13 +912,14 @@ class DASO:
                 self.syncs += 1
                 due_at = min(pos.index + w, pos.final_index)
                 if blocking_phase or pos.last or due_at == pos.index:
-                    sent_global += self._blocking(group)
-                    kind = "blocking"
+                    sent_global += self._blocking(group, wire)
+                    kind, used = "blocking", wire
                 else:
                     sent_global += self._start(group, due_at, due_at - pos.index)
-                    kind = "start"
+                    kind, used = "start", "fp32"
         return StepResult(float(self.loss_slot), sent + sent_global,
-                          {"B": b, "W": w, "sync": kind, "merged": merged, "bytes_global": sent_global})
+                          {"B": b, "W": w, "sync": kind, "wire": used, "merged": merged,
+                           "bytes_global": sent_global})
 
     def end_epoch(self, tr: Trainer, epoch: int, loss: float) -> None:
         self.schedule.end_epoch(epoch, loss)
