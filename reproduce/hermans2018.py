@@ -113,7 +113,7 @@ def _command(cfg: dict, log: Path, root: str | None) -> list[str]:
             cmd += ["--" + k.replace("_", "-"), str(v)]
     if root:
         cmd += ["--data-root", root]
-    return cmd + ["--log", str(log)]
+    return cmd + ["--log", str(log), "--allow-divergence"]  # a diverged run is an outcome of these tables
 
 
 def timeout_s(run: SimRun, scale: str) -> float:

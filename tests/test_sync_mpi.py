@@ -396,3 +396,54 @@ def test_daso_resume_reissues_in_flight_sync(tmp_path: Path) -> None:
     assert [s["merged"] for s in steps[8:]] == [0, 1] * 4
     final = load_checkpoint(tmp_path / "run.pt")  # after 16 steps: nothing in flight at the end
     assert final["step"] == 16 and all(not r["algo"]["pending"] for r in final["ranks"])
+
+
+def _strict_lines(path: Path) -> list[dict]:
+    import json
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"non-standard JSON token {token}")
+    return [json.loads(line, parse_constant=refuse) for line in path.read_text().splitlines()]
+
+
+DIVERGE_ARGS = ["-m", "trainers.run", "run", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "256",
+                "--batch", "16", "--steps", "12", "--lr", "100", "--seed", "1", "--no-progress"]
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@mpi_only
+@pytest.mark.parametrize("algo,ranks,extra", [
+    ("ssgd", 2, []),  # the loss is averaged over all ranks: every rank stops at the same step
+    # node means: the ranks agree at the run's (epoch's) end by Allreduce(MIN) of their first bad step
+    ("daso", 4, ["--ranks-per-node", "2", "--daso-warmup-epochs", "0", "--daso-cooldown-epochs", "0",
+                 "--daso-b", "4", "--daso-w", "1"]),
+])
+def test_divergence_stops_every_rank_with_one_line_and_status_3(tmp_path: Path, algo: str, ranks: int,
+                                                                 extra: list[str]) -> None:
+    log = tmp_path / "div.jsonl"
+    code, out, _ = run_mpi(ranks, [*DIVERGE_ARGS, "--algo", algo, *extra, "--log", str(log)], timeout=120)
+    assert code == 3, out[-3000:]  # not None: no rank hung in a collective
+    # one line from us (rank 0); mpiexec adds its own banner about the non-zero status after it
+    ours = [x for x in out.splitlines() if x.startswith("trainers:")]
+    assert len(ours) == 1 and ours[0].startswith("trainers: error: training diverged: non-finite loss or gradients "
+                                                 "at step "), out[-3000:]
+    assert out.lstrip().startswith(ours[0]) and "Traceback" not in out
+    records = _strict_lines(log)
+    summary = records[-1]
+    assert summary["type"] == "summary" and summary["diverged"] is True
+    steps = [r for r in records if r["type"] == "step"]
+    first = summary["diverged_at_step"]
+    assert steps[first]["loss"] is None and steps[first]["nonfinite"] == {"loss": "nan"}
+    assert all(r["loss"] is not None for r in steps[:first])
+    if algo == "ssgd":
+        assert steps[-1]["step"] == first < 11  # stopped at once
+    else:  # at the end of its epoch: 256 images / (4 ranks x 16) = 4 steps per epoch
+        assert steps[-1]["step"] == 4 * (first // 4) + 3
+    # asked to go on: trains to its budget, status 0, the summary still says it diverged
+    code, out, _ = run_mpi(ranks, [*DIVERGE_ARGS, "--algo", algo, *extra, "--log", str(log), "--allow-divergence"],
+                           timeout=120)
+    assert code == 0, out[-3000:]
+    records = _strict_lines(log)
+    assert [r["step"] for r in records if r["type"] == "step"] == list(range(12))
+    assert records[-1]["diverged"] is True and records[-1]["diverged_at_step"] == first

@@ -9,6 +9,9 @@ Usage::
     trainers datasets [mnist cifar10 ...] [--data-root DIR]
 
 Bad input prints one line ``trainers: error: ...`` (on rank 0 only under mpiexec) and exits with 2.
+A run whose loss or gradients become non-finite stops on every rank with one line ``trainers: error:
+training diverged ...`` and exit status 3 (its run log ends with a summary saying so), unless given
+``--allow-divergence`` (it then trains on to its budget and exits 0; the summary still says so).
 
 Extending it (the asynchronous trainers and the simulator register here; nothing is imported until used):
 
@@ -16,7 +19,8 @@ Extending it (the asynchronous trainers and the simulator register here; nothing
   and calls ``function(cfg, comm) -> None`` with ``cfg`` a :class:`RunConfig` and ``comm`` an
   ``mpi4py.MPI.Comm`` (``MPI.COMM_WORLD``). The function trains, writes ``cfg.log`` on rank 0 with
   :class:`trainers.log.RunLog`, and raises :class:`UsageError` -- on every rank alike -- for bad input
-  it detects (it is printed as ``trainers: error: ...`` and the job exits 2); any other exception
+  it detects (it is printed as ``trainers: error: ...`` and the job exits 2), or
+  :class:`DivergenceError` -- on every rank alike -- when training diverged (exit 3); any other exception
   aborts the whole MPI job (``trainers.comm.abort_on_error``). Algorithm-specific settings come as
   ``cfg.options`` (``--opt key=value``, repeatable; read them with :meth:`RunConfig.option`).
 - ``COMMANDS[name] = (module path, function name, help)``: ``trainers name ARGS...`` calls
@@ -43,6 +47,8 @@ __all__ = [
     "COMMANDS",
     "CLIError",
     "UsageError",
+    "DivergenceError",
+    "DIVERGED_STATUS",
     "RunConfig",
     "make_parser",
     "build_run_parser",
@@ -83,6 +89,16 @@ class UsageError(ValueError):
     """Bad input found while starting a run (missing dataset, incompatible checkpoint, ...).
 
     Raised on every rank alike, so the job ends with status 2 without an MPI abort."""
+
+
+class DivergenceError(RuntimeError):
+    """Training diverged (non-finite loss or gradients) and --allow-divergence was not given.
+
+    Raised on every rank alike (the ranks agree on it through a collective), so the job ends with
+    status DIVERGED_STATUS without an MPI abort."""
+
+
+DIVERGED_STATUS = 3  # exit status of a run stopped by divergence (2 is bad input, 1 a crash)
 
 
 # ------------------------------------------------------------------------------------------ config
@@ -159,6 +175,7 @@ class RunConfig:
     resume: bool = False
     progress: bool = True
     mpi_yield: bool = True
+    allow_divergence: bool = False
     bucket_mb: float = 25.0
     tern_clip: float | None = 2.5
     tern_min_elems: int = 1
@@ -358,6 +375,8 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--daso-plateau-threshold", type=float, default=0.05, help="relative improvement that counts")
     a("--opt", dest="options", type=_option, action="append", default=[],
       help="key=value setting for a registered algorithm (repeatable)")
+    a("--allow-divergence", action="store_true",
+      help="train on after the loss or gradients become non-finite (default: stop, exit 3)")
     a("--fail-at-step", type=_int_arg, default=None, help=argparse.SUPPRESS)
     a("--fail-rank", type=_int_arg, default=None, help=argparse.SUPPRESS)
     return parser
@@ -399,11 +418,11 @@ def dispatch(cfg: RunConfig, comm: Any = None) -> None:
         from mpi4py import MPI
 
         comm = MPI.COMM_WORLD
-    usage: UsageError | None = None
+    usage: UsageError | DivergenceError | None = None
     with abort_on_error(comm):
         try:
             fn(cfg, comm)
-        except UsageError as exc:  # raised on every rank alike: no abort needed
+        except (UsageError, DivergenceError) as exc:  # raised on every rank alike: no abort needed
             usage = exc
     if usage is not None:
         raise usage
@@ -435,6 +454,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         dispatch(cfg)
     except UsageError as exc:
         return _fail(str(exc))
+    except DivergenceError as exc:
+        _fail(str(exc))
+        return DIVERGED_STATUS
     return 0
 
 

@@ -67,7 +67,7 @@ from trainers.compress import TernGradCodec
 from trainers.data import Dataset, DatasetError, batches, crop_flip, load_dataset, shard_indices, synthetic
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
-from trainers.run import RunConfig, UsageError
+from trainers.run import DivergenceError, RunConfig, UsageError
 from trainers.schedules import LRSchedule
 
 __all__ = [
@@ -423,6 +423,8 @@ class Trainer:
         self.start_step = 0
         self.epoch_loss_sum, self.epoch_loss_count = 0.0, 0
         self.last_eval_step = -1
+        self.first_bad_step: int | None = None  # this rank's first step with a non-finite loss or gradient
+        self.diverged_at: int | None = None  # the first such step on any rank, once the ranks agreed on it
         if cfg.resume and Path(cfg.checkpoint).exists():
             ckpt = _collective(comm, lambda: self._check_checkpoint(load_checkpoint(cfg.checkpoint)))
             self._restore(ckpt)
@@ -608,13 +610,15 @@ class Trainer:
                     self.log.step(step=step, epoch=pos.epoch, loss=result.loss, samples=cfg.batch * self.world,
                                   **{k: rec[k] for k in _TIME_KEYS}, bytes_sent=result.bytes_sent,
                                   lr=lr, **result.extra)
+                self._check_divergence(step, pos, result.loss, wall0, steps_run, bytes_total)
                 bar.update(1)
                 if self.rank == 0 and bar.n % 20 == 0:
                     bar.set_postfix(loss=f"{result.loss:.4f}", refresh=False)
                 train_loss = None
                 if pos.last:
                     train_loss = self.comm.allreduce(self.epoch_loss_sum / self.epoch_loss_count) / self.world
-                    self.algo.end_epoch(self, pos.epoch, train_loss)
+                    if math.isfinite(train_loss):  # a diverged run trained on (--allow-divergence): no schedule
+                        self.algo.end_epoch(self, pos.epoch, train_loss)
                     self.epoch_loss_sum, self.epoch_loss_count = 0.0, 0
                 if pos.last or pos.last_of_run or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
                     self.sync_buffers()
@@ -635,11 +639,50 @@ class Trainer:
         finally:
             bar.close()
         if self.log is not None:
-            t = self.timer.totals
-            self.log.summary(steps_run=steps_run, first_step=self.start_step, total_steps=self.total_steps,
-                             wall_s=time.perf_counter() - wall0, mean_t_step=t["t_step"] / max(steps_run, 1),
-                             bytes_sent_total_rank0=bytes_total)
+            self._summary(steps_run, wall0, bytes_total)
             self.log.close()
+
+    def _summary(self, steps_run: int, wall0: float, bytes_total: int) -> None:
+        t = self.timer.totals
+        self.log.summary(steps_run=steps_run, first_step=self.start_step, total_steps=self.total_steps,
+                         wall_s=time.perf_counter() - wall0, mean_t_step=t["t_step"] / max(steps_run, 1),
+                         bytes_sent_total_rank0=bytes_total, diverged=self.diverged_at is not None,
+                         diverged_at_step=self.diverged_at)
+
+    def _check_divergence(self, step: int, pos: StepPosition, loss: float, wall0: float, steps_run: int,
+                          bytes_total: int) -> None:
+        """Stop every rank alike once training diverged (non-finite loss or gradients), unless
+        --allow-divergence. Where the loss is averaged over all ranks (``loss_is_global``, SSGD and
+        TernGrad) a non-finite loss is seen by every rank at the same step; otherwise (DASO: node
+        means) and for gradients, the ranks agree at each epoch end by an Allreduce(MIN) of their
+        first bad step, so no rank leaves while others wait in a collective."""
+        if self.first_bad_step is None and not (math.isfinite(loss) and _grads_finite(self.params)):
+            self.first_bad_step = step
+        if self.diverged_at is not None:
+            return
+        if getattr(self.algo, "loss_is_global", True) and not math.isfinite(loss):
+            self.diverged_at = step  # the same loss on every rank: no collective needed
+        elif pos.last:
+            from mpi4py import MPI
+
+            none = self.total_steps
+            first = self.comm.allreduce(none if self.first_bad_step is None else self.first_bad_step, op=MPI.MIN)
+            self.diverged_at = None if first == none else int(first)
+        if self.diverged_at is None or self.cfg.allow_divergence:
+            return
+        if self.log is not None:
+            self._summary(steps_run, wall0, bytes_total)
+            self.log.close()
+        raise DivergenceError(
+            f"training diverged: non-finite loss or gradients at step {self.diverged_at} (epoch "
+            f"{self.diverged_at // self.steps_per_epoch}); stopped at step {step}"
+            + (f", run log {self.cfg.log}" if self.cfg.log else "")
+            + "; pass --allow-divergence to train on")
+
+
+def _grads_finite(params: Sequence[torch.Tensor]) -> bool:
+    """Whether every gradient element of `params` is finite (no NaN or infinity)."""
+    return all(bool(torch.isfinite(p.grad).all()) for p in params if p.grad is not None)
 
 
 def _mpi_sum() -> Any:
@@ -816,6 +859,7 @@ class DASO:
 
     name = "daso"
     replicated = False
+    loss_is_global = False  # the step loss is the node's mean: ranks agree on divergence at epoch ends
 
     def __init__(self, tr: Trainer) -> None:
         cfg = tr.cfg
