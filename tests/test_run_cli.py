@@ -71,6 +71,22 @@ def test_cli_flags_map_to_config() -> None:
     assert names <= set(vars(args)), names - set(vars(args))
 
 
+def test_the_defaults_real_runs_use_are_the_papers() -> None:
+    """Pinned against their sources, on both paths a run takes (the command line with no flag, and a
+    RunConfig built in code), so that a changed default cannot pass unnoticed by tests that build
+    their reference with the same default. TernGrad: clip c = 2.5 (Wen et al. 2017, sec. 3.3), for
+    the codec (trainers.compress) as for the runs. DASO: 4 warm-up and 4 cool-down epochs (HeAT's
+    DASO defaults; the paper prints none), bf16 on the wire in those phases (HeAT's downcast_type)."""
+    from trainers.compress import TernGradCodec
+
+    parsed = tr.config_from_args(tr.build_run_parser(tr.make_parser("t")).parse_args(["--algo", "terngrad"]))
+    for cfg in (parsed, RunConfig(algo="terngrad")):
+        assert cfg.tern_clip == 2.5
+        assert (cfg.daso_warmup_epochs, cfg.daso_cooldown_epochs, cfg.daso_global_dtype) == (4, 4, "bf16")
+        assert cfg.allow_divergence is False
+    assert TernGradCodec().clip == 2.5
+
+
 # ------------------------------------------------------------------------------------ registries
 
 
