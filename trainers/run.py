@@ -474,28 +474,40 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
-    from trainers.data import DATASETS, DatasetError, data_root, load_dataset
+    from trainers.data import DATASETS, DatasetError, DatasetMissing, data_root, load_dataset
 
     names = args.names or list(DATASETS)
     unknown = [n for n in names if n not in DATASETS]
     if unknown:
         raise CLIError(f"unknown dataset {unknown[0]!r}; choose from {', '.join(DATASETS)}")
-    print(f"root: {data_root(args.data_root)}")
-    errors = []
+    root = data_root(args.data_root)  # absolute, resolved once
+    source = "--data-root" if args.data_root is not None else (
+        "$DSGD_DATA_ROOT" if os.environ.get("DSGD_DATA_ROOT") else "default")
+    print(f"root: {root} ({source}{'' if root.is_dir() else ', NOT A FOLDER'})")
+    missing = corrupt = 0
     for name in names:
         for train in (True, False):
             split = "train" if train else "test"
             try:
-                ds = load_dataset(name, args.data_root, train=train, verify=not args.no_verify)
-            except DatasetError as exc:
-                errors.append(str(exc))
+                ds = load_dataset(name, root, train=train, verify=not args.no_verify)
+            except DatasetMissing as exc:
+                missing += 1
                 print(f"{name:9s} {split:5s} MISSING  {' '.join(str(exc).split())}")
+                continue
+            except DatasetError as exc:
+                corrupt += 1
+                print(f"{name:9s} {split:5s} CORRUPT  {' '.join(str(exc).split())}")
                 continue
             i = ds.info
             print(f"{name:9s} {split:5s} ok       n={i.n}{' (SUBSET of %d)' % i.official_n if i.subset else ''} "
                   f"checksum={i.checksum} path={i.path}")
-    if errors and args.names:
-        raise CLIError(errors[0])
+    # exit 2: the root is not a folder, a file is corrupt, or a dataset asked for by name is missing
+    # (with no names every dataset is reported, and one that is not there is not an error)
+    if not root.is_dir() or corrupt or (missing and args.names):
+        what = (f"data root {root} is not a folder" if not root.is_dir() else
+                f"{corrupt} corrupt and {missing} missing of {2 * len(names)} dataset splits under {root}")
+        print(f"trainers: error: {what}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -510,7 +522,8 @@ def _root_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="list the models with their parameter counts")
     models.set_defaults(handler=_cmd_models)
     datasets = sub.add_parser("datasets", help="verify the dataset files (md5, structure)")
-    datasets.add_argument("names", nargs="*", help="datasets to check (default: all, report only)")
+    datasets.add_argument("names", nargs="*",
+                          help="datasets to check (default: all; then a missing one is reported, not an error)")
     datasets.add_argument("--data-root", default=None, help="dataset folder (default $DSGD_DATA_ROOT)")
     datasets.add_argument("--no-verify", action="store_true", help="skip the md5 checks")
     datasets.set_defaults(handler=_cmd_datasets)

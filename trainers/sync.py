@@ -64,7 +64,8 @@ from trainers import comm as tcomm
 from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, load_checkpoint, restore_rng,
                                  rng_state, save_checkpoint)
 from trainers.compress import TernGradCodec
-from trainers.data import Dataset, DatasetError, batches, crop_flip, load_dataset, shard_indices, synthetic
+from trainers.data import (Dataset, DatasetError, batches, crop_flip, data_root, load_dataset, shard_indices,
+                           synthetic)
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
 from trainers.run import DivergenceError, RunConfig, UsageError
@@ -480,7 +481,8 @@ class Trainer:
         return {"algo": self.cfg.algo, "config": self.cfg.to_dict(), "versions": _versions(self.comm),
                 "ranks": self.world, "ranks_per_node": self.cfg.ranks_per_node,
                 "model_parameters": sum(p.numel() for p in self.params),
-                "dataset": {"label": info.label, "n": info.n, "checksum": info.checksum, "path": info.path},
+                "dataset": {"label": info.label, "n": info.n, "checksum": info.checksum, "path": info.path,
+                            "data_root": None if self.cfg.dataset == "synthetic" else str(data_root(self.cfg.data_root))},
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
                 "samples_per_step": self.cfg.batch * self.world, "command": " ".join(sys.argv),
                 "algorithm": self.algo.header()}

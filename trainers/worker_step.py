@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from perfmodel.stragglers import CVB
-from trainers.data import Dataset, batches, crop_flip, load_dataset, shard_indices, synthetic
+from trainers.data import Dataset, batches, crop_flip, data_root, load_dataset, shard_indices, synthetic
 from trainers.gem import GEM_CODES, WORKERS, make_worker
 from trainers.masters import RULES, MasterRule, make_rule
 from trainers.schedules import LRSchedule
@@ -721,5 +721,6 @@ def header_fields(cfg: AsyncConfig, fm: FlatModel | NullModel, train: Dataset | 
         "algo": cfg.algo, "master_rule": cfg.spec.master, "worker_rule": cfg.spec.worker,
         "simulated": simulated, "ranks": ranks, "workers": cfg.workers, "config": cfg.to_dict(),
         "parameters": fm.numel, "dataset_info": None if train is None else train.info.label,
+        "data_root": None if train is None or cfg.dataset == "synthetic" else str(data_root(cfg.data_root)),
         "per_epoch": plan.per_epoch, "budget": plan.expected_total, "versions": versions(),
     }
