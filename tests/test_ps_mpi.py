@@ -145,3 +145,21 @@ def test_a_failing_worker_ends_the_job(mode: str, extra: list[str]) -> None:
         assert "worker 1 (rank 2) silent for" in out, out
     if mode == "raise":
         assert "RuntimeError: worker 1: deliberate failure" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", [["-m", "trainers.run", "run"], ["-m", "trainers.ps"]])
+def test_a_diverging_parameter_server_run_stops_every_rank_with_status_3(tmp_path: Path, entry: list[str]) -> None:
+    args = [*entry, "--algo", "asgd", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "256",
+            "--batch", "16", "--lr", "50", "--steps", "60", "--log", str(tmp_path / "ps.jsonl")]
+    code, out, _ = run_mpi(3, args)
+    assert code == 3, out[-3000:]  # not None: no rank left waiting
+    ours = [x for x in out.splitlines() if "training diverged" in x]
+    assert len(ours) == 1 and "pass --allow-divergence" in ours[0] and "Traceback" not in out, out[-3000:]
+
+    def refuse(token: str) -> None:
+        raise ValueError(token)
+    summary = [json.loads(x, parse_constant=refuse) for x in (tmp_path / "ps.jsonl").read_text().splitlines()][-1]
+    assert summary["type"] == "summary" and summary["diverged"] is True and summary["gradients"] < 60
+    code, out, _ = run_mpi(3, [*args, "--allow-divergence"])
+    assert code == 0, out[-3000:]

@@ -494,8 +494,24 @@ def run_from_run_config(cfg: Any, comm: Any) -> None:
     except ValueError as exc:
         raise UsageError(" ".join(str(exc).split())) from None
     result = run_ps(acfg, comm, options)
+    if _diverged_everywhere(comm, result) and not cfg.allow_divergence:
+        from trainers.run import DivergenceError
+
+        raise DivergenceError(_divergence_message(result, cfg.log))
     if result is not None:
         _print_result(acfg, result)
+
+
+def _diverged_everywhere(comm: Any, result: PSResult | None) -> bool:
+    """Rank 0's verdict (its summary's "diverged") on every rank: one broadcast after the run."""
+    return bool(comm.bcast(bool(result.summary.get("diverged")) if result is not None else None, root=0))
+
+
+def _divergence_message(result: PSResult | None, log: str | None) -> str:
+    applied = result.summary.get("gradients") if result is not None else None
+    return ("training diverged: a worker pushed a non-finite loss"
+            + (f" after {applied} gradients were applied" if applied is not None else "") + "; stopped"
+            + (f", run log {log}" if log else "") + "; pass --allow-divergence to accept it")
 
 
 def _print_result(cfg: AsyncConfig, result: PSResult) -> None:
@@ -516,6 +532,8 @@ def add_ps_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a worker may be silent before the server aborts the job")
     parser.add_argument("--poll", type=float, default=PSOptions.poll_s, help="seconds between receive polls")
     parser.add_argument("--save-params", default=None, metavar="FILE.npy", help="write the final parameters")
+    parser.add_argument("--allow-divergence", action="store_true",
+                        help="a diverged run is an outcome, not an error: exit 0 (default: exit 3)")
     parser.add_argument("--fail-worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--fail-after", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--fail-mode", default="exit", help=argparse.SUPPRESS)
@@ -566,6 +584,12 @@ def ps_from_args(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
     result = run_ps(cfg, MPI.COMM_WORLD, opt)
+    if _diverged_everywhere(MPI.COMM_WORLD, result) and not args.allow_divergence:
+        from trainers.run import DIVERGED_STATUS
+
+        if rank == 0:
+            print(f"error: {_divergence_message(result, args.log)}", file=sys.stderr)
+        return DIVERGED_STATUS
     if result is not None:
         _print_result(cfg, result)
     return 0
