@@ -105,8 +105,8 @@ if sweep is not None:
 
 # %%
 if sweep is not None:
-    cmp = sweep[sweep.paper_value.notna()][["rule", "protocol", "workers", "epochs_per_worker", "paper_value", "rerun_value",
-                                            "difference", "outcome", "scale", "note"]]
+    cmp = sweep[sweep.paper_value.notna()][["rule", "protocol", "workers", "epochs_per_worker", "paper_value",
+                                            "rerun_value", "difference", "outcome", "scale", "note"]]
     display(cmp if not cmp.empty else "no row of this scale has a published counterpart")
 
 # %% [markdown]
@@ -150,8 +150,9 @@ if big is not None:
 #   (29.6-43.7% after 0.04 epoch per worker, still learning), GEM `authors` for 2 of 3 (61.3, 51.5%;
 #   the third learned, then collapsed to chance), while Downpour ends at chance for all 3 (one of them
 #   with a non-finite loss); at lr 0.5 (10x) Downpour and both GEM protocols end at chance for every
-#   seed, GEM in two seeds after having learned first. The paper's argument, GEM is stable where the sequential momentum-SGD proxy is,
-#   predicts this if lr 0.5 is beyond what momentum SGD itself tolerates; we did not run the proxy.
+#   seed, each GEM protocol in two seeds after having learned first. The paper's argument, GEM is
+#   stable where the sequential momentum-SGD proxy is, predicts this if lr 0.5 is beyond what
+#   momentum SGD itself tolerates; we did not run the proxy.
 # * **Reductions**: the N=5/20/50 runs give every worker 0.04 of an epoch (paper: 1 epoch), 3 seeds
 #   as the paper, N=10 is left out; N=100 rows are full-epoch runs with seeds 0, 1, 2 (34-42 minutes
 #   each here), reused from their logs (`--with-n100` makes the missing ones). **Not checked**: the

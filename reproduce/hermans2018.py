@@ -191,7 +191,8 @@ def _row(run: SimRun, cfg: dict, summary: dict, wall: float | None, scale: str, 
     acc = summary.get("final_test_acc")
     acc = None if acc is None or not math.isfinite(float(acc)) else round(100 * float(acc), 2)
     run_scale = "paper (reused log)" if (run.epochs_per_worker == 1.0 and scale != "paper") else scale
-    return {"rule": run.rule, "protocol": run.protocol, "workers": run.workers, "epochs_per_worker": run.epochs_per_worker, "lr": run.lr,
+    return {"rule": run.rule, "protocol": run.protocol, "workers": run.workers,
+            "epochs_per_worker": run.epochs_per_worker, "lr": run.lr,
             "seed": run.seed, "gradients": int(summary.get("gradients", 0)),
             "outcome": outcome(summary, summary["_losses"]),
             "min_train_loss": min(summary["_losses"], default=None),

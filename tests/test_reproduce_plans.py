@@ -12,7 +12,8 @@ def test_hermans_small_sweep_reuses_the_full_epoch_n100_runs_of_every_seed():
     assert {(r.rule, r.protocol) for r in reduced} == {("gem", "paper-clamp"), ("gem", "authors"),
                                                        ("downpour", "n/a"), ("adaptive-staleness", "n/a")}
     assert sorted((r.rule, r.protocol, r.seed) for r in full) == sorted(
-        (rule, p, s) for s in (0, 1, 2) for rule, p in (("gem", "paper-clamp"), ("gem", "authors"), ("downpour", "n/a")))
+        (rule, p, s) for s in (0, 1, 2)
+        for rule, p in (("gem", "paper-clamp"), ("gem", "authors"), ("downpour", "n/a")))
     assert all(r.epochs_per_worker == 1.0 and r.reuse_only for r in full)
     # --with-n100 starts the missing ones instead of skipping them
     assert all(not r.reuse_only for r in _sweep_plan("small", (1,), with_n100=True))

@@ -139,10 +139,11 @@ class RunConfig:
     TernGrad: tern_clip (c of s = c*std, None = max|g|), tern_min_elems (smaller tensors travel in
     fp32), tern_fp32_last (last layer in fp32). DASO: ranks_per_node forms the pretend nodes;
     daso_global_dtype is the wire type of the warm-up/cool-down global syncs (cycling-phase syncs
-    are fp32, as in HeAT); daso_warmup_epochs / daso_cooldown_epochs default to HeAT's 4 and 4; daso_b / daso_w fix B and W in the
-    cycling phase (no plateau cycling); daso_rule = "paper" (halve B and W on a plateau) or "code"
-    (the authors' code: W starts at 1 and decreases by 1). fail_at_step / fail_rank inject a failure
-    (tests). options: extra ``key=value`` settings for registered algorithms. mpi_yield: ranks waiting
+    are fp32, as in HeAT); daso_warmup_epochs / daso_cooldown_epochs default to HeAT's 4 and 4;
+    daso_b / daso_w fix B and W in the cycling phase (no plateau cycling); daso_rule = "paper" (halve
+    B and W on a plateau) or "code" (the authors' code: W starts at 1 and decreases by 1).
+    allow_divergence: train on after a non-finite loss or gradient (default: stop). fail_at_step /
+    fail_rank inject a failure (tests). options: extra ``key=value`` settings for registered algorithms. mpi_yield: ranks waiting
     in MPI yield the CPU (Open MPI ``mpi_yield_when_idle``, set before MPI starts unless the
     environment sets it) instead of busy-polling, which steals cores from CPU training when ranks
     share them.

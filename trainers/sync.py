@@ -482,7 +482,8 @@ class Trainer:
                 "ranks": self.world, "ranks_per_node": self.cfg.ranks_per_node,
                 "model_parameters": sum(p.numel() for p in self.params),
                 "dataset": {"label": info.label, "n": info.n, "checksum": info.checksum, "path": info.path,
-                            "data_root": None if self.cfg.dataset == "synthetic" else str(data_root(self.cfg.data_root))},
+                            "data_root": (None if self.cfg.dataset == "synthetic"
+                                          else str(data_root(self.cfg.data_root)))},
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
                 "samples_per_step": self.cfg.batch * self.world, "command": " ".join(sys.argv),
                 "algorithm": self.algo.header()}
