@@ -143,8 +143,8 @@ class RunConfig:
     daso_b / daso_w fix B and W in the cycling phase (no plateau cycling); daso_rule = "paper" (halve
     B and W on a plateau) or "code" (the authors' code: W starts at 1 and decreases by 1).
     allow_divergence: train on after a non-finite loss or gradient (default: stop). fail_at_step /
-    fail_rank inject a failure (tests). options: extra ``key=value`` settings for registered algorithms. mpi_yield: ranks waiting
-    in MPI yield the CPU (Open MPI ``mpi_yield_when_idle``, set before MPI starts unless the
+    fail_rank inject a failure (tests). options: extra ``key=value`` settings for registered
+    algorithms. mpi_yield: ranks waiting in MPI yield the CPU (Open MPI ``mpi_yield_when_idle``, set before MPI starts unless the
     environment sets it) instead of busy-polling, which steals cores from CPU training when ranks
     share them.
     """
