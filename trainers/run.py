@@ -144,9 +144,9 @@ class RunConfig:
     B and W on a plateau) or "code" (the authors' code: W starts at 1 and decreases by 1).
     allow_divergence: train on after a non-finite loss or gradient (default: stop). fail_at_step /
     fail_rank inject a failure (tests). options: extra ``key=value`` settings for registered
-    algorithms. mpi_yield: ranks waiting in MPI yield the CPU (Open MPI ``mpi_yield_when_idle``, set before MPI starts unless the
-    environment sets it) instead of busy-polling, which steals cores from CPU training when ranks
-    share them.
+    algorithms. mpi_yield: ranks waiting in MPI yield the CPU (Open MPI ``mpi_yield_when_idle``, set
+    before MPI starts unless the environment sets it) instead of busy-polling, which steals cores
+    from CPU training when ranks share them.
     """
 
     algo: str
