@@ -163,3 +163,18 @@ def test_a_diverging_parameter_server_run_stops_every_rank_with_status_3(tmp_pat
     assert summary["type"] == "summary" and summary["diverged"] is True and summary["gradients"] < 60
     code, out, _ = run_mpi(3, [*args, "--allow-divergence"])
     assert code == 0, out[-3000:]
+
+
+@pytest.mark.slow
+def test_a_non_finite_push_with_a_finite_loss_is_divergence_too(tmp_path: Path) -> None:
+    # worker 1 pushes its 4th gradient with one infinite element: the server applies none of it
+    log = tmp_path / "ps.jsonl"
+    code, out, _ = run_mpi(3, ["-m", "trainers.ps", "--algo", "asgd", "--model", "lenet", "--dataset", "synthetic",
+                               "--synthetic-n", "256", "--batch", "16", "--lr", "0.01", "--steps", "40",
+                               "--fail-worker", "1", "--fail-after", "3", "--fail-mode", "inf-grad",
+                               "--log", str(log), "--save-params", str(tmp_path / "p.npy")])
+    assert code == 3, out[-3000:]
+    summary = read_run_log(log).summaries[-1]
+    assert summary["diverged"] is True and summary["gradients"] < 40
+    assert summary["per_worker_gradients"][1] == 3  # its first 3 gradients, not the poisoned one
+    assert np.isfinite(np.load(tmp_path / "p.npy")).all()
