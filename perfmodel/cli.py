@@ -409,6 +409,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     if not args.profile:
         raise CLIError("validate needs --profile (from `perfmodel profile`), one per model trained")
+    if args.skip < 0:
+        raise CLIError(f"--skip must be >= 0 (warm-up steps left out of each run), got {args.skip}")
+    if args.cores is not None and args.cores < 1:
+        raise CLIError(f"--cores must be >= 1 (cores the runs shared), got {args.cores}")
     rows = validate(args.logs, args.profile, skip=args.skip, cores=args.cores)
     if args.format == "json":
         print(rows_json(rows))

@@ -129,9 +129,11 @@ def diverged(path: Path) -> bool:
         log = read_run_log(path)
     except RunLogError:
         return False
-    losses = [s.get("loss") for s in log.steps] + [e.get("test_loss") for e in log.evals]
-    return any(v is not None and not math.isfinite(float(v)) for v in losses) or \
-        any(v is not None and float(v) > 1e6 for v in losses)
+    from trainers.log import value_of
+
+    losses = [value_of(s, "loss") for s in log.steps] + [value_of(e, "test_loss") for e in log.evals]
+    return any(v is not None and not math.isfinite(v) for v in losses) or \
+        any(v is not None and v > 1e6 for v in losses)
 
 
 def log_wall(path: Path) -> float | None:

@@ -46,6 +46,7 @@ import torch
 
 __all__ = [
     "DatasetError",
+    "DatasetMissing",
     "DatasetSpec",
     "DatasetInfo",
     "Dataset",
@@ -67,7 +68,12 @@ _REPO_DEFAULT = Path(__file__).resolve().parents[1] / "data" / "datasets"
 
 
 class DatasetError(ValueError):
-    """A dataset is missing, corrupt or truncated. The message is one line naming the path(s)."""
+    """A dataset is missing, corrupt or truncated. The message is one line naming the path(s).
+    Missing files raise the subclass DatasetMissing; anything else is a damaged file."""
+
+
+class DatasetMissing(DatasetError):
+    """The dataset's files (or some of them) are not where they are searched for."""
 
 
 # --------------------------------------------------------------------------- specs
@@ -242,11 +248,14 @@ class Dataset(torch.utils.data.Dataset):
 # --------------------------------------------------------------------------- paths
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
-    """The dataset root: `root` if given, else $DSGD_DATA_ROOT, else <repo>/data/datasets."""
+    """The dataset root, an absolute path: `root` if given, else $DSGD_DATA_ROOT, else
+    <repo>/data/datasets. A relative `root` or $DSGD_DATA_ROOT (e.g. ../shared/datasets) is taken
+    against the current directory, once, here: callers pass the absolute path on (run-log headers,
+    the ranks of a job, the reproduce scripts' subprocesses)."""
     if root is not None:
-        return Path(root).expanduser()
+        return Path(os.path.abspath(Path(root).expanduser()))
     env = os.environ.get(ENV_ROOT)
-    return Path(env).expanduser() if env else _REPO_DEFAULT
+    return Path(os.path.abspath(Path(env).expanduser())) if env else _REPO_DEFAULT
 
 
 def _spec(name: str) -> DatasetSpec:
@@ -278,7 +287,7 @@ def _find_dir(spec: DatasetSpec, root: Path, split: str) -> tuple[Path, list[str
             + (f" (extract {spec.archive[0]})" if spec.archive else "")
             + f"; or point {ENV_ROOT} / root= at a folder that has them")
     searched = ", ".join(str(d) for d in candidates[:6])
-    raise DatasetError(f"{spec.name} {split} files {', '.join(wanted)} not found under {root} "
+    raise DatasetMissing(f"{spec.name} {split} files {', '.join(wanted)} not found under {root} "
                        f"(searched {searched}); {hint}")
 
 
@@ -321,7 +330,7 @@ def _read_mnist(spec: DatasetSpec, root: Path, split: str, verify: bool):
     (img_name, img_md5, n), (lbl_name, lbl_md5, _) = spec.files[split]
     missing = [f for f in (img_name, lbl_name) if f not in present]
     if missing:
-        raise DatasetError(f"{spec.name} {split}: {', '.join(str(folder / f) for f in missing)} "
+        raise DatasetMissing(f"{spec.name} {split}: {', '.join(str(folder / f) for f in missing)} "
                            f"missing; download it from {spec.urls[0]}")
     checksum = "unverified"
     if verify:
