@@ -11,11 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from perfmodel.scaling import predict
-from perfmodel.specs import Cluster, ComputeTime, Link, Strategy, Workload
+from perfmodel.specs import Cluster, ComputeTime, Link, Workload
 from perfmodel.validate import measure_run, run_strategies
 from trainers.log import read_run_log
 from trainers.models import tensor_sizes
