@@ -1,7 +1,11 @@
 """TernGrad (Wen et al. 2017): per-tensor scalers, stochastic ternarization, 2-bit packing.
 
-No MPI here: this module turns float gradients into ternary tensors and back. The exchange over MPI
-(scaler sharing with allreduce(max), allgather of packed bytes) lives in ``trainers.comm``.
+No MPI here: this module turns float gradients into ternary tensors and back. The exchanges over MPI
+(scaler sharing with allreduce(max); integer level allreduce, sharded parameter server, allgather of
+packed bytes) live in ``trainers.comm``. Two encoders: ``ternarize`` (torch, a torch.Generator; the
+reference) and the trainer's fused ``encode_codes`` / ``encode_packed`` (one pass, numba, a
+counter-based splitmix64 stream; section "fused encode" below), with ``pack_bits`` for the
+ceil(log2(2p+1))-bit sums the parameter server sends back.
 
 Wire format (the authors' code): each ternary value ``t`` in {-1, 0, 1} is stored as ``t + 1`` in
 {0, 1, 2}, two bits each, four values per byte, the first value in the lowest two bits; the last
