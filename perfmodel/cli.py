@@ -458,13 +458,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "the gradient bucket schedule, see --bucket-mb)")
     p.add_argument("--stragglers", default=None,
                    help="none | homogeneous | heterogeneous | CV | CV_TASK,CV_MACHINE (gamma CVB model)")
-    p.add_argument("--terngrad-min-elems", type=int, default=0, help="tensors smaller than this stay fp32")
-    p.add_argument("--terngrad-fp32-last", action="store_true", help="keep the classifier layer in fp32")
+    p.add_argument("--terngrad-min-elems", type=int, default=1,
+                   help="tensors smaller than this stay fp32 (default 1, as the trainers)")
+    p.add_argument("--terngrad-fp32-last", dest="terngrad_fp32_last", action="store_true", default=True,
+                   help="keep the classifier layer in fp32 (the default, as the trainers)")
+    p.add_argument("--terngrad-ternarize-last", dest="terngrad_fp32_last", action="store_false",
+                   help="ternarize the classifier layer too")
     p.add_argument("--terngrad-encode-rate", type=float, default=0.0,
                    help="elements/s to ternarize+pack (0: free, or the profile's measurement)")
     p.add_argument("--terngrad-decode-rate", type=float, default=0.0,
                    help="elements/s to unpack+average one copy (0: free, or the profile's measurement)")
-    p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels")
+    p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels",
+                   help="levels (integer allreduce), ps (sharded parameter server) or allgather "
+                        "(does not scale); the trainer's exchanges")
     p.add_argument("--daso-b", type=int, default=4, help="DASO: global sync every B batches")
     p.add_argument("--daso-w", type=int, default=1, help="DASO: batches to overlap the global sync with (0 blocking)")
     p.add_argument("--daso-progress", choices=DASO_PROGRESS, default=None,

@@ -202,6 +202,18 @@ def cluster_allgather(n_each: ArrayLike, gpus: ArrayLike, cluster: Cluster) -> n
     return (w - 1) * step
 
 
+def cluster_alltoall(n_each: ArrayLike, gpus: ArrayLike, cluster: Cluster) -> np.ndarray:
+    """Pairwise alltoall, n_each bytes from every rank to every other rank over W GPUs: the g-1 steps to
+    peers in the node on the intra link, (g-1)(alpha_i + n_each beta_i); the W-g steps to other nodes
+    with the node's g ranks sending through its network link at once, (W-g)(alpha_n + g n_each beta_n)."""
+    w = np.asarray(gpus, dtype=float)
+    _, g = placement(w, cluster)
+    n_each = np.asarray(n_each, dtype=float)
+    local = (g - 1) * (cluster.intra.alpha + n_each * cluster.intra.beta)
+    remote = (w - g) * (cluster.network.alpha + g * n_each * cluster.network.beta)
+    return local + remote
+
+
 def ps_exchange(n: ArrayLike, gpus: ArrayLike, cluster: Cluster, servers: int) -> tuple[np.ndarray, np.ndarray]:
     """Parameter-server push of n gradient bytes and pull of n parameter bytes by one worker.
 

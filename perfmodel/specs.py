@@ -257,7 +257,7 @@ DASO_PROGRESS = ("async", "wait")
 ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical", "nccl",
                         "reduce-broadcast")
 WIRE_FORMATS = ("fp32", "fp16", "bf16", "terngrad")
-TERNGRAD_EXCHANGES = ("levels", "allgather")
+TERNGRAD_EXCHANGES = ("levels", "ps", "allgather")
 STAGINGS = ("device", "host")
 PS_PLACEMENTS = ("colocated", "dedicated")
 
@@ -284,11 +284,15 @@ class Strategy:
     Horovod's negotiation cycle, HOROVOD_CYCLE_TIME, 5 ms before v0.21 and 1 ms from v0.21).
     wire: element format on the wire for ssgd, sync-ps and byteps ("fp32", "fp16", "bf16").
     terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
-    layer when set, travel in fp32. terngrad_encode_elems_per_s: scalers+ternarize+pack rate, once per
-    step; terngrad_decode_elems_per_s: unpack+average rate per received copy (an Allgather exchange
-    decodes every worker's copy, a levels exchange one aggregate); elements per second, 0 means free. terngrad_exchange: "levels" allreduces the aggregate with
-    ceil(log2(2p+1)) bits per element (scaler sharing bounds the levels); "allgather" gathers every
-    worker's 2-bit packed gradient (what an MPI trainer without a custom reduction does).
+    layer when set, travel in fp32 (defaults: the trainers', 1 and True). terngrad_encode_elems_per_s:
+    scalers+ternarize+pack rate, once per step; terngrad_decode_elems_per_s: unpack+average rate per
+    received copy (allgather decodes every worker's copy, levels one sum, ps the p shards it serves
+    and the gathered sum); elements per second, 0 means free. terngrad_exchange: the trainer's
+    exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
+    then int16), "ps" pushes 2-bit shards (alltoall) and pulls ceil(log2(2p+1))-bit sums (allgather),
+    "allgather" gathers every worker's 2-bit gradient (does not scale); with allreduce "paper" the
+    paper's own parameter server is charged (|theta| = the pull, log2(2p+1) bits per element) and "allgather" is
+    refused.
     daso_B: global sync every B batches; daso_W: batches the non-blocking global sync is overlapped with
     (0 = blocking, bf16 on the wire). daso_progress: "async" if the non-blocking sync moves while the
     GPUs compute (NCCL, RDMA: it costs only what W batches of compute do not hide), "wait" if it moves
@@ -308,8 +312,8 @@ class Strategy:
     allreduce: str = "ring"
     overlap: float | None = None
     wire: str = "fp32"
-    terngrad_min_elems: int = 0
-    terngrad_fp32_last: bool = False
+    terngrad_min_elems: int = 1
+    terngrad_fp32_last: bool = True
     terngrad_encode_elems_per_s: float = 0.0
     terngrad_decode_elems_per_s: float = 0.0
     terngrad_exchange: str = "levels"
@@ -346,6 +350,10 @@ class Strategy:
         if self.terngrad_exchange not in TERNGRAD_EXCHANGES:
             raise SpecError(f"terngrad_exchange must be one of {', '.join(TERNGRAD_EXCHANGES)}, "
                             f"got {self.terngrad_exchange!r}")
+        if self.name == "terngrad" and self.allreduce == "paper" and self.terngrad_exchange == "allgather":
+            raise SpecError("terngrad_exchange allgather cannot run on allreduce paper (the paper's form "
+                            "charges its parameter server: push 2 bits, pull log2(2p+1) bits); use levels "
+                            "or ps, or another allreduce")
         _positive_int("daso_B", self.daso_B)
         if isinstance(self.daso_W, bool) or self.daso_W < 0 or self.daso_W > self.daso_B:
             raise SpecError(f"daso_W must be in 0..daso_B={self.daso_B}, got {self.daso_W!r}")

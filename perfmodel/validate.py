@@ -6,6 +6,8 @@ the "local" cluster of the profile whose model is the run's model (the MPI link 
 rank count when the profile has it). Runs on one CPU machine with more busy threads than cores share
 the cores: the predicted compute time is stretched by ranks x threads / cores when that exceeds 1.
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
+Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the
+model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rounding.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class RunMeasurement:
     throughput: float
     config: dict
     phase_steps: dict  # (B, W) -> count for DASO, {} otherwise
+    bytes_per_step: float = 0.0  # median bytes_sent (bytes per step, trainers.log) of rank 0
 
 
 def _median(values: list[float]) -> float:
@@ -109,9 +112,10 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     else:
         t = {k: _median([s.get(k, 0.0) for s in steps]) for k in keys}
     samples = _median([s["samples"] for s in steps])
+    sent = _median([float(s.get("bytes_sent", 0.0)) for s in steps])
     return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]), int(cfg.get("threads", 1)),
                           len(steps), t["t_step"], t["t_compute"], t["t_comm"], t["t_compress"],
-                          samples / t["t_step"], cfg, phases)
+                          samples / t["t_step"], cfg, phases, sent)
 
 
 def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
@@ -135,9 +139,11 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
     if run.algo == "ssgd":
         return [(Strategy("ssgd", allreduce="ring", overlap=0.0), run.steps)]
     if run.algo == "terngrad":
-        return [(Strategy("terngrad", allreduce="ring", overlap=0.0, terngrad_exchange="allgather",
-                          terngrad_min_elems=int(cfg.get("tern_min_elems", 0)),
-                          terngrad_fp32_last=bool(cfg.get("tern_fp32_last", False)),
+        # logs written before the exchange option existed used the allgather exchange
+        return [(Strategy("terngrad", allreduce="ring", overlap=0.0,
+                          terngrad_exchange=str(cfg.get("tern_exchange", "allgather")),
+                          terngrad_min_elems=int(cfg.get("tern_min_elems", 1)),
+                          terngrad_fp32_last=bool(cfg.get("tern_fp32_last", True)),
                           terngrad_encode_elems_per_s=codec_rates[0],
                           terngrad_decode_elems_per_s=codec_rates[1]), run.steps)]
     if run.algo == "daso":
@@ -158,7 +164,7 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
     rpn = int(run.config.get("ranks_per_node", 1)) if run.algo == "daso" else 1
     cl = replace(cluster, gpus_per_node=rpn, intra=cluster.network, gpu=gpu)
-    t_iter = t_comp = t_comm = t_compress = 0.0
+    t_iter = t_comp = t_comm = t_compress = sent = 0.0
     total = 0
     for strategy, n in run_strategies(run, codec_rates, daso):
         try:
@@ -169,10 +175,11 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
         t_comp += n * float(p.t_compute_s[0])
         t_comm += n * float(p.t_comm_s[0])
         t_compress += n * float(p.extra.get("t_compress_s", [0.0])[0])
+        sent += n * float(p.bytes_per_gpu[0])
         total += n
     t_iter, t_comp, t_comm, t_compress = t_iter / total, t_comp / total, t_comm / total, t_compress / total
     return {"t_step_s": t_iter, "t_compute_s": t_comp, "t_comm_s": t_comm, "t_compress_s": t_compress,
-            "throughput": run.ranks * run.batch / t_iter, "core_share": share}
+            "throughput": run.ranks * run.batch / t_iter, "core_share": share, "bytes_per_step": sent / total}
 
 
 def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int | None = None) -> list[dict]:
@@ -212,6 +219,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             "measured_comm_s": run.t_comm_s, "predicted_comm_s": pred["t_comm_s"],
             "measured_compress_s": run.t_compress_s, "predicted_compress_s": pred["t_compress_s"],
             "measured_throughput": run.throughput, "predicted_throughput": pred["throughput"],
+            "measured_bytes_per_step": run.bytes_per_step, "predicted_bytes_per_step": pred["bytes_per_step"],
             "step_error_pct": 100 * (pred["t_step_s"] - run.t_step_s) / run.t_step_s,
             "throughput_error_pct": 100 * (pred["throughput"] - run.throughput) / run.throughput,
             "core_share": pred["core_share"],
@@ -227,13 +235,14 @@ def mape(rows: list[dict], key: str = "step_error_pct") -> float:
 def format_rows(rows: list[dict]) -> str:
     """A terminal table: per run, then the overall MAPE."""
     head = f"{'run':28s} {'algo':8s} {'model':9s} {'ranks':>5s} {'batch':>5s} {'meas ms':>9s} {'pred ms':>9s} " \
-           f"{'err':>7s} {'meas/s':>9s} {'pred/s':>9s} {'err':>7s}"
+           f"{'err':>7s} {'meas/s':>9s} {'pred/s':>9s} {'err':>7s} {'meas B/step':>12s} {'pred B/step':>12s}"
     lines = [head]
     for r in rows:
         lines.append(f"{r['run'][:28]:28s} {r['algo']:8s} {r['model']:9s} {r['ranks']:5d} {r['batch']:5d} "
                      f"{r['measured_step_s'] * 1e3:9.2f} {r['predicted_step_s'] * 1e3:9.2f} "
                      f"{r['step_error_pct']:+6.1f}% {r['measured_throughput']:9.0f} "
-                     f"{r['predicted_throughput']:9.0f} {r['throughput_error_pct']:+6.1f}%")
+                     f"{r['predicted_throughput']:9.0f} {r['throughput_error_pct']:+6.1f}% "
+                     f"{r['measured_bytes_per_step']:12.0f} {r['predicted_bytes_per_step']:12.0f}")
     lines.append(f"MAPE over {len(rows)} runs: step time {mape(rows):.1f}%, "
                  f"throughput {mape(rows, 'throughput_error_pct'):.1f}%")
     return "\n".join(lines)
