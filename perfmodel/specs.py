@@ -280,8 +280,12 @@ class Strategy:
     reduction in host memory, host-to-device copy: MPI without CUDA awareness); applies to ssgd's
     allreduce (sync-ps and byteps always go through host memory).
     step_overhead_s: framework time added to every multi-GPU step, seconds (0 by default: the measured
-    single-GPU step already holds the framework's own cost; set it to a documented figure, e.g.
-    Horovod's negotiation cycle, HOROVOD_CYCLE_TIME, 5 ms before v0.21 and 1 ms from v0.21).
+    single-GPU step already holds the framework's own cost).
+    cycle_time_s: the period of a framework's background communication loop, seconds (0 = a bucket's
+    collective starts as soon as it is ready, as in PyTorch DDP and TensorFlow graphs). Horovod's thread
+    wakes every HOROVOD_CYCLE_TIME (5 ms before v0.21, 1 ms from v0.21: Horovod CHANGELOG v0.21.0,
+    PR #2468) and launches what is ready then, so a bucket waits cycle_time_s / 2 on average before
+    its collective starts (perfmodel.overlap.exposed_time's start_delay).
     wire: element format on the wire for ssgd, sync-ps and byteps ("fp32", "fp16", "bf16").
     terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
     layer when set, travel in fp32. terngrad_encode_elems_per_s: scalers+ternarize+pack rate, once per
@@ -323,6 +327,7 @@ class Strategy:
     bucket_mb: float = 25.0
     staging: str = "device"
     step_overhead_s: float = 0.0
+    cycle_time_s: float = 0.0
     ps_placement: str = "colocated"
     ps_local_reduce: bool = True
 
@@ -362,6 +367,7 @@ class Strategy:
             raise SpecError(f"staging host is MPI on host buffers; allreduce {self.allreduce} "
                             + ("already counts the host copy" if self.allreduce == "paper" else "runs on the GPUs"))
         _positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
+        _positive("cycle_time_s", self.cycle_time_s, allow_zero=True)
         if self.ps_placement not in PS_PLACEMENTS:
             raise SpecError(f"ps_placement must be one of {', '.join(PS_PLACEMENTS)}, got {self.ps_placement!r}")
         if not isinstance(self.ps_local_reduce, (bool, np.bool_)):
