@@ -8,7 +8,8 @@ Per iteration on W GPUs (ALGORITHMS.md section 2; docs/model.md):
 A: micro-batches per exchange (the workload's ``accumulate``, 1 by default); o: the framework's cost
 per multi-GPU step (``step_overhead_s``, 0 by default). A framework that launches collectives from a
 periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after it is ready on average; the
-last bucket's wait is part of t_comm and never hidden. hidden follows from the gradient bucket
+last bucket's wait is part of t_comm and never hidden. Only ``overlap_efficiency`` (e, 1 by default) of
+the schedule's hidden seconds are hidden: concurrent compute and collective kernels slow each other. hidden follows from the gradient bucket
 schedule (perfmodel.overlap: buckets start their communication when backprop has produced them, one
 after another on one stream, within the last micro-batch's backward) for ssgd, sync-ps, byteps and
 DASO's node-local allreduce (which HeAT runs with torch DDP), and is 0 for terngrad and asgd; a
@@ -220,7 +221,7 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
         buckets = workload_buckets(workload, element_bytes, strategy.bucket_mb)
         total, exposed = exposed_time(buckets, BACKWARD_SHARE * t_micro, cost, start_delay=wait)
         comm = np.where(multi, comm - replaced + total + wait, 0.0)  # the last bucket's wait is paid
-        hidden = np.where(multi, total + wait - exposed, 0.0)
+        hidden = strategy.overlap_efficiency * np.where(multi, total + wait - exposed, 0.0)
     else:
         hidden = np.zeros_like(w)
         comm = np.where(multi, comm + wait, 0.0)

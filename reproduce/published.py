@@ -207,6 +207,10 @@ _BUCKET_MB = {"pytorch-ddp": 25.0, "horovod-nccl": 64.0, "horovod-mpi": 64.0, "h
 # Horovod's background loop period HOROVOD_CYCLE_TIME: 5 ms before v0.21 (1 ms from v0.21, Horovod
 # CHANGELOG v0.21.0, PR #2468), the same versions whose 64 MiB fusion buffer _BUCKET_MB uses.
 HOROVOD_CYCLE_S = 5e-3
+# Share of the ideal overlap gain that concurrent compute and collectives realize, measured on average
+# over GEMM + collective pairs (Agrawal et al., arXiv 2412.14335, 2024: "C3 on average achieves only 21%
+# of ideal speedup", from sharing compute units, caches and HBM), as Strategy.overlap_efficiency.
+OVERLAP_EFFICIENCY = 0.21
 
 # Physical effects beyond bandwidth and the bucket schedule, each applied to every row it concerns (the
 # README of data/published has the ablation table): name -> what it is.
@@ -215,6 +219,8 @@ EFFECTS = {
                        "speed with CV perfmodel.stragglers.GPU_VARIABILITY_CV (Sinha et al., SC22)",
     "horovod-cycle": f"Horovod launches collectives from a loop of period {HOROVOD_CYCLE_S * 1e3:g} ms "
                      "(HOROVOD_CYCLE_TIME before v0.21): half a cycle's wait per bucket on average",
+    "overlap-interference": "compute and collective kernels running at once slow each other: overlap "
+                            f"hides {OVERLAP_EFFICIENCY:g} of what the bucket schedule would (Agrawal et al. 2024)",
 }
 # Sources the effects were chosen on (the development half); the others are held out.
 DEV_SOURCES = ("TensorFlow Performance Benchmarks", "DLPerf")
@@ -230,6 +236,8 @@ def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)
     common = {"wire": _wire(r)}
     if "gpu-variability" in effects:
         common["straggler_cv"] = GPU_VARIABILITY_CV
+    if "overlap-interference" in effects:
+        common["overlap_efficiency"] = OVERLAP_EFFICIENCY
     if "horovod-cycle" in effects and s.startswith("horovod"):
         common["cycle_time_s"] = HOROVOD_CYCLE_S
     if r["comm_overlap"] == "after-backward":

@@ -76,6 +76,25 @@ def test_cycle_time_waits_half_a_cycle_before_each_launch():
         Strategy("ssgd", cycle_time_s=-0.001)
 
 
+def test_overlap_efficiency_hides_its_share_of_the_schedule():
+    wl = _workload()
+    full = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0), [1, 8], batch=32)
+    part = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, overlap_efficiency=0.25), [1, 8], batch=32)
+    hidden = full.extra["t_hidden_s"][1]
+    assert hidden > 0  # the first bucket overlaps backprop on this cluster
+    assert part.extra["t_hidden_s"][1] == pytest.approx(0.25 * hidden)
+    np.testing.assert_allclose(part.t_iter_s - full.t_iter_s, [0.0, 0.75 * hidden])
+    none = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, overlap_efficiency=0.0), [8], batch=32)
+    assert none.t_iter_s[0] == pytest.approx(full.t_compute_s[1] + full.t_comm_s[1])
+    # a constant overlap is the user's own figure: the efficiency leaves it alone
+    a = predict(wl, CL, Strategy("ssgd", overlap=0.5), [8], batch=32)
+    b = predict(wl, CL, Strategy("ssgd", overlap=0.5, overlap_efficiency=0.25), [8], batch=32)
+    assert a.t_iter_s[0] == pytest.approx(b.t_iter_s[0])
+    for bad in (-0.1, 1.5):
+        with pytest.raises(SpecError):
+            Strategy("ssgd", overlap_efficiency=bad)
+
+
 def test_predict_uses_the_schedule_by_hand():
     wl = _workload()
     w = 8  # two nodes: ring steps wait for the network

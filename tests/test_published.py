@@ -168,6 +168,13 @@ def test_horovod_cycle_adds_half_a_cycle_to_a_horovod_exchange(tmp_path, toy_mod
     assert plain.predicted == pytest.approx(100.0)  # not Horovod: no cycle
 
 
+def test_overlap_interference_sets_the_measured_efficiency():
+    st = pub.build_strategy(_row(scheme="pytorch-ddp", comm_overlap="during-backward"), effects=("overlap-interference",))
+    assert st.overlap_efficiency == pytest.approx(0.21) and st.straggler_cv == 0 and st.cycle_time_s == 0
+    st = pub.build_strategy(_row(scheme="horovod-nccl"), effects=tuple(pub.EFFECTS))
+    assert st.cycle_time_s == pytest.approx(0.005) and st.straggler_cv == pytest.approx(GPU_VARIABILITY_CV)
+
+
 def test_effects_and_held_out_half():
     assert pub.parse_effects("all") == tuple(pub.EFFECTS) and pub.parse_effects("none") == ()
     assert pub.parse_effects("horovod-cycle") == ("horovod-cycle",)
