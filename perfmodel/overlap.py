@@ -16,7 +16,8 @@ weights of the tensors produced up to and including its last one, S all of them.
 Schedule (one stream): f_0 = r_0 + d + c_0, f_j = max(r_j + d, f_{j-1}) + c_j, where c_j is bucket j's
 communication time and d the wait between a bucket being ready and its collective being launched (0 for
 frameworks that launch at once; half a cycle on average for a framework that launches from a periodic
-loop, Horovod's HOROVOD_CYCLE_TIME: the ready time falls uniformly within a cycle). Exposed communication = f_last - t_b (>= c_last); hidden = sum_j c_j - exposed.
+loop, Horovod's HOROVOD_CYCLE_TIME: the ready time falls uniformly within a cycle). Exposed
+communication = f_last - t_b (>= c_last); hidden = sum_j c_j - exposed.
 t_b = BACKWARD_SHARE x the measured step time: backward costs twice the forward pass (2 FLOPs per
 parameter per sample forward, 4 backward: Kaplan et al. 2020, "Scaling Laws for Neural Language
 Models", section 2.1, C ~ 6N per token), so backward is 2/3 of forward plus backward; the optimizer

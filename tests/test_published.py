@@ -169,7 +169,8 @@ def test_horovod_cycle_adds_half_a_cycle_to_a_horovod_exchange(tmp_path, toy_mod
 
 
 def test_overlap_interference_sets_the_measured_efficiency():
-    st = pub.build_strategy(_row(scheme="pytorch-ddp", comm_overlap="during-backward"), effects=("overlap-interference",))
+    row = _row(scheme="pytorch-ddp", comm_overlap="during-backward")
+    st = pub.build_strategy(row, effects=("overlap-interference",))
     assert st.overlap_efficiency == pytest.approx(0.21) and st.straggler_cv == 0 and st.cycle_time_s == 0
     st = pub.build_strategy(_row(scheme="horovod-nccl"), effects=tuple(pub.EFFECTS))
     assert st.cycle_time_s == pytest.approx(0.005) and st.straggler_cv == pytest.approx(GPU_VARIABILITY_CV)

@@ -44,7 +44,8 @@ TORCHVISION = {
     "vgg11": "vgg11", "vgg13": "vgg13", "vgg16": "vgg16", "vgg19": "vgg19", "vgg16-bn": "vgg16_bn",
     "inception-v3": "inception_v3", "densenet121": "densenet121", "densenet169": "densenet169",
     "densenet201": "densenet201", "mobilenet-v2": "mobilenet_v2", "mobilenet-v3-large": "mobilenet_v3_large",
-    "efficientnet-b0": "efficientnet_b0", "efficientnet-b4": "efficientnet_b4", "shufflenet-v2-x1-0": "shufflenet_v2_x1_0",
+    "efficientnet-b0": "efficientnet_b0", "efficientnet-b4": "efficientnet_b4",
+    "shufflenet-v2-x1-0": "shufflenet_v2_x1_0",
     "squeezenet1-0": "squeezenet1_0", "vit-b-16": "vit_b_16", "convnext-tiny": "convnext_tiny",
 }
 # the papers' networks (trainers.models); alexnet, googlenet and resnet50 there are the torchvision layouts
