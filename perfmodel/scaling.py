@@ -10,8 +10,9 @@ per multi-GPU step (``step_overhead_s``, 0 by default). A framework that launche
 periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after it is ready on average; the
 last bucket's wait is part of t_comm and never hidden. Only ``overlap_efficiency`` (e, 1 by default) of
 the schedule's hidden seconds are hidden: concurrent compute and collective kernels slow each other.
-hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their communication when backprop has produced them, one
-after another on one stream, within the last micro-batch's backward) for ssgd, sync-ps, byteps and
+hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their communication
+when backprop has produced them, one after another on one stream, within the last micro-batch's
+backward) for ssgd, sync-ps, byteps and
 DASO's node-local allreduce (which HeAT runs with torch DDP), and is 0 for terngrad and asgd; a
 constant ``overlap`` replaces it by overlap * min(t_comm, t_compute). With ``allreduce="paper"`` there
 is no overlap unless a constant is given, and the strong form is the paper's exactly, T = (t_c(K) - t_cg) / W + t_comm, and t_cg (the GPU->CPU copy inside the profiled
