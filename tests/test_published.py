@@ -242,6 +242,14 @@ def test_constant_overlap_hides_its_share_of_the_shorter_phase(tmp_path, toy_mod
     assert after.predicted == pytest.approx(100.0)
 
 
+def test_cli_unknown_effect_is_one_line_exit_2(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "reproduce.published", "--effects", "magic", "--out",
+                        str(tmp_path / "out"), "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "unknown effect" in p.stderr
+    assert not (tmp_path / "out" / "predictions.csv").exists()
+
+
 def test_cli_overlap_out_of_range_is_one_line_exit_2(tmp_path):
     p = subprocess.run([sys.executable, "-m", "reproduce.published", "--overlap", "2", "--out",
                         str(tmp_path / "out"), "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=60)
