@@ -6,9 +6,13 @@ Per iteration on W GPUs (docs/model.md sections 2 and 5):
     weak scaling  (per-GPU batch b):   T = A t_c(b) + t_comm - hidden + o;       throughput = A W b / T
     strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + o;  throughput = K / T
 A: micro-batches per exchange (the workload's ``accumulate``, 1 by default); o: the framework's cost
-per multi-GPU step (``step_overhead_s``, 0 by default). hidden follows from the gradient bucket
-schedule (perfmodel.overlap: buckets start their communication when backprop has produced them, one
-after another on one stream, within the last micro-batch's backward) for ssgd, sync-ps, byteps and
+per multi-GPU step (``step_overhead_s``, 0 by default). A framework that launches collectives from a
+periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after it is ready on average; the
+last bucket's wait is part of t_comm and never hidden. Only ``overlap_efficiency`` (e, 1 by default) of
+the schedule's hidden seconds are hidden: concurrent compute and collective kernels slow each other.
+hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their communication
+when backprop has produced them, one after another on one stream, within the last micro-batch's
+backward) for ssgd, sync-ps, byteps and
 DASO's node-local allreduce (which HeAT runs with torch DDP), and is 0 for terngrad and asgd; a
 constant ``overlap`` replaces it by overlap * min(t_comm, t_compute). With ``allreduce="paper"`` there
 is no overlap unless a constant is given, and the strong form is the paper's exactly, T = (t_c(K) - t_cg) / W + t_comm, and t_cg (the GPU->CPU copy inside the profiled
@@ -218,16 +222,19 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     multi = w > 1
     comm = np.where(multi, comm, 0.0)
     nbytes = np.where(multi, nbytes, 0.0)
+    wait = strategy.cycle_time_s / 2.0  # a periodic launch loop: each collective waits half a cycle on average
     if strategy.overlap is not None:
         hidden = strategy.overlap * np.minimum(comm, t_comp)
+        comm = np.where(multi, comm + wait, 0.0)  # the last launch's wait is never hidden
     elif schedule is not None and not paper:
         cost, replaced, element_bytes = schedule
         buckets = workload_buckets(workload, element_bytes, strategy.bucket_mb)
-        total, exposed = exposed_time(buckets, BACKWARD_SHARE * t_micro, cost)
-        comm = np.where(multi, comm - replaced + total, 0.0)
-        hidden = np.where(multi, total - exposed, 0.0)
+        total, exposed = exposed_time(buckets, BACKWARD_SHARE * t_micro, cost, start_delay=wait)
+        comm = np.where(multi, comm - replaced + total + wait, 0.0)  # the last bucket's wait is paid
+        hidden = strategy.overlap_efficiency * np.where(multi, total + wait - exposed, 0.0)
     else:
         hidden = np.zeros_like(w)
+        comm = np.where(multi, comm + wait, 0.0)
     extra["t_hidden_s"] = hidden
     overhead = np.where(multi, strategy.step_overhead_s, 0.0)
     t_iter = t_comp + comm - hidden + extra.get("t_compress_s", 0.0) + overhead
