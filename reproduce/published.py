@@ -28,17 +28,17 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from perfmodel import presets
+from perfmodel.fileio import atomic_open
+from perfmodel.plot import save_figure
 from perfmodel.scaling import predict
-from perfmodel.specs import Cluster, ComputeTime, SpecError, Strategy, Workload
+from perfmodel.specs import OVERLAP_EFFICIENCY, Cluster, ComputeTime, SpecError, Strategy, Workload
 from perfmodel.stragglers import GPU_VARIABILITY_CV
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,10 +207,6 @@ _BUCKET_MB = {"pytorch-ddp": 25.0, "horovod-nccl": 64.0, "horovod-mpi": 64.0, "h
 # Horovod's background loop period HOROVOD_CYCLE_TIME: 5 ms before v0.21 (1 ms from v0.21, Horovod
 # CHANGELOG v0.21.0, PR #2468), the same versions whose 64 MiB fusion buffer _BUCKET_MB uses.
 HOROVOD_CYCLE_S = 5e-3
-# Share of the ideal overlap gain that concurrent compute and collectives realize, measured on average
-# over GEMM + collective pairs (Agrawal et al., arXiv 2412.14335, 2024: "C3 on average achieves only 21%
-# of ideal speedup", from sharing compute units, caches and HBM), as Strategy.overlap_efficiency.
-OVERLAP_EFFICIENCY = 0.21
 
 # Physical effects beyond bandwidth and the bucket schedule, each applied to every row it concerns (the
 # README of data/published has the ablation table): name -> what it is.
@@ -236,8 +232,8 @@ def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)
     common = {"wire": _wire(r)}
     if "gpu-variability" in effects:
         common["straggler_cv"] = GPU_VARIABILITY_CV
-    if "overlap-interference" in effects:
-        common["overlap_efficiency"] = OVERLAP_EFFICIENCY
+    # perfmodel's default overlap_efficiency is the interference figure; without the effect, ideal overlap
+    common["overlap_efficiency"] = OVERLAP_EFFICIENCY if "overlap-interference" in effects else 1.0
     if "horovod-cycle" in effects and s.startswith("horovod"):
         common["cycle_time_s"] = HOROVOD_CYCLE_S
     if r["comm_overlap"] == "after-backward":
@@ -395,17 +391,10 @@ def report_text(outcomes: list[Outcome]) -> str:
 def write_csv_atomic(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
     """Write rows to path through a temporary file in the same folder and an atomic rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
-            w.writeheader()
-            w.writerows(rows)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
 
 
 def plot(outcomes: list[Outcome], path: Path) -> None:
@@ -438,11 +427,7 @@ def plot(outcomes: list[Outcome], path: Path) -> None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)
 
 
 def ablation(rows: list[dict], overlap: float | None = None) -> list[tuple[str, dict]]:

@@ -5,7 +5,7 @@ import pytest
 
 from perfmodel.overlap import BACKWARD_SHARE, MIB, exposed_time, make_buckets, workload_buckets
 from perfmodel.scaling import predict, unrunnable
-from perfmodel.specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload
+from perfmodel.specs import OVERLAP_EFFICIENCY, Cluster, ComputeTime, Link, SpecError, Strategy, Workload
 
 CL = Cluster("c", 4, Link(2e-6, 2e10), Link(1e-6, 1e10), Link(1e-5, 1.25e9), gpu="gpu")
 SIZES = (1_000_000, 1_000, 3_000_000, 500, 40_000, 10)
@@ -78,7 +78,7 @@ def test_cycle_time_waits_half_a_cycle_before_each_launch():
 
 def test_overlap_efficiency_hides_its_share_of_the_schedule():
     wl = _workload()
-    full = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0), [1, 8], batch=32)
+    full = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, overlap_efficiency=1.0), [1, 8], batch=32)
     part = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, overlap_efficiency=0.25), [1, 8], batch=32)
     hidden = full.extra["t_hidden_s"][1]
     assert hidden > 0  # the first bucket overlaps backprop on this cluster
@@ -93,6 +93,8 @@ def test_overlap_efficiency_hides_its_share_of_the_schedule():
     for bad in (-0.1, 1.5):
         with pytest.raises(SpecError):
             Strategy("ssgd", overlap_efficiency=bad)
+    # the default is the measured interference figure, not ideal overlap
+    assert Strategy("ssgd").overlap_efficiency == OVERLAP_EFFICIENCY == 0.21
 
 
 def test_predict_uses_the_schedule_by_hand():
@@ -110,7 +112,7 @@ def test_predict_uses_the_schedule_by_hand():
     t_b = 2 / 3 * t_comp
     f0 = ready_first * t_b + ring(first)
     f1 = max(t_b, f0) + ring(second)
-    p = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0), [w], batch=32)
+    p = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, overlap_efficiency=1.0), [w], batch=32)
     assert p.t_comm_s[0] == pytest.approx(ring(first) + ring(second))
     assert p.t_iter_s[0] == pytest.approx(t_comp + f1 - t_b)
     assert p.extra["t_hidden_s"][0] == pytest.approx(ring(first) + ring(second) - (f1 - t_b))
