@@ -7,7 +7,7 @@ ranks of that node that send across it at the same time (``concurrency``).
 
 Non-powers of two: the logarithmic algorithms take ceil(log2 p) steps.
 
-Beyond allreduce (docs/model.md, section "Synchronous schemes"; M nodes of g GPUs, W = M g, n bytes):
+Beyond allreduce (docs/model.md sections 3.5, 5.5 and 5.6; M nodes of g GPUs, W = M g, n bytes):
     reduce-broadcast (reduce to one root, then broadcast it back; MXNet kvstore=device, TensorFlow
     replicated without NCCL): every GPU of a node sends to the node's root and every node root to the
     global root over the root's link, then the same back:

@@ -3,7 +3,7 @@
 Backprop produces gradients from the last tensor to the first. Frameworks group them into buckets
 (PyTorch DDP: bucket_cap_mb = 25 MiB; Horovod: a fusion buffer of HOROVOD_FUSION_THRESHOLD, 64 MiB
 before v0.21, 128 MiB from v0.21) and start a bucket's collective as soon as its last gradient exists.
-Collectives run one after another on one stream. See docs/model.md, section "Overlap".
+Collectives run one after another on one stream. See docs/model.md section 9.
 
 Buckets: tensors in reverse model order are added to the open bucket; it closes once it holds at least
 ``bucket_bytes`` (a tensor larger than a bucket fills one alone), and the rest forms the last bucket.
