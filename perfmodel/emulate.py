@@ -67,7 +67,7 @@ class EmulationInterrupted(KeyboardInterrupt):
 
 
 def parse_rate(text: str) -> float:
-    """Link rate in bits/s from tc's notation: "1gbit", "250mbit", "10Gbit", "100kbit", "1e9" (bits);
+    """Link rate in bits/s from tc's notation: "1gbit", "250mbit", "10Gbit", "100kbit", "1000000000" (bits);
     "bps" suffixes are bytes/s as in tc ("125mbps" = 1 Gbit/s)."""
     m = _RATE.match(str(text))
     if not m:
