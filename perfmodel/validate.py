@@ -6,6 +6,9 @@ the "local" cluster of the profile whose model is the run's model (the MPI link 
 rank count when the profile has it). Runs on one CPU machine with more busy threads than cores share
 the cores: the predicted compute time is stretched by ranks x threads / cores when that exceeds 1.
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
+Each component (compute, communication, compression, step) is compared as the trainer times it:
+TernGrad's Allgather exchange decodes every copy inside its comm phase, so the predicted decoding moves
+from compression to communication. Every row carries the error of each component (``*_error_pct``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .compression import encode_seconds, ternary_split
 from .scaling import predict
 from .specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload, daso_strategy_fields
 
@@ -148,6 +152,16 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
                         f"(ssgd, terngrad, daso)")
 
 
+def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float:
+    """Seconds of TernGrad decoding the trainer times as communication: its Allgather exchange unpacks
+    and averages every rank's copy inside its comm phase (trainers.comm.allgather_ternary_mean), where
+    the model counts them as compression (perfmodel.scaling, t_compress_s). 0 for other strategies."""
+    if strategy.name != "terngrad" or strategy.terngrad_exchange != "allgather":
+        return 0.0
+    split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
+    return ranks * encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
+
+
 def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
                 codec_rates: tuple[float, float] = (0.0, 0.0), daso: dict | None = None,
                 intra: Link | None = None) -> dict:
@@ -171,8 +185,9 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
             raise ValidateError(f"run log {run.path}: {e}") from None
         t_iter += n * float(p.t_iter_s[0])
         t_comp += n * float(p.t_compute_s[0])
-        t_comm += n * float(p.t_comm_s[0])
-        t_compress += n * float(p.extra.get("t_compress_s", [0.0])[0])
+        decode = _decode_in_comm(wl, strategy, run.ranks)
+        t_comm += n * (float(p.t_comm_s[0]) + decode)
+        t_compress += n * (float(p.extra.get("t_compress_s", [0.0])[0]) - decode)
         total += n
     t_iter, t_comp, t_comm, t_compress = t_iter / total, t_comp / total, t_comm / total, t_compress / total
     return {"t_step_s": t_iter, "t_compute_s": t_comp, "t_comm_s": t_comm, "t_compress_s": t_compress,
