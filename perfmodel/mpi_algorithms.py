@@ -30,8 +30,15 @@ TUNED_IDS: dict[str, dict[str, int]] = {
                   "two-proc": 6, "sparbit": 7},
 }
 
-#: What the emulated-cluster runs ask for: the bandwidth-optimal ring for both operations.
-FORCED: dict[str, str] = {"allreduce": "ring", "allgather": "ring"}
+#: Open MPI 5.0 libnbc (non-blocking collectives) algorithm ids, from `ompi_info --param coll libnbc
+#: --level 9`. libnbc's own choice for MPI_Iallreduce below 4 ranks is binomial (reduce, then
+#: broadcast: twice the ring's bytes), which DASO's 2-node global sync would otherwise get.
+LIBNBC_IDS: dict[str, dict[str, int]] = {
+    "iallreduce": {"ring": 1, "binomial": 2, "rabenseifner": 3, "recursive-doubling": 4},
+}
+
+#: What the emulated-cluster runs ask for: the bandwidth-optimal ring for every operation.
+FORCED: dict[str, str] = {"allreduce": "ring", "allgather": "ring", "iallreduce": "ring"}
 
 #: perfmodel.collectives' name of FORCED["allreduce"] (cluster_allreduce's algorithm argument).
 MODEL_ALLREDUCE = "ring"
@@ -43,12 +50,15 @@ COMPONENTS = ("tuned", "libnbc", "basic", "self")
 
 
 def mca_args(choice: dict[str, str] = FORCED) -> list[str]:
-    """mpiexec arguments that make Open MPI's tuned component run ``choice`` ({operation: algorithm})."""
+    """mpiexec arguments that make Open MPI's tuned (blocking) and libnbc (non-blocking) components run
+    ``choice`` ({operation: algorithm})."""
     out = ["--mca", "coll", ",".join(COMPONENTS), "--mca", "coll_tuned_use_dynamic_rules", "1"]
+    tables = {"tuned": TUNED_IDS, "libnbc": LIBNBC_IDS}
     for op, algo in choice.items():
-        ids = TUNED_IDS.get(op)
+        component = "libnbc" if op in LIBNBC_IDS else "tuned"
+        ids = tables[component].get(op)
         if ids is None or algo not in ids:
-            known = ", ".join(f"{o}: {'/'.join(a)}" for o, a in TUNED_IDS.items())
-            raise SpecError(f"no Open MPI tuned algorithm {algo!r} for {op!r} (known: {known})")
-        out += ["--mca", f"coll_tuned_{op}_algorithm", str(ids[algo])]
+            known = ", ".join(f"{o}: {'/'.join(a)}" for t in tables.values() for o, a in t.items())
+            raise SpecError(f"no Open MPI algorithm {algo!r} for {op!r} (known: {known})")
+        out += ["--mca", f"coll_{component}_{op}_algorithm", str(ids[algo])]
     return out

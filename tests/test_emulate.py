@@ -66,6 +66,7 @@ def test_mca_args_name_the_tuned_ids():
     assert args[args.index("coll_tuned_allreduce_algorithm") + 1] == str(TUNED_IDS["allreduce"]["ring"]) == "4"
     assert args[args.index("coll_tuned_allgather_algorithm") + 1] == "2"
     assert args[args.index("coll_tuned_use_dynamic_rules") + 1] == "1"
+    assert mca_args({"iallreduce": "binomial"})[-2:] == ["coll_libnbc_iallreduce_algorithm", "2"]
     assert "han" not in args[args.index("coll") + 1].split(",")
     with pytest.raises(SpecError):
         mca_args({"allreduce": "butterfly"})
