@@ -164,3 +164,17 @@ def test_component_errors_by_hand(tmp_path, profile):
     assert error_pct(2.0, 3.0) == 50.0 and error_pct(0.0, 1.0) is None
     assert median_ape([row, dict(row, comm_error_pct=-1.0), dict(row, comm_error_pct=None)]) == \
         pytest.approx((abs(row["comm_error_pct"]) + 1.0) / 2)
+
+
+def test_terngrad_decoding_is_timed_as_communication():
+    from perfmodel.profile.schema import profile_workload
+    from perfmodel.specs import Strategy
+    from perfmodel.validate import _decode_in_comm
+
+    wl = profile_workload(make_profile())
+    elems = sum(wl.tensor_sizes)  # no minimum size, no fp32 last layer: every tensor is ternarized
+    tern = Strategy("terngrad", terngrad_exchange="allgather", terngrad_decode_elems_per_s=1e6)
+    assert _decode_in_comm(wl, tern, 3) == pytest.approx(3 * elems / 1e6)  # every rank's copy
+    assert _decode_in_comm(wl, Strategy("terngrad", terngrad_exchange="levels", terngrad_decode_elems_per_s=1e6),
+                           3) == 0.0
+    assert _decode_in_comm(wl, Strategy("ssgd"), 3) == 0.0
