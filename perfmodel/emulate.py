@@ -250,6 +250,8 @@ class EmulatedCluster:
     # -- set-up / tear-down
     def __enter__(self) -> "EmulatedCluster":
         check_host()
+        if any(leftovers(self.tag).values()):  # names are the pid's: one cluster per process at a time
+            raise EmulateError(f"process {self.tag} already has an emulated cluster up")
         self._trap_signals()
         try:
             self._setup()

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def _env() -> dict[str, str]:
 
 def _nothing_left(tag: str) -> None:
     assert em.leftovers(tag) == {"namespaces": [], "links": [], "hosts": []}
-    assert not list(Path("/tmp").glob(f"perfmodel-emulate-{tag}-*"))
+    assert not list(Path(tempfile.gettempdir()).glob(f"perfmodel-emulate-{tag}-*"))
 
 
 # ---------------------------------------------------------------- no root needed
