@@ -446,6 +446,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_emulate(args: argparse.Namespace) -> int:
+    from .emulate import EmulationSpec, cleanup_stale, parse_rate, run_in_cluster
+
+    if args.cleanup:
+        removed = cleanup_stale()
+        print(f"removed {len(removed)}: {', '.join(removed)}" if removed else "nothing left behind")
+        return 0
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    spec = EmulationSpec(nodes=args.nodes, ranks_per_node=args.ranks_per_node, rate_bps=parse_rate(args.rate))
+    return run_in_cluster(spec, argv)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="perfmodel", description=__doc__.splitlines()[0],
                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -523,6 +535,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--plot", default=None, help="write a predicted-vs-measured PNG here")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("emulate", help="run a command on an emulated multi-node cluster (network namespaces, "
+                                       "shaped links; Linux, root)")
+    p.add_argument("--nodes", type=int, default=2, help="emulated nodes (default 2)")
+    p.add_argument("--ranks-per-node", type=int, default=1, help="MPI ranks placed on each node (default 1)")
+    p.add_argument("--rate", default="1gbit", help="each node's link rate, tc notation (default 1gbit)")
+    p.add_argument("--cleanup", action="store_true",
+                   help="only remove what killed emulations left behind (namespaces, links, hosts lines)")
+    p.add_argument("argv", nargs=argparse.REMAINDER,
+                   help="-- COMMAND...: run with $PERFMODEL_MPIEXEC_ARGS (mpiexec placement on the nodes)")
+    p.set_defaults(func=cmd_emulate)
 
     try:
         from .profile.cli import add_profile_parser

@@ -73,7 +73,8 @@ def run_checked(cmd: list[str], timeout_s: float, what: str) -> float:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
+                              stdin=subprocess.DEVNULL)  # mpiexec forwards stdin to rank 0
     except subprocess.TimeoutExpired:
         raise ReproduceError(f"{what}: timed out after {timeout_s:.0f} s: {shlex.join(cmd)}") from None
     if proc.returncode != 0:
@@ -100,13 +101,15 @@ def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: s
     return wall
 
 
-def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("trainers.run", "run")) -> list[str]:
+def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("trainers.run", "run"),
+                extra: list[str] = ()) -> list[str]:
     """mpiexec -n ranks python -m <entry> ... (default `trainers run`; ("trainers.ps",) for the parameter
-    server); ReproduceError when mpiexec is missing."""
+    server); extra: further mpiexec arguments (e.g. an emulated cluster's placement); ReproduceError
+    when mpiexec is missing."""
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         raise ReproduceError("mpiexec not found; the real-run tables need Open MPI (or pass --only for model tables)")
-    return [mpiexec, "--oversubscribe", "--allow-run-as-root", "-n", str(ranks), sys.executable, "-m",
+    return [mpiexec, "--oversubscribe", "--allow-run-as-root", *extra, "-n", str(ranks), sys.executable, "-m",
             *entry, *train_args]
 
 

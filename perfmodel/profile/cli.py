@@ -29,6 +29,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..emulate import ENV_MPIEXEC_ARGS
 from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION, comm_profile_from_dict,
                      load_profile, save_profile)
 
@@ -80,7 +81,9 @@ def add_profile_parser(subparsers: Any) -> None:
     p.add_argument("--nccl", default="auto", choices=("auto", "on", "off"),
                    help="also time NCCL through torch.distributed (auto: when GPUs can hold the ranks)")
     p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: the one on PATH)")
-    p.add_argument("--mpiexec-args", default="", help="extra mpiexec arguments, e.g. '--hostfile hosts'")
+    p.add_argument("--mpiexec-args", default=os.environ.get(ENV_MPIEXEC_ARGS, ""),
+                   help="extra mpiexec arguments, e.g. '--hostfile hosts' (default: $PERFMODEL_MPIEXEC_ARGS, which "
+                        "`perfmodel emulate` sets to place the ranks on its emulated nodes)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per mpiexec run (default 600)")
     p.add_argument("--no-compute", action="store_true", help="skip the compute measurements")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
