@@ -12,7 +12,7 @@
 # # Published multi-GPU runs: measured versus predicted
 #
 # `data/published/runs.csv` holds multi-GPU training throughputs printed by public benchmark pages (the
-# TensorFlow 1.x benchmarks page of May 2017, NVIDIA DeepLearningExamples READMEs), each with the
+# TensorFlow 1.x benchmarks page of May 2017, NVIDIA DeepLearningExamples READMEs, the DLPerf report), each with the
 # source's own single-GPU rate for the same setting. `python -m reproduce.published` builds, for every
 # row, a cluster from nominal specs (GPU preset, intra-node fabric, network fabric times NIC count), a
 # workload from the model library with compute t(b) = b / single-GPU rate, and the strategy of the
@@ -91,21 +91,20 @@ if pred is not None and len(ok):
 # %%
 if pred is not None:
     missing = pred[pred.expressible == 0]
-    reasons = missing.reason.str.split(" | ", regex=False).explode()
-    display(reasons.value_counts().rename("rows").to_frame())
+    if len(missing):
+        reasons = missing.reason.astype(str).str.split(" | ", regex=False).explode()
+        display(reasons.value_counts().rename("rows").to_frame())
+    else:
+        print(f"every one of the {len(pred)} rows is expressible")
 
 # %% [markdown]
-# Diagnostic, not a setting: the same rows with no communication hidden behind backprop
-# (`python -m reproduce.published --overlap 0`) next to the computed bucket-schedule overlap. The
-# lower error without overlap says the computed overlap hides more than the frameworks do; the signed
-# errors above say what is left once nothing is hidden.
+# Which physical effect does what: the medians with none of the three documented effects (GPU
+# variability, Horovod's cycle, overlap interference; `perfmodel predict`'s defaults), with each
+# added in turn, and with each left out (`python -m reproduce.published --ablation`). The effects were
+# chosen on the TensorFlow page and DLPerf rows; the DeepLearningExamples rows are the held-out half.
 
 # %%
 if pred is not None:
-    with tempfile.TemporaryDirectory() as tmp:
-        rows = {}
-        for label, ov in (("computed overlap", None), ("no overlap", 0.0)):
-            s = pub.summary(pub.run(pub.RUNS, Path(tmp), draw=False, overlap=ov))
-            rows[label] = {f"{g} |err|": round(v["median_abs_error_pct"], 1) for g, v in s.items()}
-            rows[label].update({f"{g} signed": round(v["median_error_pct"], 1) for g, v in s.items()})
-    display(pd.DataFrame(rows).T)
+    table = pub.ablation(pub.load_runs(pub.RUNS))
+    display(pd.DataFrame({label: {g: round(v["median_abs_error_pct"], 1) for g, v in summ.items()}
+                          for label, summ in table}).T)
