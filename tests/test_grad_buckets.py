@@ -66,9 +66,10 @@ def _backward(model: torch.nn.Module, coll: OneRank, gb: GradBuckets, x: torch.T
 
 
 def test_bucket_plan_by_hand() -> None:
-    # cap 40 floats; tensors taken from the last: 5 -> [3]; +30 = 35 -> [3, 2]; +20 > 40 -> [1]; +10 = 30 -> [1, 0]
-    assert bucket_plan([10, 20, 30, 5], 160) == [[3, 2], [1, 0]]
-    assert bucket_plan([100, 1], 160) == [[1], [0]]  # an oversized tensor gets a bucket alone
+    # cap 40 floats; tensors taken from the last: 5; +30 = 35; +20 = 55 >= 40 closes [3, 2, 1]; 10 is left
+    assert bucket_plan([10, 20, 30, 5], 160) == [[3, 2, 1], [0]]
+    assert bucket_plan([100, 1], 160) == [[1, 0]]  # the bucket overshoots by its last tensor (DDP's rule)
+    assert bucket_plan([40, 40, 40], 160) == [[2], [1], [0]]  # exactly full closes
     assert bucket_plan([1, 1, 1], 2**20) == [[2, 1, 0]]
     assert bucket_plan([], 16) == [[]]
     with pytest.raises(ValueError, match="bucket_bytes"):
@@ -84,8 +85,8 @@ def test_grads_are_bucket_views_equal_to_plain_autograd() -> None:
     gb.zero_grad()
     _backward(model, coll, gb, x)
     gb.finish()
-    # reverse order, cap 60 floats: [5, 50] = 55, then [10, 40] = 50
-    assert [b.numel() for b in gb.buckets] == [55, 50]
+    # reverse order, cap 60 floats: 5 + 50 = 55, + 10 = 65 >= 60 closes; then 40
+    assert [b.numel() for b in gb.buckets] == [65, 40]
     assert gb.nbytes == 105 * 4
     for p, q in zip(model.parameters(), plain.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=0, atol=0)
@@ -99,7 +100,7 @@ def test_overlap_launches_each_bucket_during_backward_in_bucket_order() -> None:
     gb.zero_grad()
     _backward(model, coll, gb, torch.randn(3, 4))
     times = gb.finish()
-    assert coll.launched == [(55, True), (51, True)]  # the loss slot rides in the last bucket
+    assert coll.launched == [(65, True), (41, True)]  # the loss slot rides in the last bucket
     assert times.buckets == 2 and times.launched_in_backward == 2
     assert times.exposed_s >= 0 and 0 <= times.comm_s <= times.span_s
 
@@ -110,7 +111,7 @@ def test_without_overlap_every_bucket_leaves_after_backward() -> None:
     gb.zero_grad()
     _backward(model, coll, gb, torch.randn(3, 4))
     times = gb.finish()
-    assert coll.launched == [(55, False), (50, False)]
+    assert coll.launched == [(65, False), (40, False)]
     assert times.launched_in_backward == 0
 
 
@@ -135,16 +136,16 @@ def test_rebinds_after_set_to_none_and_unused_parameters_do_not_block() -> None:
     used, unused = torch.nn.Linear(4, 2), torch.nn.Linear(4, 3)
     params = list(used.parameters()) + list(unused.parameters())
     coll = OneRank()
-    gb = GradBuckets(params, coll, bucket_bytes=4 * 4)  # one tensor per bucket (each is > 4 floats or alone)
+    gb = GradBuckets(params, coll, bucket_bytes=4 * 4)  # 3 + 12 >= 4 closes [unused]; 2 + 8 is [used]
     opt = torch.optim.SGD(params, lr=0.1)
     opt.zero_grad(set_to_none=True)  # breaks the binding; begin() restores it
     gb.begin()
     used(torch.randn(2, 4)).sum().backward()
     times = gb.finish()
-    assert times.buckets == len(gb.buckets) == 4
-    # unused.bias, unused.weight buckets (reverse order: first launched) never become ready in backward,
-    # and buckets launch in order, so nothing leaves before finish()
-    assert coll.launched == [(3, False), (12, False), (2, False), (8, False)]
+    assert times.buckets == len(gb.buckets) == 2
+    # the unused layer's bucket (reverse order: launched first) never becomes ready in backward, and
+    # buckets launch in order, so nothing leaves before finish()
+    assert coll.launched == [(15, False), (10, False)]
     assert all(p.grad is not None and p.grad.data_ptr() == v.data_ptr() for p, v in zip(params, gb.views))
     assert float(unused.weight.grad.abs().sum()) == 0.0
 
@@ -161,3 +162,16 @@ def test_rejects_bad_arguments() -> None:
     gb.begin()
     with pytest.raises(RuntimeError, match="twice"):
         gb.begin()
+
+
+@pytest.mark.parametrize("model_name,bucket_bytes", [("resnet20", 2**16), ("lenet", 2**14), ("resnet20", 25 * 2**20)])
+def test_plan_matches_the_models_buckets(model_name: str, bucket_bytes: int) -> None:
+    """trainers.grad_buckets and perfmodel.overlap (two implementations of DDP's rule) agree on a real net."""
+    from perfmodel.overlap import make_buckets
+    from trainers.models import tensor_sizes
+
+    numels = [n for _, n in tensor_sizes(model_name)]
+    plan = bucket_plan(numels, bucket_bytes)
+    model = make_buckets([4 * n for n in numels], numels, bucket_bytes)
+    assert [4 * sum(numels[i] for i in g) for g in plan] == model.nbytes.tolist()
+    assert sorted(i for g in plan for i in g) == list(range(len(numels)))

@@ -1,7 +1,8 @@
 """Gradient buckets reduced while backprop runs: DDP's bucketing on any :class:`Collectives` backend.
 
-Parameters are grouped into flat float32 buckets of at most ``bucket_bytes`` in *reverse* registration
-order (the order backprop produces their gradients; PyTorch DDP does the same), and each parameter's
+Parameters are grouped into flat float32 buckets of about ``bucket_bytes`` (:func:`bucket_plan`) in
+*reverse* registration order (the order backprop produces their gradients; PyTorch DDP does the same,
+and so does the model's overlap, perfmodel/overlap.py), and each parameter's
 ``.grad`` is a view of its bucket, so backward accumulates straight into bucket memory. A
 ``register_post_accumulate_grad_hook`` on every parameter counts down its bucket; when a bucket is
 complete it is handed to the backend's non-blocking allreduce at once (``overlap=True``), while backprop
@@ -63,24 +64,23 @@ class BucketTimes:
     nbytes: int
 
 
-def bucket_plan(numels: Sequence[int], bucket_bytes: int, extra_numel: int = 0, itemsize: int = 4) -> list[list[int]]:
-    """Indices of the tensors in each bucket: tensors taken in reverse order, a bucket closed when the
-    next tensor would make it exceed bucket_bytes (a tensor larger than the cap gets a bucket alone);
-    ``extra_numel`` slots count toward the last bucket's size."""
+def bucket_plan(numels: Sequence[int], bucket_bytes: int, itemsize: int = 4) -> list[list[int]]:
+    """Indices of the tensors in each bucket, in launch order: tensors taken from the last one, a bucket
+    closed as soon as it holds at least ``bucket_bytes`` (PyTorch DDP's rule, and perfmodel.overlap's:
+    a bucket overshoots the cap by at most its last tensor); the remainder forms the last bucket."""
     if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, int) or bucket_bytes < itemsize:
         raise ValueError(f"bucket_bytes must be an int >= {itemsize}, got {bucket_bytes!r}")
     cap = bucket_bytes // itemsize
-    groups: list[list[int]] = []
+    groups: list[list[int]] = [[]]
     fill = 0
     for i in reversed(range(len(numels))):
-        n = int(numels[i])
-        if not groups or fill + n > cap:
+        groups[-1].append(i)
+        fill += int(numels[i])
+        if fill >= cap:
             groups.append([])
             fill = 0
-        groups[-1].append(i)
-        fill += n
-    if not groups:
-        groups.append([])
+    if len(groups) > 1 and not groups[-1]:
+        groups.pop()
     return groups
 
 
@@ -104,7 +104,7 @@ class GradBuckets:
                 raise ValueError(f"parameter {i} is {p.dtype} on {p.device}; buckets hold float32 on {coll.device}")
         self.coll, self.overlap, self.op = coll, bool(overlap), op
         self.bucket_bytes = bucket_bytes
-        groups = bucket_plan([p.numel() for p in self.params], bucket_bytes, extra_numel)
+        groups = bucket_plan([p.numel() for p in self.params], bucket_bytes)
         self.buckets: list[torch.Tensor] = []
         self.views: list[torch.Tensor] = [torch.empty(0)] * len(self.params)
         self.bucket_of: list[int] = [0] * len(self.params)
