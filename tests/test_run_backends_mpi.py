@@ -1,0 +1,93 @@
+"""`trainers run --backend --device --overlap` under mpiexec -n 2: gloo and MPI give the same SSGD loss
+trajectory, overlap on and off give the same one, the run log holds the exposed communication time,
+and bad device/backend choices end every rank with status 2 and one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+MPIEXEC = shutil.which("mpiexec")
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")]
+
+# every rank reports its own exit status, so the test sees all of them (mpiexec reports one)
+RANK_STATUS = "status=$?; echo \"rank ${OMPI_COMM_WORLD_RANK:-?} exit $status\"; exit $status"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env.pop("DSGD_LAUNCHER", None)
+    return env
+
+
+def _mpirun(ranks: int, args: list[str], timeout: float) -> tuple[int, str]:
+    cmd = [sys.executable, "-m", "trainers.run", "run", *args]
+    shell = " ".join(f"'{c}'" for c in cmd) + "; " + RANK_STATUS
+    argv = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(ranks), "sh", "-c", shell]
+    proc = subprocess.Popen(argv, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"mpiexec did not finish within {timeout} s: {out.decode(errors='replace')[-2000:]}")
+    return proc.returncode, out.decode(errors="replace")
+
+
+def _read(log: Path) -> tuple[dict, list[dict]]:
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    return rows[0], [r for r in rows if r.get("type") == "step"]
+
+
+TRAIN = ["--algo", "ssgd", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "640", "--batch", "16",
+         "--steps", "20", "--seed", "3", "--no-progress", "--eval-batch", "160"]
+
+
+@pytest.mark.slow
+def test_gloo_and_mpi_give_the_same_loss_trajectory(tmp_path: Path) -> None:
+    runs = {}
+    for backend, overlap in (("mpi", "on"), ("gloo", "on"), ("gloo", "off")):
+        log = tmp_path / f"{backend}-{overlap}.jsonl"
+        code, out = _mpirun(2, [*TRAIN, "--backend", backend, "--overlap", overlap, "--bucket-mb", "0.01",
+                                "--log", str(log)], timeout=240)
+        assert code == 0, out[-3000:]
+        header, steps = _read(log)
+        assert header["config"]["backend"] == backend and header["algorithm"]["buckets"] >= 2  # 0.01 MiB each
+        runs[backend, overlap] = steps
+    mpi, gloo, gloo_off = (runs[k] for k in (("mpi", "on"), ("gloo", "on"), ("gloo", "off")))
+    assert len(mpi) == len(gloo) == 20
+    for a, b, c in zip(mpi, gloo, gloo_off):
+        assert abs(a["loss"] - b["loss"]) <= 1e-5 * abs(a["loss"])
+        assert b["loss"] == c["loss"]  # the same collectives on the same data, launched at other times
+    assert mpi[-1]["loss"] < mpi[0]["loss"]  # it trains
+    for steps in runs.values():
+        for s in steps:
+            assert 0 <= s["t_comm_exposed"] and 0 <= s["t_comm_full"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--device", "cuda"], "no CUDA GPU"),
+    (["--backend", "nccl", "--device", "cpu"], "nccl reduces CUDA tensors"),
+    (["--backend", "ucc"], "invalid choice: 'ucc'"),
+])
+def test_bad_device_or_backend_ends_every_rank_with_status_2(tmp_path: Path, args: list[str], message: str) -> None:
+    if "cuda" in args and torch.cuda.is_available():
+        pytest.skip("CUDA is present: --device cuda is valid here")
+    code, out = _mpirun(2, [*TRAIN, *args, "--log", str(tmp_path / "bad.jsonl")], timeout=60)
+    assert code == 2, out[-3000:]
+    assert sorted(line for line in out.splitlines() if line.startswith("rank ")) == ["rank 0 exit 2", "rank 1 exit 2"]
+    errors = [line for line in out.splitlines() if line.startswith("trainers: error:")]
+    assert len(errors) == 1 and message in errors[0], out[-3000:]
+    assert "Traceback" not in out
+    assert not (tmp_path / "bad.jsonl").exists()
