@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainers.collectives import BACKENDS, check_backend
+from trainers.collectives import BACKENDS, check_backend, resolve_backend
 from trainers.collectives.base import check_tensor, wire_dtype
 from trainers.device import LOCAL_RANK_ENV, local_rank, select_device
 from trainers.run import UsageError
@@ -52,6 +52,18 @@ def test_unknown_backend_and_nccl_on_cpu_are_usage_errors() -> None:
     check_backend("gloo", "cpu")
     check_backend("mpi", "cpu")
     assert BACKENDS == ("mpi", "gloo", "nccl")
+
+
+def test_auto_backend_is_nccl_on_gpus_and_mpi_on_cpus() -> None:
+    assert resolve_backend("auto", "cuda") == "nccl"
+    assert resolve_backend("auto", "cpu") == "mpi"
+    assert resolve_backend("gloo", "cuda") == "gloo"
+
+
+def test_importing_backends_and_devices_loads_neither_torch_nor_mpi4py() -> None:
+    code = "import sys, trainers.collectives, trainers.device; print('torch' in sys.modules, 'mpi4py' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert out.stdout.split() == ["False", "False"], out.stderr
 
 
 def test_wire_types_widen_only_what_a_backend_lacks() -> None:

@@ -7,18 +7,20 @@ The local rank (this rank's index among the ranks on its host) comes from the la
 
 Bad requests (``cuda`` without CUDA, more ranks on a host than it has GPUs) are found on each rank and
 agreed over MPI, so that every rank raises the same :class:`trainers.run.UsageError` and the job ends with
-status 2 instead of hanging in a collective that some ranks never reach.
+status 2 instead of hanging in a collective that some ranks never reach. Importing this module does
+not import torch (``trainers.run`` reads :data:`DEVICES`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from trainers.run import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
 
 __all__ = ["DEVICES", "LOCAL_RANK_ENV", "local_rank", "select_device", "agree", "describe"]
 
@@ -55,6 +57,8 @@ def agree(comm: Any, problem: str | None) -> None:
 
 
 def _choose(request: str, index: int) -> tuple[torch.device | None, str | None]:
+    import torch
+
     if request not in DEVICES:
         return None, f"unknown device {request!r}; choose from {', '.join(DEVICES)}"
     if request == "cpu":
@@ -75,6 +79,8 @@ def select_device(request: str, comm: Any = None, env: Mapping[str, str] | None 
     "cpu": the CPU. "cuda": GPU number local_rank (UsageError on every rank when a rank has none).
     "auto": that GPU when this host has one per rank, else the CPU -- decided alike on every rank.
     """
+    import torch
+
     device, problem = _choose(request, local_rank(comm, env))
     agree(comm, problem)
     if request == "auto" and comm is not None and comm.Get_size() > 1:
@@ -88,6 +94,8 @@ def select_device(request: str, comm: Any = None, env: Mapping[str, str] | None 
 
 def describe(device: torch.device) -> str:
     """"cpu" or "cuda:N (GPU name)" for run-log headers."""
+    import torch
+
     if device.type == "cuda":
         return f"{device} ({torch.cuda.get_device_name(device)})"
     return str(device)

@@ -14,25 +14,37 @@ Backends (:data:`BACKENDS`): ``mpi`` (mpi4py; CUDA tensors host-staged unless th
 CUDA-aware), ``gloo`` (torch.distributed, CPU tensors) and ``nccl`` (torch.distributed, CUDA tensors;
 needs ``--device cuda``). The interface is :class:`trainers.collectives.base.Collectives`. Bad choices
 raise :class:`trainers.run.UsageError` on every rank alike (``trainers run`` prints one line, exits 2).
+Importing this package does not import torch or mpi4py (``trainers.run`` reads :data:`BACKENDS`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from trainers.collectives.base import OPS, Collectives, Handle
 from trainers.run import UsageError
 
-__all__ = ["BACKENDS", "OPS", "Collectives", "Handle", "open_collectives", "check_backend"]
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from trainers.collectives.base import Collectives
+
+__all__ = ["BACKENDS", "open_collectives", "check_backend", "resolve_backend"]
 
 BACKENDS = ("mpi", "gloo", "nccl")
 """Names ``--backend`` takes."""
 
 
+def resolve_backend(name: str, device_type: str) -> str:
+    """``auto`` -> ``nccl`` for CUDA ranks, ``mpi`` for CPU ranks; other names unchanged."""
+    if name == "auto":
+        return "nccl" if device_type == "cuda" else "mpi"
+    return name
+
+
 def check_backend(name: str, device: torch.device | str) -> None:
     """UsageError when backend ``name`` is unknown or cannot reduce tensors on ``device``."""
+    import torch
+
     device = torch.device(device)
     if name not in BACKENDS:
         raise UsageError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
@@ -56,6 +68,8 @@ def open_collectives(name: str, comm: Any, device: torch.device | str = "cpu") -
 
     Collective: every rank of comm calls it. Checks (:func:`check_backend`) are the same on every rank,
     so a bad choice raises UsageError everywhere before any rank waits on another."""
+    import torch
+
     device = torch.device(device)
     check_backend(name, device)
     if name == "mpi":
