@@ -17,12 +17,18 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from trainers.run import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 __all__ = ["DEVICES", "LOCAL_RANK_ENV", "local_rank", "select_device", "agree", "describe"]
+
+
+def _usage(message: str) -> Exception:
+    """trainers.run.UsageError (imported when needed: trainers.run imports this module)."""
+    from trainers.run import UsageError
+
+    return UsageError(message)
 
 DEVICES = ("cpu", "cuda", "auto")
 
@@ -53,7 +59,7 @@ def agree(comm: Any, problem: str | None) -> None:
     problems = [problem] if comm is None else comm.allgather(problem)
     for rank, p in enumerate(problems):
         if p is not None:
-            raise UsageError(p if comm is None or comm.Get_size() == 1 else f"{p} (rank {rank})")
+            raise _usage(p if comm is None or comm.Get_size() == 1 else f"{p} (rank {rank})")
 
 
 def _choose(request: str, index: int) -> tuple[torch.device | None, str | None]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trainers.run import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -29,6 +28,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainers.collectives.base import Collectives
 
 __all__ = ["BACKENDS", "open_collectives", "check_backend", "resolve_backend"]
+
+
+def _usage(message: str) -> Exception:
+    """trainers.run.UsageError (imported when needed: trainers.run imports this module)."""
+    from trainers.run import UsageError
+
+    return UsageError(message)
 
 BACKENDS = ("mpi", "gloo", "nccl")
 """Names ``--backend`` takes."""
@@ -47,20 +53,20 @@ def check_backend(name: str, device: torch.device | str) -> None:
 
     device = torch.device(device)
     if name not in BACKENDS:
-        raise UsageError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
+        raise _usage(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
     if name == "nccl" and device.type != "cuda":
-        raise UsageError(f"--backend nccl reduces CUDA tensors; the ranks compute on {device.type} "
+        raise _usage(f"--backend nccl reduces CUDA tensors; the ranks compute on {device.type} "
                          f"(use --device cuda on GPUs, or --backend gloo|mpi)")
     if name == "nccl":
         import torch.distributed as dist
 
         if not dist.is_available() or not dist.is_nccl_available():
-            raise UsageError("--backend nccl: this torch build has no NCCL")
+            raise _usage("--backend nccl: this torch build has no NCCL")
     if name == "gloo":
         import torch.distributed as dist
 
         if not dist.is_available() or not dist.is_gloo_available():
-            raise UsageError("--backend gloo: this torch build has no gloo")
+            raise _usage("--backend gloo: this torch build has no gloo")
 
 
 def open_collectives(name: str, comm: Any, device: torch.device | str = "cpu") -> Collectives:
