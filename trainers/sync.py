@@ -59,9 +59,12 @@ import torch.nn.functional as F
 
 from perfmodel.profile.timers import StepTimer
 from trainers import comm as tcomm
+from trainers.collectives import open_collectives, resolve_backend
 from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, load_checkpoint, restore_rng,
                                  rng_state, save_checkpoint)
 from trainers.compress import TernGradCodec
+from trainers.device import describe as describe_device, select_device
+from trainers.grad_buckets import GradBuckets
 from trainers.data import Dataset, DatasetError, batches, crop_flip, load_dataset, shard_indices, synthetic
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
@@ -392,6 +395,7 @@ class Trainer:
         self.cfg, self.comm = cfg, comm
         self.rank, self.world = comm.Get_rank(), comm.Get_size()
         torch.set_num_threads(cfg.threads)
+        self.device, self.coll = _collective(comm, self._open_backend)
         self.train_set, self.test_set = _collective(comm, self._load_data)
         n = len(self.train_set)
         self.steps_per_epoch = steps_per_epoch(n, cfg.batch, self.world)
@@ -407,6 +411,7 @@ class Trainer:
         for t in self.model.state_dict().values():
             if t.is_floating_point():
                 comm.Bcast(t.detach().numpy(), root=0)
+        self.model.to(self.device)
         torch.manual_seed(_derived_seed(cfg.seed, self.rank, 1))
         self.aug_gen = torch.Generator().manual_seed(_derived_seed(cfg.seed, self.rank, 2))
         self.named_params = [(k, p) for k, p in self.model.named_parameters() if p.requires_grad]
@@ -415,7 +420,8 @@ class Trainer:
         self.optimizer = OPTIMIZERS[cfg.optimizer](self.params, cfg)
         self.lr_schedule = LRSchedule(base_lr=cfg.lr, n_workers=self.world, warmup_epochs=cfg.lr_warmup_epochs,
                                       milestones=cfg.lr_milestones, gamma=cfg.lr_gamma)
-        self.timer = StepTimer()
+        self.timer = StepTimer(sync=(lambda: torch.cuda.synchronize(self.device)) if self.device.type == "cuda"
+                               else None)
         self.start_step = 0
         self.epoch_loss_sum, self.epoch_loss_count = 0.0, 0
         self.last_eval_step = -1
@@ -426,6 +432,16 @@ class Trainer:
         self._perm_epoch, self._perm = -1, np.empty(0, dtype=np.int64)
 
     # ------------------------------------------------------------------ setup helpers
+
+    def _open_backend(self) -> tuple[torch.device, Any]:
+        """--device and --backend: (this rank's device, its trainers.collectives world group)."""
+        cfg = self.cfg
+        gpu_ready = cfg.algo in _GPU_READY
+        if not gpu_ready and (cfg.device == "cuda" or cfg.backend not in ("auto", "mpi")):
+            raise UsageError(f"--algo {cfg.algo} runs on --device cpu with --backend mpi so far "
+                             f"(--device and --backend other than those: {', '.join(_GPU_READY)})")
+        device = select_device(cfg.device if gpu_ready else "cpu", self.comm)
+        return device, open_collectives(resolve_backend(cfg.backend, device.type), self.comm, device)
 
     def _load_data(self) -> tuple[Dataset, Dataset]:
         cfg = self.cfg
@@ -477,6 +493,7 @@ class Trainer:
                 "dataset": {"label": info.label, "n": info.n, "checksum": info.checksum, "path": info.path},
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
                 "samples_per_step": self.cfg.batch * self.world, "command": " ".join(sys.argv),
+                "device": describe_device(self.device), "backend": self.coll.name, "backend_library": self.coll.library,
                 "algorithm": self.algo.header()}
 
     # ------------------------------------------------------------------ data
@@ -496,7 +513,7 @@ class Trainer:
             self._perm, self._perm_epoch = epoch_permutation(len(self.train_set), self.cfg.seed, epoch), epoch
         idx = batch_indices(self._perm, self.cfg.batch, self.rank, self.world, index)
         x, y = self.train_set[torch.from_numpy(idx)]
-        return self._prepare(x, True), y
+        return self._prepare(x, True).to(self.device), y.to(self.device)
 
     # ------------------------------------------------------------------ evaluation, buffers
 
@@ -504,7 +521,7 @@ class Trainer:
         """Collective: average floating-point buffers (BatchNorm running statistics) over all ranks."""
         bufs = [b for b in self.model.buffers() if b.is_floating_point()]
         if bufs and self.world > 1:
-            flat = torch.cat([b.reshape(-1) for b in bufs])
+            flat = torch.cat([b.reshape(-1) for b in bufs]).cpu()
             self.comm.Allreduce(_mpi_in_place(), flat.numpy(), op=_mpi_sum())
             flat /= self.world
             off = 0
@@ -518,7 +535,8 @@ class Trainer:
         self.model.eval()
         total, correct, n = 0.0, 0, 0
         for x, y in batches(self.test_set, np.arange(len(self.test_set)), self.cfg.eval_batch):
-            out = self.model(self._prepare(x, False))
+            y = y.to(self.device)
+            out = self.model(self._prepare(x, False).to(self.device))
             total += float(F.cross_entropy(out, y, reduction="sum"))
             correct += int((out.argmax(1) == y).sum())
             n += len(y)
@@ -630,6 +648,7 @@ class Trainer:
                     self.save(step + 1)
         finally:
             bar.close()
+        self.coll.close()
         if self.log is not None:
             t = self.timer.totals
             self.log.summary(steps_run=steps_run, first_step=self.start_step, total_steps=self.total_steps,
@@ -674,43 +693,52 @@ def _allreduce_sum(comm: Any, buckets: tcomm.FlatBuckets) -> None:
 
 
 class SSGD:
-    """Synchronous SGD: backward writes into fused float32 buckets, one Allreduce(SUM) per bucket.
+    """Synchronous SGD: backward writes into fused float32 buckets (trainers.grad_buckets), each bucket
+    summed by the --backend's allreduce as soon as backprop has produced it (--overlap on) or after
+    backward (off); waited for before the optimizer step.
 
     Each rank back-propagates loss / K (the factor rides on the first backward operation), so the
-    sum over ranks is already the mean gradient and no pass over the buckets follows the reduction
-    (FlatBuckets.allreduce_mean would divide afterwards). For K a power of two this is bit-identical
-    to averaging after the sum."""
+    sum over ranks is already the mean gradient and no pass over the buckets follows the reduction.
+    For K a power of two this is bit-identical to averaging after the sum. The loss / K rides in one
+    extra slot of the last bucket. Logged per step: t_comm (the timer's comm phase: waiting after
+    backward, i.e. the exposed communication), t_comm_exposed (the same, from GradBuckets) and
+    t_comm_full (the time the backend was busy with the step's buckets, overlapped or not)."""
 
     name = "ssgd"
     replicated = True
 
     def __init__(self, tr: Trainer) -> None:
-        tensors = [torch.zeros_like(p) for p in tr.params] + [torch.zeros(1)]
-        self.buckets = tcomm.FlatBuckets(tensors, tr.cfg.bucket_bytes)
-        _bind(tr.params, self.buckets.views)
-        self.loss_slot = self.buckets.views[-1]
+        self.buckets = GradBuckets(tr.params, tr.coll, bucket_bytes=tr.cfg.bucket_bytes, overlap=tr.cfg.overlap,
+                                   op="sum", extra_numel=1)
+        self.loss_slot = self.buckets.extra
         self.nbytes = self.buckets.nbytes
         self.scale = 1.0 / tr.world
 
     def step(self, tr: Trainer, x: torch.Tensor, y: torch.Tensor, pos: StepPosition) -> StepResult:
+        reduce = tr.world > 1
         with tr.timer.phase("compute"):
-            for b in self.buckets.buckets:
-                b.zero_()
-            self.loss_slot.fill_(_forward_backward(tr, x, y, self.scale) * self.scale)
-        sent = 0
-        if tr.world > 1:
+            self.buckets.zero_grad()
+            loss = F.cross_entropy(tr.model(x), y)
+            self.loss_slot.copy_(loss.detach().reshape(1) * self.scale)
+            if reduce:
+                self.buckets.begin()
+            (loss * self.scale).backward()
+        sent, extra = 0, {}
+        if reduce:
             with tr.timer.phase("comm"):
-                _allreduce_sum(tr.comm, self.buckets)
+                times = self.buckets.finish()
             sent = self.nbytes
+            extra = {"t_comm_exposed": times.exposed_s, "t_comm_full": times.comm_s}
         with tr.timer.phase("compute"):
             tr.optimizer.step()
-        return StepResult(float(self.loss_slot), sent)
+        return StepResult(float(self.loss_slot), sent, extra)
 
     def end_epoch(self, tr: Trainer, epoch: int, loss: float) -> None:
         pass
 
     def header(self) -> dict[str, Any]:
-        return {"buckets": len(self.buckets.buckets), "bucket_bytes": [b.numel() * 4 for b in self.buckets.buckets]}
+        return {"buckets": len(self.buckets.buckets), "bucket_bytes": [b.numel() * 4 for b in self.buckets.buckets],
+                "overlap": self.buckets.overlap}
 
     def rank_state(self) -> dict[str, Any]:
         return {}
@@ -943,6 +971,10 @@ class DASO:
 # ----------------------------------------------------------------------------------- entry points
 
 SYNC_ALGORITHMS: dict[str, Callable[[Trainer], SyncAlgorithm]] = {"ssgd": SSGD, "terngrad": TernGrad, "daso": DASO}
+
+_GPU_READY = ("ssgd",)
+"""Algorithms whose exchanges go through trainers.collectives (any --device, any --backend); the others
+reduce CPU tensors with MPI."""
 
 
 def _run(name: str, cfg: RunConfig, comm: Any) -> None:
