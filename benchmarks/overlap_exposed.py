@@ -82,7 +82,8 @@ def _model_hidden(args: argparse.Namespace, t_compute_off: float, t_comm_off: fl
     buckets = Buckets(nbytes, produced)
     full, exposed = exposed_time(buckets, BACKWARD_SHARE * t_compute_off,
                                  lambda n: t_comm_off * n / nbytes.sum())
-    return float(exposed), float(1 - exposed / full)
+    exposed_s, full_s = float(np.ravel(exposed)[0]), float(np.ravel(full)[0])
+    return exposed_s, 1 - exposed_s / full_s
 
 
 def main(argv: list[str] | None = None) -> int:
