@@ -21,6 +21,7 @@ This module imports neither torch nor mpi4py. Errors are :class:`perfmodel.specs
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -43,8 +44,9 @@ FLAVORS = ("openmpi", "mpich", "slurm", "other")
 _PLACEMENT_FLAGS = ("--bind-to", "--map-by", "--rankfile", "--hostfile", "--host", "-H", "--cpu-set")
 
 
+@functools.lru_cache(maxsize=16)
 def launcher_version(executable: str) -> str:
-    """First non-empty line of ``EXECUTABLE --version`` ("" when it cannot be run)."""
+    """First non-empty line of ``EXECUTABLE --version`` ("" when it cannot be run); remembered per path."""
     try:
         out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):

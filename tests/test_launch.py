@@ -108,3 +108,22 @@ def test_import_pulls_in_neither_torch_nor_mpi4py() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_reproduce_runs_start_through_the_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("mpiexec") is None:
+        pytest.skip("mpiexec not found")
+    from reproduce.common import ReproduceError
+    from reproduce.runs import mpi_command, use_launcher
+
+    monkeypatch.setenv(LAUNCHER_ENV, "mpiexec --bind-to none")
+    try:
+        use_launcher(None)
+        cmd = mpi_command(2, ["--algo", "ssgd"])
+        assert cmd[0] == shutil.which("mpiexec") and cmd[1:3] == ["--bind-to", "none"]
+        assert cmd[-8:] == ["-n", "2", sys.executable, "-m", "trainers.run", "run", "--algo", "ssgd"]
+        use_launcher("no-such-launcher-xyz")
+        with pytest.raises(ReproduceError, match="no-such-launcher-xyz not found"):
+            mpi_command(2, [])
+    finally:
+        use_launcher(None)
