@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -127,3 +128,23 @@ def test_reproduce_runs_start_through_the_launcher(monkeypatch: pytest.MonkeyPat
             mpi_command(2, [])
     finally:
         use_launcher(None)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--launcher", "no-such-launcher-xyz", "--ranks", "1,2", "--no-compute"], "no-such-launcher-xyz not found"),
+    (["--launcher", "mpiexec", "--mpiexec", "mpiexec", "--ranks", "1,2", "--no-compute"], "not both"),
+    (["--device", "cuda", "--workload", "lenet", "--ranks", "1"], "no CUDA GPU"),
+])
+def test_profile_launcher_and_device_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    if "cuda" in args:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("CUDA is present: --device cuda is valid here")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-m", "perfmodel.cli", "profile", *args, "--out", str(tmp_path / "p.json")],
+                         capture_output=True, text=True, timeout=120, cwd=root,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("perfmodel: error:")]
+    assert out.returncode == 2 and len(lines) == 1 and message in lines[0], out.stderr[-2000:]
+    assert "Traceback" not in out.stderr
