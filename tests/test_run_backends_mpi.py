@@ -95,3 +95,28 @@ def test_bad_device_or_backend_ends_every_rank_with_status_2(tmp_path: Path, arg
     if args[0] == "--backend":  # the job's own status, through mpiexec (once: it costs a job start)
         code, out = _mpirun(2, [*TRAIN, *args], timeout=60)
         assert code == 2 and "Traceback" not in out, out[-3000:]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised where CUDA is absent")
+def test_simulate_device_cuda_without_cuda_is_one_line_and_status_2(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "trainers.run", "simulate", "--rule", "ga", "--workers", "2",
+                          "--model", "lenet", "--steps", "4", "--device", "cuda", "--log", str(tmp_path / "s.jsonl")],
+                         cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "no CUDA GPU" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not (tmp_path / "s.jsonl").exists()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available on this machine")
+def test_simulate_on_cuda_matches_the_cpu_run_closely(tmp_path: Path) -> None:
+    losses = {}
+    for device in ("cpu", "cuda"):
+        log = tmp_path / f"{device}.jsonl"
+        out = subprocess.run([sys.executable, "-m", "trainers.run", "simulate", "--rule", "asgd", "--workers", "2",
+                              "--model", "lenet", "--steps", "8", "--log-every", "1", "--device", device,
+                              "--log", str(log)], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        header, steps = _read(log)
+        assert header["device"].startswith(device)
+        losses[device] = [s["loss"] for s in steps]
+    # same order of arrivals and data; GPU kernels round differently (and may use TF32)
+    assert losses["cpu"] == pytest.approx(losses["cuda"], rel=1e-2)
