@@ -239,7 +239,17 @@ def main(argv: list[str] | None = None) -> int:
         env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
     print(f"MPI waits: {'busy-poll' if env.get('OMPI_MCA_mpi_yield_when_idle', '0') == '0' else 'yield'}",
           flush=True)
-    return subprocess.run(cmd, env=env).returncode
+    # the ranks' output streams through; their stderr is held back so that a failure shows the ranks'
+    # own error line and not mpiexec's banner after it (perfmodel.launcher)
+    proc = subprocess.run(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        from perfmodel.launcher import error_line
+
+        print(f"ddp_vs_ours: error: the MPI job failed (exit {proc.returncode}): {error_line(proc.stderr)}",
+              file=sys.stderr)
+    elif proc.stderr:
+        sys.stderr.write(proc.stderr)
+    return proc.returncode
 
 
 if __name__ == "__main__":

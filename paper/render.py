@@ -1,8 +1,11 @@
 """Render the paper notebooks (jupytext py:percent) to HTML, executing them: paper/_build/<name>.html.
 
-Usage: python paper/render.py [NAME ...] [--results DIR] [--timeout S]
+Usage: python paper/render.py [NAME ...] [--results DIR] [--timeout S] [--show-code]
 The notebooks read results/ (or $DSGD_RESULTS / --results) and the published numbers in
 data/paper_tables/. A notebook whose results are missing says so in its output rather than failing.
+Each report shows text, tables and figures; the code of every cell is folded under a "code" line that
+opens it (paper/templates/folded.html.j2), or shown in full with --show-code. Tables and figures get
+their presentation from paper/_common.py.
 """
 
 from __future__ import annotations
@@ -10,20 +13,27 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-NOTEBOOKS = ("zhang2016", "wen2017", "barkai2020", "hermans2018", "coquelin2021", "validation")
+NOTEBOOKS = ("zhang2016", "wen2017", "barkai2020", "hermans2018", "coquelin2021", "validation", "published")
 
 
-def render(name: str, build: Path, results: Path, timeout: int = 600) -> Path:
+def exporter(show_code: bool = False):
+    """The HTML exporter: JupyterLab's template with code cells folded, or shown in full."""
+    from nbconvert import HTMLExporter
+
+    if show_code:
+        return HTMLExporter()
+    return HTMLExporter(template_name="lab", template_file=str(HERE / "templates" / "folded.html.j2"))
+
+
+def render(name: str, build: Path, results: Path, timeout: int = 600, show_code: bool = False) -> Path:
     """Execute paper/<name>.py as a notebook and write build/<name>.html atomically."""
     import jupytext
     import nbformat
     from nbclient import NotebookClient
-    from nbconvert import HTMLExporter
 
     src = HERE / f"{name}.py"
     if not src.exists():
@@ -40,13 +50,11 @@ def render(name: str, build: Path, results: Path, timeout: int = 600) -> Path:
             os.environ.pop("DSGD_RESULTS", None)
         else:
             os.environ["DSGD_RESULTS"] = old
-    body, _ = HTMLExporter().from_notebook_node(nbformat.from_dict(nb))
-    build.mkdir(parents=True, exist_ok=True)
+    body, _ = exporter(show_code).from_notebook_node(nbformat.from_dict(nb))
+    from perfmodel.fileio import atomic_write_text
+
     out = build / f"{name}.html"
-    fd, tmp = tempfile.mkstemp(dir=build, suffix=".html")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(body)
-    os.replace(tmp, out)
+    atomic_write_text(out, body)
     return out
 
 
@@ -56,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", default=os.environ.get("DSGD_RESULTS", str(ROOT / "results")))
     ap.add_argument("--build", default=str(HERE / "_build"))
     ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    ap.add_argument("--show-code", action="store_true", help="show every code cell in full (default: folded)")
     args = ap.parse_args(argv)
     names = args.names or [n for n in NOTEBOOKS if (HERE / f"{n}.py").exists()]
     unknown = [n for n in names if n not in NOTEBOOKS]
@@ -66,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     results = Path(args.results).resolve()  # the notebooks run from paper/: make the path absolute
     for name in names:
         try:
-            out = render(name, Path(args.build), results, args.timeout)
+            out = render(name, Path(args.build), results, args.timeout, args.show_code)
         except Exception as e:  # a failing cell: one line naming the notebook and the error
             print(f"render: error: {name}: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
                   file=sys.stderr)

@@ -409,6 +409,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     if not args.profile:
         raise CLIError("validate needs --profile (from `perfmodel profile`), one per model trained")
+    if args.skip < 0:
+        raise CLIError(f"--skip must be >= 0 (warm-up steps left out of each run), got {args.skip}")
+    if args.cores is not None and args.cores < 1:
+        raise CLIError(f"--cores must be >= 1 (cores the runs shared), got {args.cores}")
     rows = validate(args.logs, args.profile, skip=args.skip, cores=args.cores)
     if args.format == "json":
         print(rows_json(rows))
@@ -432,6 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "  perfmodel predict --cluster custom --gpu a100 --gpus-per-node 8 --intra nvswitch-a100 \\\n"
                             "      --network 8x200Gb/s --workload resnet50 --samples-per-s 2500 --batch 256 --gpus 8,64\n"
                             "  perfmodel predict --help   (more examples: cluster files, library models, estimates)")
+    from .fileio import package_version
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     p = sub.add_parser("predict", help="predict throughput for 1..512 GPUs", epilog=PREDICT_EXAMPLES,

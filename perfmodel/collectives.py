@@ -101,7 +101,7 @@ def placement(gpus: ArrayLike, cluster: Cluster) -> tuple[np.ndarray, np.ndarray
 
 
 def paper_allreduce(n: ArrayLike, gpus: ArrayLike, cluster: Cluster) -> np.ndarray:
-    """TernGrad Appendix B, as reconstructed in ALGORITHMS.md section 2 (seconds per iteration).
+    """TernGrad Appendix B, as reconstructed in docs/model.md section 3.3 (seconds per iteration).
 
     t_intra = n log2(N) / B_gpu_gpu + n / B_gpu_cpu ;  t_inter = (latency + n / B_network) log2(M).
     """

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -22,17 +21,14 @@ def save_figure(fig, path: str | os.PathLike) -> Path:
     """Save a figure as PNG atomically (a temporary file, then a rename) and close it."""
     import matplotlib.pyplot as plt
 
+    from .fileio import atomic_path
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".png")
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=120)
-        os.replace(tmp, path)
+        with atomic_path(path, suffix=".png") as tmp:
+            fig.savefig(tmp, format="png", dpi=120)
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 

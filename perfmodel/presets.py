@@ -4,8 +4,9 @@ Files: fabrics.toml (named links, perfmodel.fabrics), gpus.toml (peak FLOP/s, me
 fabric per GPU), clusters.toml (one table per cluster with intra/host/network links), workloads.toml (one
 table per workload: a tensors JSON with per-tensor sizes, compute times per GPU), models/ (the model
 library, perfmodel.library). The same table readers serve users' own cluster and workload files
-(perfmodel.cluster_input, perfmodel.workload_input). The folder is found next to the source tree, or at
-$DSGD_PRESETS.
+(perfmodel.cluster_input, perfmodel.workload_input). The folder is $DSGD_PRESETS when set,
+else the copy installed with the package (perfmodel/_presets, package data of a regular install), else
+data/presets of the source tree.
 """
 
 from __future__ import annotations
@@ -27,9 +28,13 @@ class PresetError(SpecError):
 
 
 def presets_dir() -> Path:
-    """The presets folder: $DSGD_PRESETS, else data/presets beside the package."""
+    """The presets folder: $DSGD_PRESETS, else the installed package data, else data/presets of the checkout."""
     env = os.environ.get(PRESETS_ENV)
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "data" / "presets"
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    installed = here / "_presets"  # pyproject.toml maps data/presets to perfmodel._presets in a wheel
+    return installed if installed.is_dir() else here.parent / "data" / "presets"
 
 
 @lru_cache(maxsize=64)

@@ -2,7 +2,7 @@
 
 One call predicts a whole sweep of GPU counts as numpy expressions (no Python loop over GPU counts).
 
-Per iteration on W GPUs (ALGORITHMS.md section 2; docs/model.md):
+Per iteration on W GPUs (docs/model.md sections 2 and 5):
     weak scaling  (per-GPU batch b):   T = A t_c(b) + t_comm - hidden + o;       throughput = A W b / T
     strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + o;  throughput = K / T
 A: micro-batches per exchange (the workload's ``accumulate``, 1 by default); o: the framework's cost

@@ -3,7 +3,7 @@
 A coefficient of variation V gives the gamma shape a = 1/V^2. Homogeneous workers: one mean
 q ~ Gamma(a_task, mu/a_task) for all machines, every task ~ Gamma(a_mach, q/a_mach). Heterogeneous: each
 machine j has its own mean p_j ~ Gamma(a_mach, mu/a_mach), each task on j ~ Gamma(a_task, p_j/a_task).
-(ALGORITHMS.md section 3; V_task 0.1, V_mach 0.1 homogeneous or 0.6 heterogeneous.)
+(docs/model.md section 6; V_task 0.1, V_mach 0.1 homogeneous or 0.6 heterogeneous.)
 
 Synchronous SGD waits for the slowest of W workers every step; asynchronous workers never wait, so each
 machine contributes at its own rate. Both expectations are computed here without sampling, and the

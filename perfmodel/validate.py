@@ -176,8 +176,16 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
 
 
 def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int | None = None) -> list[dict]:
-    """One row per run: measured and predicted step time and throughput, and their errors (%)."""
+    """One row per run: measured and predicted step time and throughput, and their errors (%).
+
+    skip: warm-up steps left out of each run (>= 0); cores: cores the runs shared (>= 1), None for
+    the profile's."""
     from .profile.schema import load_profile, profile_cluster, profile_daso, profile_workload
+
+    if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
+        raise ValidateError(f"skip must be an integer >= 0 (warm-up steps left out of each run), got {skip!r}")
+    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
+        raise ValidateError(f"cores must be None or an integer >= 1, got {cores!r}")
 
     by_model = {}
     for path in profiles:
@@ -192,7 +200,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         if prof is None:
             raise ValidateError(f"run log {path} trained {run.model!r}; no --profile of that model "
                                 f"(profiled: {', '.join(sorted(by_model)) or 'none'})")
-        ncores = cores or prof.machine.cpu_affinity or os.cpu_count() or 1
+        ncores = cores if cores is not None else (prof.machine.cpu_affinity or os.cpu_count() or 1)
         cluster = profile_cluster(prof, ranks=run.ranks) if run.ranks > 1 else profile_cluster(prof)
         codec = prof.compute.codec
         pred = predict_run(run, profile_workload(prof), cluster, ncores,

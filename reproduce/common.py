@@ -4,23 +4,25 @@ A results table is results/<paper>/<table>.csv, one row per configuration, with 
 the rerun value, their difference, the scale and the exact settings. It is rewritten atomically after
 every finished row (a temporary file, then a rename), and a rerun skips rows whose key is already
 there: an interrupted script loses at most the row it was computing and redoes nothing finished.
-Writers hold an exclusive lock on <table>.csv.lock and merge with what is on disk, so two processes
-filling disjoint rows of one table (say, one per seed) keep each other's rows.
+Writers hold an exclusive lock on <table>.csv.lock (filelock) and merge with what is on disk, so two
+processes filling disjoint rows of one table (say, one per seed) keep each other's rows. Files get the
+user's normal permissions (perfmodel.fileio). Ctrl-C ends a script with one line and exit 130; the row
+being computed is not written, and its run log, if any, is left incomplete, so a rerun redoes that run.
 """
 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import pandas as pd
+from filelock import FileLock
+
+from perfmodel.fileio import atomic_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALES = ("smoke", "small", "paper")
@@ -31,7 +33,11 @@ class ReproduceError(ValueError):
 
 
 def default_results_dir() -> Path:
-    return ROOT / "results"
+    """results/ of the source tree when the package runs from a checkout (editable install or
+    PYTHONPATH), else results/ in the current directory (a regular install)."""
+    if (ROOT / "pyproject.toml").is_file() and (ROOT / "reproduce").is_dir():
+        return ROOT / "results"
+    return Path.cwd() / "results"
 
 
 @dataclass
@@ -74,20 +80,15 @@ class ResultTable:
             if k not in row:
                 raise ReproduceError(f"row lacks key column {k!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-            self.frame = self._read()  # rows another process finished since we last looked
+        with FileLock(self.path.with_name(self.path.name + ".lock")):
+            frame = self._read()  # rows another process finished since we last looked
+            self.frame = frame
             if self.done(**{k: row[k] for k in self.key}):
                 return
-            self.frame = pd.concat([self.frame, pd.DataFrame([row])], ignore_index=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-            os.close(fd)
-            try:
-                self.frame.to_csv(tmp, index=False)
-                os.replace(tmp, self.path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            merged = pd.concat([frame, pd.DataFrame([row])], ignore_index=True)
+            with atomic_path(self.path, suffix=".tmp") as tmp:
+                merged.to_csv(tmp, index=False)
+            self.frame = merged
 
 
 def settings_text(settings: dict) -> str:
@@ -151,6 +152,12 @@ def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path]
     except (ValueError, OSError) as e:
         print(f"reproduce/{paper}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # the row being computed was never added; a run it started is killed with the process group
+        # and its log stays incomplete, so a rerun skips the finished rows and redoes that run
+        print(f"\nreproduce/{paper}: interrupted; finished rows are in {out / paper}, rerun to continue",
+              file=sys.stderr)
+        return 130
     return 0
 
 

@@ -2,7 +2,15 @@
 
 Runs use the deterministic event-driven simulator of N asynchronous workers (`trainers simulate`), the
 paper's MNIST CNN (`gem-cnn`), worker batch 64, momentum 0.9, and `--data replicate` (every worker gets
-its own pass over the data, as in the paper). GEM uses the authors' code variant (pi clamped to [0, 5]).
+its own pass over the data, as in the paper). GEM runs in two settings, named in the `protocol` column
+(trainers.gem, `--gem-code`):
+  paper-clamp  the paper's protocol (the worker commits, then pulls: the central shift d it subtracts
+               holds only the other workers' updates) with the authors' clamp of pi to [0, 5] and
+               eps 1e-12 added to |Delta|. The full-epoch N=100 runs (99.32%) ran this.
+  authors      the authors' public code: the worker pulls the central variable just before committing,
+               so d also holds its own last update; pi = (|m| - |d|) / |Delta + eps|, clamped to
+               [0, 5], eps 1e-12.
+Downpour and adaptive staleness have no pi: protocol "n/a".
 
 Tables (results/hermans2018/<table>.csv):
   workers_sweep  GEM vs Downpour vs adaptive staleness (updates scaled by 1/(tau+1)) for N asynchronous
@@ -11,8 +19,8 @@ Tables (results/hermans2018/<table>.csv):
                  training loss had dropped below 2.0, "stuck at chance" when it ends at chance and its loss
                  never dropped (stuck from the start, or too slow for a reduced budget), else "stable".
                  paper: N in {5, 10, 20, 50, 100}, one epoch per worker, 3 seeds.
-                 small: N in {5, 20, 50} with 0.04 of an epoch per worker, seeds 0, 1, 2, plus the
-                 full-epoch N=100 GEM and Downpour runs of each seed whose log is in
+                 small: N in {5, 20, 50} with 0.04 of an epoch per worker, seeds 0, 1, 2 (GEM in both
+                 protocols), plus the full-epoch N=100 GEM and Downpour runs of each seed whose log is in
                  results/hermans2018/runs/ (they take about 35 minutes each here, so small scale reuses
                  but never starts them unless given --with-n100).
                  smoke: synthetic data, 2 and 4 workers, a few gradients.
@@ -36,9 +44,14 @@ from pathlib import Path
 from reproduce.common import ResultTable, difference, parser, progress, run_tables, seeds_of, settings_text
 from reproduce.paper_tables import published
 from reproduce.runs import log_matches, require_data, run_command
+from trainers.gem import GEM_CODES
 
 PAPER = "hermans2018"
 RULES = ("gem", "downpour", "adaptive-staleness")
+NO_PROTOCOL = "n/a"  # the protocol column of the rules without pi
+GEM_PROTOCOLS = ("paper-clamp", "authors")  # the GEM settings the tables run (trainers.gem.GEM_CODES)
+VARIANTS = (("gem", "paper-clamp"), ("gem", "authors"), ("downpour", NO_PROTOCOL),
+            ("adaptive-staleness", NO_PROTOCOL))
 CHANCE_ACC = 0.20  # a 10-class run ending at or below this test accuracy is at chance level
 MAX_STEP_LINES = 150  # step lines kept in a committed run log (see thin_log)
 LEARNED_LOSS = 2.0  # a logged training loss below this (ln 10 = 2.30 at chance) means the run had learned
@@ -51,7 +64,8 @@ FULL_EPOCH_TIMEOUT_S = 36_000  # one epoch per worker (about 35 minutes for N=10
 
 @dataclass(frozen=True)
 class SimRun:
-    """One simulated asynchronous run: rule, workers N, epochs per worker, learning rate, seed."""
+    """One simulated asynchronous run: rule, workers N, epochs per worker, learning rate, seed, and
+    for GEM its setting (one of trainers.gem.GEM_CODES; "n/a" for the other rules)."""
 
     rule: str
     workers: int
@@ -59,10 +73,15 @@ class SimRun:
     lr: float = DEFAULT_LR
     seed: int = 0
     reuse_only: bool = False  # run only if its log is already there (too long for this scale)
+    protocol: str = NO_PROTOCOL
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
             raise ValueError(f"rule must be one of {RULES}, got {self.rule!r}")
+        if self.rule == "gem" and self.protocol not in GEM_CODES:
+            raise ValueError(f"GEM protocol must be one of {GEM_CODES}, got {self.protocol!r}")
+        if self.rule != "gem" and self.protocol != NO_PROTOCOL:
+            raise ValueError(f"{self.rule} has no protocol (pi): give {NO_PROTOCOL!r}, got {self.protocol!r}")
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         if not self.epochs_per_worker > 0:
@@ -70,7 +89,8 @@ class SimRun:
 
     @property
     def name(self) -> str:
-        return f"{self.rule}_n{self.workers}_f{self.epochs_per_worker:g}_lr{self.lr:g}_s{self.seed}"
+        rule = self.rule if self.rule != "gem" else f"gem-{self.protocol}"
+        return f"{rule}_n{self.workers}_f{self.epochs_per_worker:g}_lr{self.lr:g}_s{self.seed}"
 
 
 def _config(run: SimRun, smoke: bool) -> dict:
@@ -80,7 +100,7 @@ def _config(run: SimRun, smoke: bool) -> dict:
            "momentum": 0.9, "data": "replicate", "epochs": run.epochs_per_worker,
            "eval_every": run.epochs_per_worker if smoke else min(0.1, run.epochs_per_worker), "seed": run.seed}
     if run.rule == "gem":
-        cfg["gem_code"] = "authors"
+        cfg["gem_code"] = run.protocol
     if smoke:
         cfg["synthetic_n"] = 256
     return cfg
@@ -93,7 +113,7 @@ def _command(cfg: dict, log: Path, root: str | None) -> list[str]:
             cmd += ["--" + k.replace("_", "-"), str(v)]
     if root:
         cmd += ["--data-root", root]
-    return cmd + ["--log", str(log)]
+    return cmd + ["--log", str(log), "--allow-divergence"]  # a diverged run is an outcome of these tables
 
 
 def timeout_s(run: SimRun, scale: str) -> float:
@@ -171,7 +191,8 @@ def _row(run: SimRun, cfg: dict, summary: dict, wall: float | None, scale: str, 
     acc = summary.get("final_test_acc")
     acc = None if acc is None or not math.isfinite(float(acc)) else round(100 * float(acc), 2)
     run_scale = "paper (reused log)" if (run.epochs_per_worker == 1.0 and scale != "paper") else scale
-    return {"rule": run.rule, "workers": run.workers, "epochs_per_worker": run.epochs_per_worker, "lr": run.lr,
+    return {"rule": run.rule, "protocol": run.protocol, "workers": run.workers,
+            "epochs_per_worker": run.epochs_per_worker, "lr": run.lr,
             "seed": run.seed, "gradients": int(summary.get("gradients", 0)),
             "outcome": outcome(summary, summary["_losses"]),
             "min_train_loss": min(summary["_losses"], default=None),
@@ -183,19 +204,20 @@ def _row(run: SimRun, cfg: dict, summary: dict, wall: float | None, scale: str, 
 
 def _sweep_plan(scale: str, seeds: tuple[int, ...], with_n100: bool = False) -> list[SimRun]:
     if scale == "smoke":
-        return [SimRun(r, n, 0.25, seed=s) for s in seeds for n in (2, 4) for r in RULES]
+        return [SimRun(r, n, 0.25, seed=s, protocol=p) for s in seeds for n in (2, 4) for r, p in VARIANTS]
     if scale == "small":
-        plan = [SimRun(r, n, SMALL_F, seed=s) for s in seeds for n in (5, 20, 50) for r in RULES]
-        return plan + [SimRun(r, 100, 1.0, seed=s, reuse_only=not with_n100)
-                       for s in seeds for r in ("gem", "downpour")]
-    return [SimRun(r, n, 1.0, seed=s) for s in seeds for n in (5, 10, 20, 50, 100) for r in RULES]
+        plan = [SimRun(r, n, SMALL_F, seed=s, protocol=p) for s in seeds for n in (5, 20, 50) for r, p in VARIANTS]
+        return plan + [SimRun(r, 100, 1.0, seed=s, reuse_only=not with_n100, protocol=p)
+                       for s in seeds for r, p in VARIANTS if r != "adaptive-staleness"]
+    return [SimRun(r, n, 1.0, seed=s, protocol=p) for s in seeds for n in (5, 10, 20, 50, 100) for r, p in VARIANTS]
 
 
 def workers_sweep(args: argparse.Namespace, out: Path) -> None:
-    table = ResultTable(out / "workers_sweep.csv", ("rule", "workers", "epochs_per_worker", "seed"))
+    table = ResultTable(out / "workers_sweep.csv", ("rule", "protocol", "workers", "epochs_per_worker", "seed"))
     plan = _sweep_plan(args.scale, seeds_of(args, SEEDS[args.scale]), getattr(args, "with_n100", False))
     for run in progress(plan, args, "hermans2018 workers_sweep"):
-        if table.done(rule=run.rule, workers=run.workers, epochs_per_worker=run.epochs_per_worker, seed=run.seed):
+        if table.done(rule=run.rule, protocol=run.protocol, workers=run.workers,
+                      epochs_per_worker=run.epochs_per_worker, seed=run.seed):
             continue
         try:
             cfg, summary, wall = simulate(run, out, args)
@@ -212,14 +234,14 @@ def workers_sweep(args: argparse.Namespace, out: Path) -> None:
 
 
 def large_lr(args: argparse.Namespace, out: Path) -> None:
-    table = ResultTable(out / "large_lr.csv", ("rule", "workers", "epochs_per_worker", "lr", "seed"))
+    table = ResultTable(out / "large_lr.csv", ("rule", "protocol", "workers", "epochs_per_worker", "lr", "seed"))
     f = {"smoke": 0.25, "small": SMALL_F, "paper": 1.0}[args.scale]
     n = 4 if args.scale == "smoke" else LARGE_LR_WORKERS
-    cases = [(lr, rule, s) for s in seeds_of(args, SEEDS[args.scale]) for lr in LARGE_LRS
-             for rule in ("gem", "downpour")]
-    for lr, rule, seed in progress(cases, args, "hermans2018 large_lr"):
-        run = SimRun(rule, n, f, lr=lr, seed=seed)
-        if table.done(rule=rule, workers=n, epochs_per_worker=f, lr=lr, seed=seed):
+    cases = [(lr, rule, p, s) for s in seeds_of(args, SEEDS[args.scale]) for lr in LARGE_LRS
+             for rule, p in VARIANTS if rule != "adaptive-staleness"]
+    for lr, rule, protocol, seed in progress(cases, args, "hermans2018 large_lr"):
+        run = SimRun(rule, n, f, lr=lr, seed=seed, protocol=protocol)
+        if table.done(rule=rule, protocol=protocol, workers=n, epochs_per_worker=f, lr=lr, seed=seed):
             continue
         cfg, summary, wall = simulate(run, out, args)
         claim = "stable (converges)" if rule == "gem" else "unstable (cannot cope with the large lr)"

@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pandas as pd
 
-TABLES_DIR = Path(__file__).resolve().parents[1] / "data" / "paper_tables"
+def _tables_dir() -> Path:
+    """data/paper_tables: the copy installed with the package (reproduce/_paper_tables, package data of a
+    regular install), else the source tree's."""
+    here = Path(__file__).resolve().parent
+    installed = here / "_paper_tables"
+    return installed if installed.is_dir() else here.parent / "data" / "paper_tables"
+
+
+TABLES_DIR = _tables_dir()
 
 #: paper key -> title of the paper (the key is also the CSV's file name)
 PAPERS: dict[str, str] = {

@@ -74,7 +74,10 @@ def log_matches(path: Path, want: dict) -> bool:
 
 def run_checked(cmd: list[str], timeout_s: float, what: str) -> float:
     """Run ``cmd`` with one torch/BLAS thread; its wall seconds. A failure or time-out raises
-    ReproduceError with one line naming ``what`` and the command's last words."""
+    ReproduceError with one line naming ``what`` and the command's own error line (mpiexec's banner,
+    which follows it in the captured output, is left out: perfmodel.launcher)."""
+    from perfmodel.launcher import error_line
+
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     t0 = time.perf_counter()
     try:
@@ -82,8 +85,8 @@ def run_checked(cmd: list[str], timeout_s: float, what: str) -> float:
     except subprocess.TimeoutExpired:
         raise ReproduceError(f"{what}: timed out after {timeout_s:.0f} s: {shlex.join(cmd)}") from None
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["(no output)"]
-        raise ReproduceError(f"{what}: failed (exit {proc.returncode}): {tail[0][:300]}")
+        line = error_line(f"{proc.stdout or ''}\n{proc.stderr or ''}")
+        raise ReproduceError(f"{what}: failed (exit {proc.returncode}): {line[:300]}")
     return time.perf_counter() - t0
 
 
@@ -95,7 +98,11 @@ def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: s
     if log_matches(log, want):
         return None
     log.parent.mkdir(parents=True, exist_ok=True)
-    wall = run_checked(cmd, timeout_s, what)
+    try:
+        wall = run_checked(cmd, timeout_s, what)
+    except KeyboardInterrupt:
+        log.unlink(missing_ok=True)  # Ctrl-C: no partial run log left behind
+        raise
     if not log_matches(log, want):
         raise ReproduceError(f"{what}: finished but {log} is not a complete log of the wanted configuration")
     return wall
@@ -133,9 +140,11 @@ def diverged(path: Path) -> bool:
         log = read_run_log(path)
     except RunLogError:
         return False
-    losses = [s.get("loss") for s in log.steps] + [e.get("test_loss") for e in log.evals]
-    return any(v is not None and not math.isfinite(float(v)) for v in losses) or \
-        any(v is not None and float(v) > 1e6 for v in losses)
+    from trainers.log import value_of
+
+    losses = [value_of(s, "loss") for s in log.steps] + [value_of(e, "test_loss") for e in log.evals]
+    return any(v is not None and not math.isfinite(v) for v in losses) or \
+        any(v is not None and v > 1e6 for v in losses)
 
 
 def log_wall(path: Path) -> float | None:

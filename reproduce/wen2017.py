@@ -2,7 +2,7 @@
 
 Tables (results/wen2017/<table>.csv):
   fig5_model   Figure 5: the performance model's throughput of AlexNet, GoogLeNet and VGG-A with fp32
-               and TernGrad gradients on the paper's two clusters, 1..512 GPUs (ALGORITHMS.md section 2,
+               and TernGrad gradients on the paper's two clusters, 1..512 GPUs (docs/model.md sections 2-5,
                `--allreduce paper`). Same at every scale: the model answers in milliseconds.
   fig3_mnist   Figure 3: LeNet on MNIST, TernGrad vs fp32 gradients, with momentum SGD and with vanilla
                SGD, across worker counts; real MPI runs of `trainers run` (total batch 128 split over

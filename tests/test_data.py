@@ -103,6 +103,7 @@ def test_mnist_truncated_copy_raises(tmp_path):
         load_dataset("mnist", tmp_path)
     msg = str(exc.value)
     assert str(target) in msg and "md5" in msg and "\n" not in msg
+    assert not isinstance(exc.value, data.DatasetMissing)  # damaged, not missing
     # without checksums the damage is still found, by the gzip / idx reader
     with pytest.raises(DatasetError, match="truncated") as exc:
         load_dataset("mnist", tmp_path, verify=False)
@@ -240,7 +241,7 @@ def test_missing_root_names_path_and_remedy(tmp_path):
     with pytest.raises(DatasetError) as exc:
         load_dataset("mnist", root)
     msg = str(exc.value)
-    assert isinstance(exc.value, ValueError)
+    assert isinstance(exc.value, ValueError) and isinstance(exc.value, data.DatasetMissing)
     assert str(root) in msg and "train-images-idx3-ubyte.gz" in msg
     assert "download" in msg and ENV_ROOT in msg and "\n" not in msg
     with pytest.raises(DatasetError, match="cifar-10-batches-py"):
@@ -265,6 +266,12 @@ def test_root_precedence(tmp_path, monkeypatch):
     monkeypatch.delenv(ENV_ROOT)
     assert data.data_root() == Path(data.__file__).resolve().parents[1] / "data" / "datasets"
     assert data.data_root(tmp_path) == tmp_path
+    # relative roots are taken against the current directory and made absolute (".." folded)
+    (tmp_path / "a").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    assert data.data_root("../b") == tmp_path / "b"
+    monkeypatch.setenv(ENV_ROOT, "../shared/datasets")
+    assert data.data_root() == tmp_path / "shared" / "datasets"
 
 
 @need_cifar

@@ -6,7 +6,7 @@ from perfmodel.presets import load_cluster, load_workload
 from perfmodel.scaling import predict
 from perfmodel.specs import Strategy
 
-FIG5_BATCH = {"alexnet": 128, "googlenet": 64, "vgg-a": 32}  # per-GPU batch (ALGORITHMS.md section 2)
+FIG5_BATCH = {"alexnet": 128, "googlenet": 64, "vgg-a": 32}  # per-GPU batch (docs/algorithms.md section 2, Figure 5 setting)
 
 
 def gain(workload: str, cluster: str, gpus: int = 512) -> float:

@@ -53,8 +53,9 @@ def test_gem_kappa_amplifies_the_proxy():
     assert close(w.last_pi, [2.8, 0.2, 0.0])
 
 
-def test_gem_clamp_and_eps_of_the_authors_code():
-    w = GEMWorker(GEMConfig.authors_code())
+def test_gem_clamp_and_eps_of_the_pull_after_commit_clamp_variant():
+    w = GEMWorker(GEMConfig.named("paper-clamp"))
+    assert w.config.protocol == "paper"
     assert w.config.eps == 1e-12 and w.config.clamp == (0.0, 5.0)
     out = w.commit(*COMMIT1)
     # unclamped pi = [0.5, -1, -1.25e11] -> clamped to [0.5, 0, 0]
@@ -66,6 +67,52 @@ def test_gem_clamp_and_eps_of_the_authors_code():
     w = GEMWorker(GEMConfig(kappa=20.0, clamp=(0.0, 5.0)))
     w.commit(*COMMIT1)
     assert w.last_pi[0].item() == 5.0 and w.last_stats["pi_max"] == 5.0
+
+
+def test_authors_protocol_measures_the_shift_from_the_previous_pull_by_hand():
+    # the authors' code pulls theta before committing and keeps it: the next shift d is measured
+    # from that pull, so it contains the worker's own commit; paper: from `stale` (after the commit)
+    w = GEMWorker(GEMConfig.authors_code())
+    assert (w.config.protocol, w.config.eps, w.config.clamp) == ("authors", 1e-12, (0.0, 5.0))
+    w.commit(*COMMIT1)  # first commit: no pull of its own yet, d from stale = [0.25, -0.5, 0.125]
+    assert close(w.last_pi, [0.5, 0.0, 0.0], atol=1e-10)  # as the paper protocol on commit 1
+    now = t(2.0, 0.5, 0.125)
+    out = w.commit(t(-0.5, -0.25, 0.5), now.clone(), now)  # stale = now: the paper protocol sees d = 0
+    # authors: d = now - [1.25, 0.5, 1.125] = [0.75, 0, -1]; m = [-0.95, -0.025, 0.5]
+    # pi = [(0.95-0.75)/0.5, (0.025-0)/0.25, (0.5-1)/0.5 -> 0] = [0.4, 0.1, 0]
+    assert close(w.last_pi, [0.4, 0.1, 0.0], atol=1e-10) and close(out, [-0.2, -0.025, 0.0], atol=1e-10)
+    p = GEMWorker(GEMConfig.named("paper-clamp"))
+    p.commit(*COMMIT1)
+    p.commit(t(-0.5, -0.25, 0.5), now.clone(), now)  # d = 0: pi = [0.95/0.5, 0.025/0.25, 0.5/0.5]
+    assert close(p.last_pi, [1.9, 0.1, 1.0], atol=1e-10)
+
+
+def test_authors_denominator_is_abs_of_delta_plus_eps():
+    # Delta = -2e-12 alone (d = 0, m = Delta): |Delta + eps| = 1e-12 -> pi = 2; |Delta| + eps = 3e-12 -> 2/3
+    delta, zero = t(-2e-12), t(0.0)
+    a = GEMWorker(GEMConfig(eps=1e-12, protocol="authors"))
+    a.commit(delta, zero, zero)
+    p = GEMWorker(GEMConfig(eps=1e-12))
+    p.commit(delta, zero, zero)
+    assert a.last_pi.item() == pytest.approx(2.0, rel=1e-9) and p.last_pi.item() == pytest.approx(2 / 3, rel=1e-9)
+
+
+def test_authors_protocol_with_add_master_matches_a_replay_of_the_authors_worker():
+    # the authors' worker loop, written out: m <- mu m + Delta; pull theta; d = theta - previous pull;
+    # pi = clamp((|m| - |d|) / |Delta + eps|, 0, 5); commit pi Delta; local params = theta + pi Delta
+    master = make_rule("add", t(0, 0, 0), 2)
+    workers = [make_worker("gem", code="authors"), make_worker("gem", code="authors")]
+    held = [master.initial_params_for(0), master.initial_params_for(1)]
+    gen = torch.Generator().manual_seed(1)
+    theta, m, prev_pull = t(0, 0, 0), [t(0, 0, 0), t(0, 0, 0)], [t(0, 0, 0), t(0, 0, 0)]
+    for w in [0, 1, 1, 0, 1, 0, 0]:
+        delta = -0.05 * torch.randn(3, generator=gen, dtype=F64)
+        held[w] = master.apply(w, workers[w].commit(delta, held[w], master.params.clone()))
+        m[w] = 0.9 * m[w] + delta
+        d, prev_pull[w] = theta - prev_pull[w], theta.clone()
+        pi = ((m[w].abs() - d.abs()) / (delta + 1e-12).abs()).clamp(0.0, 5.0)
+        theta = theta + pi * delta
+        assert close(held[w], theta, atol=1e-15) and close(workers[w].last_pi, pi, atol=1e-12)
 
 
 def test_single_gem_worker_with_constant_gradient_is_momentum_sgd():
@@ -121,7 +168,13 @@ def test_gem_workers_with_add_master_match_a_manual_replay():
 
 def test_make_worker_and_errors():
     assert isinstance(make_worker("gem", kappa=2.0), GEMWorker)
-    assert make_worker("gem", authors_code=True).config.clamp == (0.0, 5.0)
+    assert make_worker("gem", code="authors").config == GEMConfig.authors_code()
+    assert make_worker("gem", code="paper-clamp").config.clamp == (0.0, 5.0)
+    assert make_worker("gem", code="paper").config == GEMConfig()
+    with pytest.raises(ValueError, match="paper-clamp"):
+        make_worker("gem", code="clamped")
+    with pytest.raises(ValueError, match="protocol"):
+        GEMConfig(protocol="pull-first")
     assert isinstance(make_worker("downpour"), DownpourWorker)
     assert make_worker("adaptive-staleness").needs_tau
     with pytest.raises(ValueError, match="downpour"):

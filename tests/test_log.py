@@ -4,6 +4,7 @@ and the lines a real trainer run writes (one single-process `trainers run` in a 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from trainers.log import SCHEMA, STEP_KEYS, RunLog, RunLogError, read_run_log, steps_table
+from trainers.log import (SCHEMA, STEP_KEYS, RunLog, RunLogError, read_run_log, steps_table, strict_record,
+                          value_of)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,3 +107,37 @@ def test_a_trainer_run_writes_the_format(tmp_path: Path) -> None:
     # the train loss of epoch 0 is the mean of its step losses
     assert got.evals[0]["train_loss"] == pytest.approx(sum(s["loss"] for s in got.steps[:8]) / 8, rel=1e-12)
     assert got.summaries[-1]["steps_run"] == 10
+
+
+def _strict_loads(line: str) -> dict:
+    """json.loads that refuses NaN / Infinity / -Infinity (RFC 8259 JSON)."""
+    def refuse(token: str) -> None:
+        raise ValueError(f"non-standard JSON token {token}")
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_non_finite_values_are_written_as_null_and_flagged(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    step = {**_step(0), "loss": float("nan"), "t_comm": float("inf")}
+    with RunLog(path, {"algo": "ssgd"}) as log:
+        log.step(**step)
+        log.eval(step=0, epoch=1.0, test_loss=float("-inf"), test_acc=0.1)
+        log.summary(speedup=float("nan"), per_worker=[1.0, float("inf")], nested={"a": float("nan"), "b": 2.0})
+    lines = [_strict_loads(line) for line in path.read_text().splitlines()]
+    s, e, summary = lines[1], lines[2], lines[3]
+    assert s["loss"] is None and s["t_comm"] is None and s["nonfinite"] == {"loss": "nan", "t_comm": "inf"}
+    assert s["t_compute"] == 0.1  # finite values untouched
+    assert e["test_loss"] is None and e["nonfinite"] == {"test_loss": "-inf"}
+    assert summary["per_worker"] == [1.0, None] and summary["nested"] == {"a": None, "b": 2.0}
+    assert summary["nonfinite"] == {"speedup": "nan", "per_worker.1": "inf", "nested.a": "nan"}
+    assert "nonfinite" not in lines[0]  # a clean line gets no flag
+    assert math.isnan(value_of(s, "loss")) and value_of(s, "t_comm") == math.inf
+    assert value_of(e, "test_loss") == -math.inf and value_of(e, "test_acc") == 0.1
+    assert value_of(e, "missing") is None
+    assert step["loss"] != step["loss"]  # the caller's record is not changed
+    assert len(read_run_log(path).steps) == 1
+
+
+def test_strict_record_leaves_clean_records_equal() -> None:
+    rec = {"step": 3, "loss": 0.5, "hist": {"0": 2}, "xs": [1, 2.5], "name": "x", "ok": True, "none": None}
+    assert strict_record(rec) == rec

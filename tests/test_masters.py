@@ -108,6 +108,22 @@ def test_softsync_c2_buffers_and_returns_current_params():
     assert s["tau_hist"] == {0: 2, 1: 3, 2: 1} and s["updates"] == 3 and s["gradients"] == 6 and s["c"] == 2
 
 
+def test_softsync_c_is_floor_when_n_does_not_divide_N():
+    r = make_rule("softsync", t(0, 0, 0), 5, lr=0.5, n=2)  # c = floor(5/2) = 2 (not ceil = 3)
+    assert r.c == 2
+    assert close(r.apply(0, t(1, 0, 0)), [0, 0, 0]) and r.clock == 0  # buffered
+    # the 2nd gradient completes the update: theta1 = -0.5*([1,0,0]+[0,1,0])/2 = [-0.25,-0.25,0]
+    assert close(r.apply(1, t(0, 1, 0)), [-0.25, -0.25, 0]) and r.clock == 1
+    # w2, w3 sent theta0, clock 1: tau 1 each; u = ([2,2,2]+[0,0,4])/2 = [1,1,3]
+    assert close(r.apply(2, t(2, 2, 2)), [-0.25, -0.25, 0]) and r.clock == 1
+    # theta2 = theta1 - 0.5*[1,1,3] = [-0.75,-0.75,-1.5]
+    assert close(r.apply(3, t(0, 0, 4)), [-0.75, -0.75, -1.5]) and r.clock == 2
+    # w4 sent theta0, clock 2: tau 2 -> buffered as [2,0,0]/2; parameters unchanged
+    assert close(r.apply(4, t(2, 0, 0)), [-0.75, -0.75, -1.5])
+    s = r.stats
+    assert s["updates"] == 2 and s["gradients"] == 5 and s["buffered"] == 1 and s["tau_hist"] == {0: 2, 1: 2, 2: 1}
+
+
 def test_softsync_momentum_by_hand():
     r = make_rule("softsync", t(0, 0, 0), 1, lr=0.1, momentum=0.5)
     # v = [1,2,3]; theta1 = [-0.1,-0.2,-0.3]; v = 0.5*[1,2,3] + [1,1,1] = [1.5,2,2.5]

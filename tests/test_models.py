@@ -96,7 +96,7 @@ HAND = {
 # Published exact figures for the same architectures.
 PUBLISHED = {
     "lenet": 431_080,         # Caffe LeNet; Han et al. 2016 (Deep Compression) Table 2: 431K
-    "gem-cnn": 163_790,       # layer list of ALGORITHMS.md section 4
+    "gem-cnn": 163_790,       # layer list of docs/algorithms.md section 4
     "cifarnet": 1_068_298,    # TensorFlow CIFAR-10 tutorial: "1,068,298 learnable parameters"
     "cifar10-quick": 145_578,  # Caffe cifar10_quick prototxt
     "resnet20": 269_722,      # He et al. 2016 Table 6: 0.27M (option A)

@@ -145,3 +145,36 @@ def test_a_failing_worker_ends_the_job(mode: str, extra: list[str]) -> None:
         assert "worker 1 (rank 2) silent for" in out, out
     if mode == "raise":
         assert "RuntimeError: worker 1: deliberate failure" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", [["-m", "trainers.run", "run"], ["-m", "trainers.ps"]])
+def test_a_diverging_parameter_server_run_stops_every_rank_with_status_3(tmp_path: Path, entry: list[str]) -> None:
+    args = [*entry, "--algo", "asgd", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "256",
+            "--batch", "16", "--lr", "50", "--steps", "60", "--log", str(tmp_path / "ps.jsonl")]
+    code, out, _ = run_mpi(3, args)
+    assert code == 3, out[-3000:]  # not None: no rank left waiting
+    ours = [x for x in out.splitlines() if "training diverged" in x]
+    assert len(ours) == 1 and "pass --allow-divergence" in ours[0] and "Traceback" not in out, out[-3000:]
+
+    def refuse(token: str) -> None:
+        raise ValueError(token)
+    summary = [json.loads(x, parse_constant=refuse) for x in (tmp_path / "ps.jsonl").read_text().splitlines()][-1]
+    assert summary["type"] == "summary" and summary["diverged"] is True and summary["gradients"] < 60
+    code, out, _ = run_mpi(3, [*args, "--allow-divergence"])
+    assert code == 0, out[-3000:]
+
+
+@pytest.mark.slow
+def test_a_non_finite_push_with_a_finite_loss_is_divergence_too(tmp_path: Path) -> None:
+    # worker 1 pushes its 4th gradient with one infinite element: the server applies none of it
+    log = tmp_path / "ps.jsonl"
+    code, out, _ = run_mpi(3, ["-m", "trainers.ps", "--algo", "asgd", "--model", "lenet", "--dataset", "synthetic",
+                               "--synthetic-n", "256", "--batch", "16", "--lr", "0.01", "--steps", "40",
+                               "--fail-worker", "1", "--fail-after", "3", "--fail-mode", "inf-grad",
+                               "--log", str(log), "--save-params", str(tmp_path / "p.npy")])
+    assert code == 3, out[-3000:]
+    summary = read_run_log(log).summaries[-1]
+    assert summary["diverged"] is True and summary["gradients"] < 40
+    assert summary["per_worker_gradients"][1] == 3  # its first 3 gradients, not the poisoned one
+    assert np.isfinite(np.load(tmp_path / "p.npy")).all()

@@ -41,6 +41,8 @@ def test_there_is_a_script_and_a_notebook_per_paper():
     assert "validation" in SCRIPTS and "validation" in NOTEBOOKS
 
 
+@pytest.mark.mpi
+@pytest.mark.slow  # the fixture runs every script at smoke scale: minutes of MPI start-ups
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_smoke_results_have_the_rerun_beside_the_paper(smoke_results, name):
     tables = list((smoke_results / name).glob("*.csv"))
@@ -52,6 +54,8 @@ def test_smoke_results_have_the_rerun_beside_the_paper(smoke_results, name):
             assert {"paper_value", "rerun_value", "difference", "settings"} <= set(df.columns), t
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_rerun_skips_finished_rows(smoke_results, name):
     before = {t.name: t.read_bytes() for t in (smoke_results / name).glob("*.csv")}
@@ -62,6 +66,8 @@ def test_rerun_skips_finished_rows(smoke_results, name):
     assert after == before
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_executes(smoke_results, tmp_path, name):
     res = _run(["paper/render.py", name, "--results", str(smoke_results), "--build", str(tmp_path)], 600)

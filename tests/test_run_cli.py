@@ -71,6 +71,22 @@ def test_cli_flags_map_to_config() -> None:
     assert names <= set(vars(args)), names - set(vars(args))
 
 
+def test_the_defaults_real_runs_use_are_the_papers() -> None:
+    """Pinned against their sources, on both paths a run takes (the command line with no flag, and a
+    RunConfig built in code), so that a changed default cannot pass unnoticed by tests that build
+    their reference with the same default. TernGrad: clip c = 2.5 (Wen et al. 2017, sec. 3.3), for
+    the codec (trainers.compress) as for the runs. DASO: 4 warm-up and 4 cool-down epochs (HeAT's
+    DASO defaults; the paper prints none), bf16 on the wire in those phases (HeAT's downcast_type)."""
+    from trainers.compress import TernGradCodec
+
+    parsed = tr.config_from_args(tr.build_run_parser(tr.make_parser("t")).parse_args(["--algo", "terngrad"]))
+    for cfg in (parsed, RunConfig(algo="terngrad")):
+        assert cfg.tern_clip == 2.5
+        assert (cfg.daso_warmup_epochs, cfg.daso_cooldown_epochs, cfg.daso_global_dtype) == (4, 4, "bf16")
+        assert cfg.allow_divergence is False
+    assert TernGradCodec().clip == 2.5
+
+
 # ------------------------------------------------------------------------------------ registries
 
 
@@ -164,12 +180,46 @@ def test_models_lists_parameter_counts(capsys: pytest.CaptureFixture) -> None:
 
 
 def test_datasets_reports_and_fails_on_missing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert main(["datasets", "--data-root", str(tmp_path)]) == 0  # report only
+    assert main(["datasets", "--data-root", str(tmp_path)]) == 0  # every dataset reported: missing is no error
     out = capsys.readouterr().out
     assert out.count("MISSING") == 6  # mnist, cifar10, cifar100 x train, test
-    line = _error_line(capsys, ["datasets", "mnist", "--data-root", str(tmp_path)])
-    assert "not found" in line
+    assert out.splitlines()[0] == f"root: {tmp_path} (--data-root)"
+    assert main(["datasets", "mnist", "--data-root", str(tmp_path)]) == 2  # asked for by name
+    captured = capsys.readouterr()
+    assert captured.out.count("MISSING") == 2 and "not found" in captured.out
+    assert captured.err == f"trainers: error: 0 corrupt and 2 missing of 2 dataset splits under {tmp_path}\n"
+    # the root folder itself missing: status 2 even without names
+    assert main(["datasets", "--data-root", str(tmp_path / "nowhere")]) == 2
+    captured = capsys.readouterr()
+    assert "NOT A FOLDER" in captured.out.splitlines()[0]
+    assert captured.err == f"trainers: error: data root {tmp_path / 'nowhere'} is not a folder\n"
     _error_line(capsys, ["datasets", "svhn"])
+
+
+@pytest.mark.skipif(not (SHARED / "mnist").is_dir(), reason="shared MNIST not present")
+def test_datasets_shows_corrupt_files_as_corrupt(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import shutil
+
+    for f in (SHARED / "mnist").glob("*.gz"):
+        shutil.copy(f, tmp_path / f.name)
+    damaged = tmp_path / "t10k-labels-idx1-ubyte.gz"
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    for argv in (["datasets"], ["datasets", "mnist"]):  # corrupt is an error with or without names
+        assert main([*argv, "--data-root", str(tmp_path)]) == 2
+        out = capsys.readouterr().out
+        assert "mnist     train ok" in out
+        test_line = next(line for line in out.splitlines() if line.startswith("mnist     test"))
+        assert test_line.startswith("mnist     test  CORRUPT  ") and str(damaged) in test_line
+
+
+def test_datasets_root_from_a_relative_env_is_made_absolute_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "shared" / "datasets").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    monkeypatch.setenv("DSGD_DATA_ROOT", "../shared/datasets")
+    assert main(["datasets"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"root: {tmp_path / 'shared' / 'datasets'} ($DSGD_DATA_ROOT)"
 
 
 @pytest.mark.skipif(not (SHARED / "mnist").is_dir(), reason="shared MNIST not present")
@@ -198,6 +248,7 @@ def test_bad_input_is_one_line_and_status_2(argv: list[str], fragment: str, caps
     assert fragment in _error_line(capsys, argv)
 
 
+@pytest.mark.slow  # two interpreter start-ups that import torch: ~14 s on a busy 2-core machine
 def test_bad_input_found_at_start_of_a_run(tmp_path: Path) -> None:
     """Errors found while setting up (unknown model, missing dataset) are one line and status 2 too."""
     for extra, fragment in ((["--model", "nosuch", "--dataset", "synthetic"], "unknown model 'nosuch'"),

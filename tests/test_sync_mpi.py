@@ -226,36 +226,88 @@ def test_ssgd_equals_single_process_large_batch(world: int, tmp_path: Path) -> N
 
 
 @pytest.fixture(scope="module")
-def daso_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
-    """DASO with B = 1, W = 0 (blocking global sync every batch), 2 pretend nodes x 2 ranks."""
+def daso_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[dict], Path]]:
+    """DASO with a blocking global sync every batch, 2 pretend nodes x 2 ranks, 20 steps (2 epochs of
+    16 steps): "fp32" and "cycling-bf16" in the cycling phase with B = 1, W = 0 (--daso-global-dtype
+    fp32 and bf16); "bf16": the whole run in warm-up with bf16 on the wire. (rank states, log)."""
     base = tmp_path_factory.mktemp("daso")
-    args = [a if a != "ssgd" else "daso" for a in EQ_ARGS] + [
-        "--ranks-per-node", "2", "--daso-b", "1", "--daso-w", "0", "--daso-warmup-epochs", "0",
-        "--daso-cooldown-epochs", "0"]
-    return {dt: train_dump(4, base / dt, args + ["--daso-global-dtype", dt]) for dt in ("fp32", "bf16")}
+    args = [a if a != "ssgd" else "daso" for a in EQ_ARGS] + ["--ranks-per-node", "2", "--daso-b", "1", "--daso-w", "0"]
+    runs = {"fp32": ["--daso-warmup-epochs", "0", "--daso-cooldown-epochs", "0", "--daso-global-dtype", "fp32"],
+            "cycling-bf16": ["--daso-warmup-epochs", "0", "--daso-cooldown-epochs", "0", "--daso-global-dtype", "bf16"],
+            "bf16": ["--daso-warmup-epochs", "2", "--daso-cooldown-epochs", "0", "--daso-global-dtype", "bf16"]}
+    return {name: (train_dump(4, base / name, args + extra + ["--log", str(base / f"{name}.jsonl")]),
+                   base / f"{name}.jsonl") for name, extra in runs.items()}
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
 @mpi_only
-def test_daso_b1_w0_fp32_equals_ssgd(daso_runs: dict[str, list[dict]]) -> None:
+def test_daso_b1_w0_fp32_equals_ssgd(daso_runs: dict[str, tuple[list[dict], Path]]) -> None:
     ref = reference(4, EQ["batch"], EQ["steps"], EQ["lr"], EQ["momentum"], EQ["seed"], EQ["n"])
+    fp32 = daso_runs["fp32"][0]
     for r in range(4):
-        assert max_diff(daso_runs["fp32"][r]["model"], ref) < 1e-5
-        assert max_diff(daso_runs["fp32"][r]["model"], daso_runs["fp32"][0]["model"]) == 0.0
+        assert max_diff(fp32[r]["model"], ref) < 1e-5
+        assert max_diff(fp32[r]["model"], fp32[0]["model"]) == 0.0
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
 @mpi_only
-def test_daso_bf16_global_sync_stays_within_bf16_tolerance(daso_runs: dict[str, list[dict]]) -> None:
-    exact, bf16 = daso_runs["fp32"][0]["model"], daso_runs["bf16"][0]["model"]
+def test_daso_cycling_syncs_go_in_fp32_whatever_the_warmup_wire(daso_runs: dict[str, tuple[list[dict], Path]]) -> None:
+    # HeAT casts to bf16 only while global_skip = 0 (warm-up/cool-down): W = 0 and the last sync of a
+    # cycling phase are fp32, so --daso-global-dtype bf16 changes nothing there, bit for bit
+    (fp32, fp32_log), (cyc, cyc_log) = daso_runs["fp32"], daso_runs["cycling-bf16"]
+    for r in range(4):
+        assert max_diff(cyc[r]["model"], fp32[r]["model"]) == 0.0
+    steps = read_run_log(cyc_log).steps
+    assert [s["wire"] for s in steps] == ["fp32"] * EQ["steps"]
+    assert [s["bytes_global"] for s in steps] == [s["bytes_global"] for s in read_run_log(fp32_log).steps]
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@mpi_only
+def test_daso_bf16_global_sync_stays_within_bf16_tolerance(daso_runs: dict[str, tuple[list[dict], Path]]) -> None:
+    exact, (bf16_ranks, log) = daso_runs["fp32"][0][0]["model"], daso_runs["bf16"]
+    bf16 = bf16_ranks[0]["model"]
+    assert [s["wire"] for s in read_run_log(log).steps] == ["bf16"] * EQ["steps"]  # all in warm-up
     for r in range(4):  # the last step ended with a bf16 sync and a broadcast: all ranks equal
-        assert max_diff(daso_runs["bf16"][r]["model"], bf16) == 0.0
+        assert max_diff(bf16_ranks[r]["model"], bf16) == 0.0
     for v in bf16.values():  # the mean of 2 bf16 values is a bf16 value: parameters came over the wire as bf16
         assert torch.equal(v, v.to(torch.bfloat16).to(torch.float32))
     # Each of the T blocking syncs rounds every parameter to bf16 (twice with the bf16-sum op):
     # ||error|| <= 2 u ||x|| per sync, and SGD with a small step passes earlier errors on ~unchanged.
     rel = float((flat(bf16) - flat(exact)).norm() / flat(exact).norm())
     assert 0.05 * U16 < rel <= 2 * EQ["steps"] * U16, rel
+
+
+@pytest.mark.mpi
+@mpi_only
+def test_daso_merge_weights_and_sync_wire_by_hand(tmp_path: Path) -> None:
+    """tests/mpi_sync/daso_merge.py: set parameters, one non-blocking sync merged after S = 3 batches,
+    then blocking bf16 and fp32 syncs, through DASO's real MPI path (2 nodes x 2 ranks)."""
+    code, out, _ = run_mpi(4, [str(REPO / "tests" / "mpi_sync" / "daso_merge.py"), str(tmp_path)], timeout=120)
+    assert code == 0, out[-3000:]
+    got = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(4)]
+    numel = got[0]["merged"].numel()
+    # senders: rank 0 (node 0) sent 1, rank 2 (node 1) sent 3; locals at merge time 10 and 30.
+    # x = (2S x_local + sum_i x_i) / (2S + P), S = 3, P = 2 nodes:
+    #   node 0: (6*10 + 1 + 3) / 8 = 8;  node 1: (6*30 + 4) / 8 = 23   [(S x + sum)/(S + P) would give 6.8, 19.6]
+    # and the node's other rank gets the sender's merged parameters by broadcast
+    for r, want in enumerate((8.0, 8.0, 23.0, 23.0)):
+        assert torch.equal(got[r]["merged"], torch.full((numel,), want)), (r, got[r]["merged"][:3])
+    # blocking syncs of 1*(1+2^-10) and 3*(1+2^-10): fp32 gives their mean 2*(1+2^-10) exactly; bf16
+    # (8 significant bits) rounds each to 1 and 3 first, so the mean is 2.0
+    odd = 1.0 + 2.0**-10
+    for r in range(4):
+        assert torch.equal(got[r]["fp32"], torch.full((numel,), 2.0 * odd))
+        assert torch.equal(got[r]["bf16"], torch.full((numel,), 2.0))
+    # bytes the senders hand to MPI: 4 per parameter for the Iallreduce; 2 (bf16) or 4 (fp32) for the
+    # blocking allreduce plus 4 for the broadcast to the node; the other ranks send nothing
+    for r in (0, 2):
+        assert (got[r]["bytes_start"], got[r]["bytes_bf16"], got[r]["bytes_fp32"]) == (4 * numel, 6 * numel, 8 * numel)
+    for r in (1, 3):
+        assert (got[r]["bytes_start"], got[r]["bytes_bf16"], got[r]["bytes_fp32"]) == (0, 0, 0)
 
 
 def _assert_once(log: Path, total: int) -> None:
@@ -344,3 +396,54 @@ def test_daso_resume_reissues_in_flight_sync(tmp_path: Path) -> None:
     assert [s["merged"] for s in steps[8:]] == [0, 1] * 4
     final = load_checkpoint(tmp_path / "run.pt")  # after 16 steps: nothing in flight at the end
     assert final["step"] == 16 and all(not r["algo"]["pending"] for r in final["ranks"])
+
+
+def _strict_lines(path: Path) -> list[dict]:
+    import json
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"non-standard JSON token {token}")
+    return [json.loads(line, parse_constant=refuse) for line in path.read_text().splitlines()]
+
+
+DIVERGE_ARGS = ["-m", "trainers.run", "run", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "256",
+                "--batch", "16", "--steps", "12", "--lr", "100", "--seed", "1", "--no-progress"]
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@mpi_only
+@pytest.mark.parametrize("algo,ranks,extra", [
+    ("ssgd", 2, []),  # the loss is averaged over all ranks: every rank stops at the same step
+    # node means: the ranks agree at the run's (epoch's) end by Allreduce(MIN) of their first bad step
+    ("daso", 4, ["--ranks-per-node", "2", "--daso-warmup-epochs", "0", "--daso-cooldown-epochs", "0",
+                 "--daso-b", "4", "--daso-w", "1"]),
+])
+def test_divergence_stops_every_rank_with_one_line_and_status_3(tmp_path: Path, algo: str, ranks: int,
+                                                                 extra: list[str]) -> None:
+    log = tmp_path / "div.jsonl"
+    code, out, _ = run_mpi(ranks, [*DIVERGE_ARGS, "--algo", algo, *extra, "--log", str(log)], timeout=120)
+    assert code == 3, out[-3000:]  # not None: no rank hung in a collective
+    # one line from us (rank 0); mpiexec adds its own banner about the non-zero status after it
+    ours = [x for x in out.splitlines() if x.startswith("trainers:")]
+    assert len(ours) == 1 and ours[0].startswith("trainers: error: training diverged: non-finite loss or gradients "
+                                                 "at step "), out[-3000:]
+    assert out.lstrip().startswith(ours[0]) and "Traceback" not in out
+    records = _strict_lines(log)
+    summary = records[-1]
+    assert summary["type"] == "summary" and summary["diverged"] is True
+    steps = [r for r in records if r["type"] == "step"]
+    first = summary["diverged_at_step"]
+    assert steps[first]["loss"] is None and steps[first]["nonfinite"] == {"loss": "nan"}
+    assert all(r["loss"] is not None for r in steps[:first])
+    if algo == "ssgd":
+        assert steps[-1]["step"] == first < 11  # stopped at once
+    else:  # at the end of its epoch: 256 images / (4 ranks x 16) = 4 steps per epoch
+        assert steps[-1]["step"] == 4 * (first // 4) + 3
+    # asked to go on: trains to its budget, status 0, the summary still says it diverged
+    code, out, _ = run_mpi(ranks, [*DIVERGE_ARGS, "--algo", algo, *extra, "--log", str(log), "--allow-divergence"],
+                           timeout=120)
+    assert code == 0, out[-3000:]
+    records = _strict_lines(log)
+    assert [r["step"] for r in records if r["type"] == "step"] == list(range(12))
+    assert records[-1]["diverged"] is True and records[-1]["diverged_at_step"] == first

@@ -91,6 +91,19 @@ def test_errors(tmp_path, profile, capsys):
     assert "not a header" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag, value, needle", [
+    ("--cores", "0", "perfmodel: error: --cores must be >= 1 (cores the runs shared), got 0"),
+    ("--cores", "-2", "perfmodel: error: --cores must be >= 1 (cores the runs shared), got -2"),
+    ("--skip", "-1", "perfmodel: error: --skip must be >= 0 (warm-up steps left out of each run), got -1"),
+])
+def test_impossible_cores_and_skip_are_refused(tmp_path, profile, capsys, flag, value, needle):
+    log = write_log(tmp_path / "a.jsonl", "ssgd", 2, 32, [0.01] * 8)
+    assert main(["validate", log, "--profile", profile, flag, value]) == 2
+    assert capsys.readouterr().err == needle + "\n"
+    with pytest.raises(ValidateError, match=flag.lstrip("-")):  # the library refuses them too
+        validate([log], [profile], **{flag.lstrip("-"): int(value)})
+
+
 def test_cli_formats(tmp_path, profile, capsys):
     log = write_log(tmp_path / "a.jsonl", "ssgd", 2, 32, [0.004] * 8)
     assert main(["validate", log, "--profile", profile, "--cores", "2", "--format", "json",

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -53,17 +52,11 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> Path:
 
     The folder is created if needed. A failure leaves the previous checkpoint (if any) untouched.
     """
+    from perfmodel.fileio import atomic_open
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    with atomic_open(path, "wb") as f:
+        torch.save(state, f)
     return path
 
 

@@ -35,7 +35,6 @@ import pickle
 import shutil
 import sys
 import tarfile
-import tempfile
 import urllib.request
 import zlib
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ import torch
 
 __all__ = [
     "DatasetError",
+    "DatasetMissing",
     "DatasetSpec",
     "DatasetInfo",
     "Dataset",
@@ -68,7 +68,12 @@ _REPO_DEFAULT = Path(__file__).resolve().parents[1] / "data" / "datasets"
 
 
 class DatasetError(ValueError):
-    """A dataset is missing, corrupt or truncated. The message is one line naming the path(s)."""
+    """A dataset is missing, corrupt or truncated. The message is one line naming the path(s).
+    Missing files raise the subclass DatasetMissing; anything else is a damaged file."""
+
+
+class DatasetMissing(DatasetError):
+    """The dataset's files (or some of them) are not where they are searched for."""
 
 
 # --------------------------------------------------------------------------- specs
@@ -243,11 +248,14 @@ class Dataset(torch.utils.data.Dataset):
 # --------------------------------------------------------------------------- paths
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
-    """The dataset root: `root` if given, else $DSGD_DATA_ROOT, else <repo>/data/datasets."""
+    """The dataset root, an absolute path: `root` if given, else $DSGD_DATA_ROOT, else
+    <repo>/data/datasets. A relative `root` or $DSGD_DATA_ROOT (e.g. ../shared/datasets) is taken
+    against the current directory, once, here: callers pass the absolute path on (run-log headers,
+    the ranks of a job, the reproduce scripts' subprocesses)."""
     if root is not None:
-        return Path(root).expanduser()
+        return Path(os.path.abspath(Path(root).expanduser()))
     env = os.environ.get(ENV_ROOT)
-    return Path(env).expanduser() if env else _REPO_DEFAULT
+    return Path(os.path.abspath(Path(env).expanduser())) if env else _REPO_DEFAULT
 
 
 def _spec(name: str) -> DatasetSpec:
@@ -279,7 +287,7 @@ def _find_dir(spec: DatasetSpec, root: Path, split: str) -> tuple[Path, list[str
             + (f" (extract {spec.archive[0]})" if spec.archive else "")
             + f"; or point {ENV_ROOT} / root= at a folder that has them")
     searched = ", ".join(str(d) for d in candidates[:6])
-    raise DatasetError(f"{spec.name} {split} files {', '.join(wanted)} not found under {root} "
+    raise DatasetMissing(f"{spec.name} {split} files {', '.join(wanted)} not found under {root} "
                        f"(searched {searched}); {hint}")
 
 
@@ -322,7 +330,7 @@ def _read_mnist(spec: DatasetSpec, root: Path, split: str, verify: bool):
     (img_name, img_md5, n), (lbl_name, lbl_md5, _) = spec.files[split]
     missing = [f for f in (img_name, lbl_name) if f not in present]
     if missing:
-        raise DatasetError(f"{spec.name} {split}: {', '.join(str(folder / f) for f in missing)} "
+        raise DatasetMissing(f"{spec.name} {split}: {', '.join(str(folder / f) for f in missing)} "
                            f"missing; download it from {spec.urls[0]}")
     checksum = "unverified"
     if verify:
@@ -531,16 +539,14 @@ def synthetic(model: str | Sequence[int], n: int = 1024, num_classes: int | None
 
 def _fetch(url: str, dest: Path, md5: str, timeout: float = 60.0) -> None:
     """Download url to dest through a temporary file; keep it only if the md5 matches."""
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+    from perfmodel.fileio import atomic_path
+
+    with atomic_path(dest, suffix=".part") as tmp:
+        with open(tmp, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
             shutil.copyfileobj(resp, out)
         got = md5sum(tmp)
         if got != md5:
             raise DatasetError(f"{url}: downloaded md5 {got} is not the official {md5}")
-        os.replace(tmp, dest)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def download(name: str, root: str | os.PathLike | None = None) -> Path:

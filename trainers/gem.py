@@ -1,4 +1,4 @@
-"""Worker-side update rescaling for asynchronous SGD with an "add" master (ALGORITHMS.md section 4).
+"""Worker-side update rescaling for asynchronous SGD with an "add" master (docs/algorithms.md section 4).
 
 Gradient Energy Matching (Hermans et al. 2018): worker k computes Delta = -eta * grad L(s) on its
 stale copy s, then commits pi * Delta where, element-wise,
@@ -7,8 +7,21 @@ stale copy s, then commits pi * Delta where, element-wise,
     d   = theta_now - s                        (central shift since the worker's last pull)
     pi  = (kappa * |m| - |d|) / (|Delta| + eps)
 
-Paper defaults: mu = 0.9, kappa = 1, eps = 1e-16, no clamp (pi may be negative). The authors' code
-clamps pi to [0, 5] and uses eps = 1e-12: ``GEMConfig.authors_code()``.
+Paper defaults: mu = 0.9, kappa = 1, eps = 1e-16, no clamp (pi may be negative).
+
+Two protocols, i.e. which parameters s the shift d is measured from (``GEMConfig.protocol``):
+
+- "paper": the worker commits, then pulls; s is the central variable right after its own commit,
+  so d holds only the other workers' commits since then.
+- "authors" (the authors' public code, montefiore-institute/gradient-energy-matching, code/gem.py):
+  the worker pulls the central variable just before committing and remembers it; s is the
+  previous such pull, taken before its own last commit, so d also holds its own last update. The
+  denominator is |Delta + eps| instead of |Delta| + eps. The gradient is taken at the same point
+  in both (the central variable after the worker's own commit).
+
+Three named settings (``GEMConfig.named``; the ``gem_code`` of trainers.worker_step):
+"paper" (paper protocol, eps 1e-16, no clamp), "paper-clamp" (paper protocol with the authors'
+clamp of pi to [0, 5] and eps 1e-12) and "authors" (authors' protocol, clamp [0, 5], eps 1e-12).
 
 Baselines of the paper: Downpour (commit Delta as is) and "adaptive staleness" (Delta / (tau + 1)).
 The master for all three is ``trainers.masters.make_rule("add", ...)``: theta <- theta + update.
@@ -34,6 +47,8 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "PROTOCOLS",
+    "GEM_CODES",
     "GEMConfig",
     "GEMWorker",
     "DownpourWorker",
@@ -43,18 +58,27 @@ __all__ = [
 ]
 
 
+PROTOCOLS = ("paper", "authors")
+GEM_CODES = ("paper", "paper-clamp", "authors")  # named settings, see GEMConfig.named
+AUTHORS_EPS, AUTHORS_CLAMP = 1e-12, (0.0, 5.0)  # the authors' code/gem.py: epsilon 10e-13, pi.clamp_(0, 5)
+
+
 @dataclass(frozen=True)
 class GEMConfig:
     """momentum: mu of the local first moment, in [0, 1); kappa: proxy amplification (> 0, the
-    paper's "high-energy proxy" for kappa > 1); eps: added to |Delta| (> 0); clamp: (lo, hi)
-    bounds for pi, or None (paper)."""
+    paper's "high-energy proxy" for kappa > 1); eps: added to |Delta| ("paper") or to Delta
+    inside the absolute value ("authors"), > 0; clamp: (lo, hi) bounds for pi, or None (paper);
+    protocol: "paper" (pull after commit) or "authors" (pull before commit, see the module notes)."""
 
     momentum: float = 0.9
     kappa: float = 1.0
     eps: float = 1e-16
     clamp: tuple[float, float] | None = None
+    protocol: str = "paper"
 
     def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         if not (_finite(self.momentum) and 0.0 <= self.momentum < 1.0):
             raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
         if not (_finite(self.kappa) and self.kappa > 0):
@@ -70,8 +94,20 @@ class GEMConfig:
 
     @classmethod
     def authors_code(cls, momentum: float = 0.9, kappa: float = 1.0) -> GEMConfig:
-        """The authors' public code: pi clamped to [0, 5], eps = 1e-12."""
-        return cls(momentum=momentum, kappa=kappa, eps=1e-12, clamp=(0.0, 5.0))
+        """The authors' public code: their protocol, |Delta + eps|, pi clamped to [0, 5], eps = 1e-12."""
+        return cls(momentum=momentum, kappa=kappa, eps=AUTHORS_EPS, clamp=AUTHORS_CLAMP, protocol="authors")
+
+    @classmethod
+    def named(cls, code: str, momentum: float = 0.9, kappa: float = 1.0) -> GEMConfig:
+        """One of GEM_CODES: "paper", "paper-clamp" (paper protocol, the authors' clamp and eps) or
+        "authors" (``authors_code``)."""
+        if code == "paper":
+            return cls(momentum=momentum, kappa=kappa)
+        if code == "paper-clamp":
+            return cls(momentum=momentum, kappa=kappa, eps=AUTHORS_EPS, clamp=AUTHORS_CLAMP)
+        if code == "authors":
+            return cls.authors_code(momentum=momentum, kappa=kappa)
+        raise ValueError(f"GEM code must be one of {', '.join(GEM_CODES)}, got {code!r}")
 
 
 def _finite(x: Any) -> bool:
@@ -86,7 +122,8 @@ def _as_tensor(name: str, x: Tensor | None, like: Tensor) -> Tensor:
 
 
 class GEMWorker:
-    """Per-worker GEM state: the momentum m of the worker's own updates and the last pi.
+    """Per-worker GEM state: the momentum m of the worker's own updates and the last pi (and, for
+    the authors' protocol, the central variable it pulled at its previous commit).
 
     ``commit(delta, stale, central_now)`` returns pi * delta; ``last_pi`` and ``last_stats``
     (pi mean/min/max, fraction of elements with pi <= 0) describe the latest commit.
@@ -99,6 +136,7 @@ class GEMWorker:
     def __init__(self, config: GEMConfig | None = None) -> None:
         self.config = GEMConfig() if config is None else config
         self.m: Tensor | None = None
+        self.pulled: Tensor | None = None  # authors' protocol: central_now of the previous commit
         self.last_pi: Tensor | None = None
         self.last_stats: dict[str, float] = {}
         self.commits = 0
@@ -113,8 +151,9 @@ class GEMWorker:
     ) -> Tensor:
         """Scale the update Delta (= -eta * gradient, computed on ``stale``) by pi.
 
-        stale: the parameters the worker pulled last; central_now: the master's parameters now.
-        tau is accepted for a uniform signature and ignored.
+        stale: the parameters the worker pulled last (after its own previous commit; the authors'
+        protocol uses them only at the first commit, before any pull of its own); central_now: the
+        master's parameters now. tau is accepted for a uniform signature and ignored.
         """
         if not isinstance(delta, Tensor) or not delta.is_floating_point():
             raise ValueError("delta must be a floating-point tensor")
@@ -125,8 +164,14 @@ class GEMWorker:
         if self.m is None:
             self.m = torch.zeros_like(delta)
         self.m.mul_(cfg.momentum).add_(delta)
-        shift = now - s
-        pi = (cfg.kappa * self.m.abs() - shift.abs()) / (delta.abs() + cfg.eps)
+        if cfg.protocol == "authors":
+            shift = now - (s if self.pulled is None else self.pulled)
+            self.pulled = now.clone()
+            denominator = (delta + cfg.eps).abs()
+        else:
+            shift = now - s
+            denominator = delta.abs() + cfg.eps
+        pi = (cfg.kappa * self.m.abs() - shift.abs()) / denominator
         if cfg.clamp is not None:
             pi = pi.clamp(cfg.clamp[0], cfg.clamp[1])
         self.last_pi = pi
@@ -191,22 +236,22 @@ WORKERS: dict[str, type] = {cls.name: cls for cls in (GEMWorker, DownpourWorker,
 
 
 def make_worker(name: str, **options: Any) -> GEMWorker | DownpourWorker | AdaptiveStalenessWorker:
-    """Build one worker's rescaling state by name: "gem" (options: GEMConfig fields, or
-    authors_code=True for the authors' clamp and eps), "downpour", "adaptive-staleness"."""
+    """Build one worker's rescaling state by name: "gem" (options: GEMConfig fields, or code= one
+    of GEM_CODES with momentum and kappa), "downpour", "adaptive-staleness"."""
     if name not in WORKERS:
         raise ValueError(f"unknown worker rule {name!r}; choose one of: {', '.join(WORKERS)}")
     if name == "gem":
-        if options.pop("authors_code", False):
-            allowed = {"momentum", "kappa"}
-            bad = set(options) - allowed
+        if "code" in options:
+            code = options.pop("code")
+            bad = set(options) - {"momentum", "kappa"}
             if bad:
-                raise ValueError(f"unknown option {sorted(bad)[0]!r} with authors_code=True; allowed: momentum, kappa")
-            return GEMWorker(GEMConfig.authors_code(**options))
-        allowed = {"momentum", "kappa", "eps", "clamp"}
+                raise ValueError(f"unknown option {sorted(bad)[0]!r} with code=; allowed: momentum, kappa")
+            return GEMWorker(GEMConfig.named(code, **options))
+        allowed = {"momentum", "kappa", "eps", "clamp", "protocol"}
         bad = set(options) - allowed
         if bad:
             names = ", ".join(sorted(allowed))
-            raise ValueError(f"unknown option {sorted(bad)[0]!r} for 'gem'; allowed: authors_code, {names}")
+            raise ValueError(f"unknown option {sorted(bad)[0]!r} for 'gem'; allowed: code, {names}")
         return GEMWorker(GEMConfig(**options))
     if options:
         raise ValueError(f"unknown option {sorted(options)[0]!r} for {name!r}; it takes none")

@@ -8,11 +8,17 @@ Line types (key "type"):
     summary  free-form totals at the end (e.g. the staleness histogram of a parameter server)
 A log is appended to, flushed line by line; a rerun that resumes reads it back, drops a torn last
 line, and continues after the last step it holds, so no logged step is lost or written twice.
+
+Every line is strict JSON (RFC 8259: no NaN or Infinity tokens): a non-finite number is written as
+null and the line gets a "nonfinite" object naming it, e.g. a diverged step
+``{"type":"step",...,"loss":null,"nonfinite":{"loss":"nan"}}`` (nested keys joined by ".", list
+items by their index). ``value_of(record, key)`` gives the float back (nan, inf or -inf).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -20,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 SCHEMA = 1
+NONFINITE = "nonfinite"  # the key that names a record's non-finite values
 STEP_KEYS = ("step", "epoch", "loss", "samples", "t_compute", "t_comm", "t_compress", "t_idle", "t_step",
              "bytes_sent")
 
@@ -111,7 +118,7 @@ class RunLog:
                 f.truncate(cut)
 
     def _write(self, record: dict) -> None:
-        self._f.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._f.write(json.dumps(strict_record(record), separators=(",", ":"), allow_nan=False) + "\n")
         self._f.flush()
 
     def step(self, **values: Any) -> None:
@@ -138,6 +145,41 @@ class RunLog:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _nonfinite_name(x: float) -> str:
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _strict(value: Any, path: str, found: dict[str, str]) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        found[path] = _nonfinite_name(value)
+        return None
+    if isinstance(value, dict):
+        return {k: _strict(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v, f"{path}.{i}" if path else str(i), found) for i, v in enumerate(value)]
+    return value
+
+
+def strict_record(record: dict) -> dict:
+    """``record`` with every non-finite float (at any depth) replaced by None, plus a "nonfinite"
+    object {key path: "nan" | "inf" | "-inf"} when there was any; the input is not changed."""
+    found: dict[str, str] = {}
+    out = _strict(record, "", found)
+    if found:
+        out[NONFINITE] = {**out.get(NONFINITE, {}), **found}
+    return out
+
+
+def value_of(record: dict, key: str) -> float | None:
+    """A top-level number of a log record as a float: nan/inf/-inf where the line flags it non-finite,
+    None where it is absent or null without a flag."""
+    flagged = record.get(NONFINITE, {}).get(key)
+    if flagged is not None:
+        return float(flagged)
+    v = record.get(key)
+    return None if v is None else float(v)
 
 
 def steps_table(contents: Iterable[dict]) -> dict[str, list]:

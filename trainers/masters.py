@@ -1,4 +1,4 @@
-"""Transport-free master update rules for asynchronous SGD (ALGORITHMS.md sections 1, 3, 4).
+"""Transport-free master update rules for asynchronous SGD (docs/algorithms.md sections 1, 3, 4).
 
 A rule is a plain object: the MPI parameter server (trainers/ps.py) and the simulator
 (trainers/simulate.py) both drive the same objects, one gradient at a time.

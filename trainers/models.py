@@ -24,7 +24,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,7 +123,7 @@ def lenet(num_classes: int = 10) -> nn.Module:
 
 
 def gem_cnn(num_classes: int = 10) -> nn.Module:
-    """GEM MNIST CNN (Hermans & Vilar 2018; ALGORITHMS.md section 4): 163,790 parameters."""
+    """GEM MNIST CNN (Hermans & Vilar 2018; docs/algorithms.md section 4): 163,790 parameters."""
     return _named(
         conv1=nn.Conv2d(1, 10, 5), pool1=nn.MaxPool2d(2), relu1=nn.ReLU(inplace=True),
         conv2=nn.Conv2d(10, 20, 5), drop2=nn.Dropout2d(), pool2=nn.MaxPool2d(2),
@@ -529,7 +528,7 @@ _ENTRIES = (
               "convolutions SAME, which would give 1,256,080."),
     ModelInfo("gem-cnn", gem_cnn, (1, 28, 28), 10, "mnist",
               "GEM MNIST CNN, Hermans & Louppe 2018 (hermans2018_gem), as restored in "
-              "ALGORITHMS.md section 4. 163,790 parameters."),
+              "docs/algorithms.md section 4. 163,790 parameters."),
     ModelInfo("cifarnet", cifarnet, (3, 24, 24), 10, "cifar10",
               "TernGrad CifarNet (Wen et al. 2017, sec. 4.1) = cifar10_alexnet in "
               "wenwei202/terngrad inception/slim/models.py (the TensorFlow CIFAR-10 tutorial "
@@ -629,6 +628,8 @@ def _dumps_record(record: dict) -> str:
 
 def export_tensors(outdir: str | os.PathLike, names: list[str] | None = None) -> list[Path]:
     """Write OUTDIR/<name>.json for each model (all by default), atomically; return the paths."""
+    from perfmodel.fileio import atomic_write_text
+
     names = model_names() if names is None else names
     for name in names:
         _info(name)  # validate all names before writing anything
@@ -637,15 +638,7 @@ def export_tensors(outdir: str | os.PathLike, names: list[str] | None = None) ->
     written = []
     for name in names:
         path = out / f"{name}.json"
-        fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(_dumps_record(tensors_record(name)))
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(path, _dumps_record(tensors_record(name)))
         written.append(path)
     return written
 

@@ -78,7 +78,7 @@ TAG_UP_HDR, TAG_UP_DATA, TAG_DN_HDR, TAG_DN_DATA = 11, 12, 13, 14
 GRAD, REQUEST = 0.0, 1.0
 PARAMS, CENTRAL, STOP = 0.0, 1.0, 2.0
 UP_LEN, DN_LEN = 6, 3
-FAIL_MODES = ("exit", "hang", "raise")
+FAIL_MODES = ("exit", "hang", "raise", "inf-grad")  # inf-grad: one infinite gradient element, finite loss
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,8 @@ class PSOptions:
     threads: torch threads per rank (1 matches the simulator bit for bit);
     save_params: .npy file for the final central parameters; fail_worker / fail_after / fail_mode:
     testing only, worker fail_worker fails before its fail_after-th gradient, by exiting at once
-    ("exit"), hanging ("hang") or raising ("raise")."""
+    ("exit", status 17), hanging ("hang") or raising ("raise"), or pushes that gradient with one
+    infinite element and a finite loss ("inf-grad")."""
 
     log: str | None = None
     replay_order: str | None = None
@@ -285,6 +286,12 @@ class _Server:
             grad = self.recv_payload(w, self.payload)
             if kind == REQUEST:
                 self.complete(w)  # the central parameters went out before rule.apply changes them
+            if not bool(torch.isfinite(grad).all()):  # finite loss, non-finite push: diverged, not applied
+                diverged = stopping = True
+                discarded += 1
+                self.send(w, STOP, 0.0, 0)
+                active.discard(w)
+                continue
             new = rule.apply(w, grad)
             applied += 1
             count[w] += 1
@@ -342,7 +349,7 @@ def _fail(mode: str, w: int) -> None:
     sys.stderr.write(f"worker {w}: deliberate failure ({mode})\n")
     sys.stderr.flush()
     if mode == "exit":
-        os._exit(3)
+        os._exit(17)  # not 3, the status of a diverged run
     if mode == "hang":
         while True:
             time.sleep(3600)
@@ -379,12 +386,15 @@ def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions) -> None:
     lr = float(down[1])
     k = 0
     while True:
-        if opt.fail_worker == w and k == opt.fail_after:
+        poison = opt.fail_worker == w and k == opt.fail_after
+        if poison and opt.fail_mode != "inf-grad":
             _fail(opt.fail_mode, w)
         t0 = time.perf_counter()
         x, y = stream.next() if stream is not None else (None, None)
         samples = len(y) if y is not None else cfg.batch
         g, loss = fm.gradient(params, x, y, step_seed(cfg.seed, w, k))
+        if poison:
+            g[0] = math.inf
         t_c = time.perf_counter() - t0
         t_idle = 0.0
         if delays is not None:
@@ -494,8 +504,24 @@ def run_from_run_config(cfg: Any, comm: Any) -> None:
     except ValueError as exc:
         raise UsageError(" ".join(str(exc).split())) from None
     result = run_ps(acfg, comm, options)
+    if _diverged_everywhere(comm, result) and not cfg.allow_divergence:
+        from trainers.run import DivergenceError
+
+        raise DivergenceError(_divergence_message(result, cfg.log))
     if result is not None:
         _print_result(acfg, result)
+
+
+def _diverged_everywhere(comm: Any, result: PSResult | None) -> bool:
+    """Rank 0's verdict (its summary's "diverged") on every rank: one broadcast after the run."""
+    return bool(comm.bcast(bool(result.summary.get("diverged")) if result is not None else None, root=0))
+
+
+def _divergence_message(result: PSResult | None, log: str | None) -> str:
+    applied = result.summary.get("gradients") if result is not None else None
+    return ("training diverged: a worker pushed a non-finite loss"
+            + (f" after {applied} gradients were applied" if applied is not None else "") + "; stopped"
+            + (f", run log {log}" if log else "") + "; pass --allow-divergence to accept it")
 
 
 def _print_result(cfg: AsyncConfig, result: PSResult) -> None:
@@ -516,6 +542,8 @@ def add_ps_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a worker may be silent before the server aborts the job")
     parser.add_argument("--poll", type=float, default=PSOptions.poll_s, help="seconds between receive polls")
     parser.add_argument("--save-params", default=None, metavar="FILE.npy", help="write the final parameters")
+    parser.add_argument("--allow-divergence", action="store_true",
+                        help="a diverged run is an outcome, not an error: exit 0 (default: exit 3)")
     parser.add_argument("--fail-worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--fail-after", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--fail-mode", default="exit", help=argparse.SUPPRESS)
@@ -566,6 +594,12 @@ def ps_from_args(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
     result = run_ps(cfg, MPI.COMM_WORLD, opt)
+    if _diverged_everywhere(MPI.COMM_WORLD, result) and not args.allow_divergence:
+        from trainers.run import DIVERGED_STATUS
+
+        if rank == 0:
+            print(f"error: {_divergence_message(result, args.log)}", file=sys.stderr)
+        return DIVERGED_STATUS
     if result is not None:
         _print_result(cfg, result)
     return 0

@@ -9,6 +9,9 @@ Usage::
     trainers datasets [mnist cifar10 ...] [--data-root DIR]
 
 Bad input prints one line ``trainers: error: ...`` (on rank 0 only under mpiexec) and exits with 2.
+A run whose loss or gradients become non-finite stops on every rank with one line ``trainers: error:
+training diverged ...`` and exit status 3 (its run log ends with a summary saying so), unless given
+``--allow-divergence`` (it then trains on to its budget and exits 0; the summary still says so).
 
 Extending it (the asynchronous trainers and the simulator register here; nothing is imported until used):
 
@@ -16,7 +19,8 @@ Extending it (the asynchronous trainers and the simulator register here; nothing
   and calls ``function(cfg, comm) -> None`` with ``cfg`` a :class:`RunConfig` and ``comm`` an
   ``mpi4py.MPI.Comm`` (``MPI.COMM_WORLD``). The function trains, writes ``cfg.log`` on rank 0 with
   :class:`trainers.log.RunLog`, and raises :class:`UsageError` -- on every rank alike -- for bad input
-  it detects (it is printed as ``trainers: error: ...`` and the job exits 2); any other exception
+  it detects (it is printed as ``trainers: error: ...`` and the job exits 2), or
+  :class:`DivergenceError` -- on every rank alike -- when training diverged (exit 3); any other exception
   aborts the whole MPI job (``trainers.comm.abort_on_error``). Algorithm-specific settings come as
   ``cfg.options`` (``--opt key=value``, repeatable; read them with :meth:`RunConfig.option`).
 - ``COMMANDS[name] = (module path, function name, help)``: ``trainers name ARGS...`` calls
@@ -46,6 +50,8 @@ __all__ = [
     "COMMANDS",
     "CLIError",
     "UsageError",
+    "DivergenceError",
+    "DIVERGED_STATUS",
     "RunConfig",
     "make_parser",
     "build_run_parser",
@@ -90,6 +96,16 @@ class UsageError(ValueError):
     Raised on every rank alike, so the job ends with status 2 without an MPI abort."""
 
 
+class DivergenceError(RuntimeError):
+    """Training diverged (non-finite loss or gradients) and --allow-divergence was not given.
+
+    Raised on every rank alike (the ranks agree on it through a collective), so the job ends with
+    status DIVERGED_STATUS without an MPI abort."""
+
+
+DIVERGED_STATUS = 3  # exit status of a run stopped by divergence (2 is bad input, 1 a crash)
+
+
 # ------------------------------------------------------------------------------------------ config
 
 
@@ -127,15 +143,18 @@ class RunConfig:
     MiB; synthetic_n = training images of the synthetic dataset (its test split has a quarter).
     TernGrad: tern_clip (c of s = c*std, None = max|g|), tern_min_elems (smaller tensors travel in
     fp32), tern_fp32_last (last layer in fp32). DASO: ranks_per_node forms the pretend nodes;
-    daso_global_dtype is the wire type of blocking global syncs; daso_b / daso_w fix B and W in the
-    cycling phase (no plateau cycling); daso_rule = "paper" (halve B and W on a plateau) or "code"
-    (the authors' code: W starts at 1 and decreases by 1). fail_at_step / fail_rank inject a failure
-    (tests). options: extra ``key=value`` settings for registered algorithms. mpi_yield: ranks waiting
-    in MPI yield the CPU (Open MPI ``mpi_yield_when_idle``, set before MPI starts unless the
-    environment sets it) instead of busy-polling, which steals cores from CPU training when ranks
-    share them. device: "cpu", "cuda" (one GPU per rank, by local rank) or "auto" (trainers.device);
-    backend: what moves gradients -- "mpi", "gloo", "nccl" or "auto" (nccl on GPUs, mpi on CPUs;
-    trainers.collectives); overlap: reduce gradient buckets while backprop runs (trainers.grad_buckets).
+    daso_global_dtype is the wire type of the warm-up/cool-down global syncs (cycling-phase syncs
+    are fp32, as in HeAT); daso_warmup_epochs / daso_cooldown_epochs default to HeAT's 4 and 4;
+    daso_b / daso_w fix B and W in the cycling phase (no plateau cycling); daso_rule = "paper" (halve
+    B and W on a plateau) or "code" (the authors' code: W starts at 1 and decreases by 1).
+    allow_divergence: train on after a non-finite loss or gradient (default: stop). fail_at_step /
+    fail_rank inject a failure (tests). options: extra ``key=value`` settings for registered
+    algorithms. mpi_yield: ranks waiting in MPI yield the CPU (Open MPI ``mpi_yield_when_idle``, set
+    before MPI starts unless the environment sets it) instead of busy-polling, which steals cores
+    from CPU training when ranks share them. device: "cpu", "cuda" (one GPU per
+    rank, by local rank) or "auto" (trainers.device); backend: what moves gradients -- "mpi", "gloo",
+    "nccl" or "auto" (nccl on GPUs, mpi on CPUs; trainers.collectives); overlap: reduce gradient buckets
+    while backprop runs (trainers.grad_buckets).
     """
 
     algo: str
@@ -165,14 +184,15 @@ class RunConfig:
     resume: bool = False
     progress: bool = True
     mpi_yield: bool = True
+    allow_divergence: bool = False
     bucket_mb: float = 25.0
     tern_clip: float | None = 2.5
     tern_min_elems: int = 1
     tern_fp32_last: bool = True
     ranks_per_node: int = 1
     daso_global_dtype: str = "bf16"
-    daso_warmup_epochs: int = 1
-    daso_cooldown_epochs: int = 1
+    daso_warmup_epochs: int = 4
+    daso_cooldown_epochs: int = 4
     daso_max_b: int = 4
     daso_rule: str = "paper"
     daso_b: int | None = None
@@ -362,9 +382,12 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--tern-ternarize-last", dest="tern_fp32_last", action="store_false",
       help="TernGrad: ternarize the last layer too (default: it travels in fp32)")
     a("--ranks-per-node", type=_int_arg, default=1, help="ranks per (pretend) node, for DASO")
-    a("--daso-global-dtype", default="bf16", choices=DASO_DTYPES, help="wire type of blocking global syncs")
-    a("--daso-warmup-epochs", type=_int_arg, default=1, help="DASO blocking warm-up epochs")
-    a("--daso-cooldown-epochs", type=_int_arg, default=1, help="DASO blocking cool-down epochs")
+    a("--daso-global-dtype", default="bf16", choices=DASO_DTYPES,
+      help="wire type of the warm-up/cool-down global syncs (cycling-phase syncs are always fp32, as HeAT's)")
+    a("--daso-warmup-epochs", type=_int_arg, default=RunConfig.daso_warmup_epochs,
+      help="DASO blocking warm-up epochs (default 4: HeAT's DASO)")
+    a("--daso-cooldown-epochs", type=_int_arg, default=RunConfig.daso_cooldown_epochs,
+      help="DASO blocking cool-down epochs (default 4: HeAT's DASO)")
     a("--daso-max-b", type=_int_arg, default=4, help="DASO initial (maximum) B in the cycling phase")
     a("--daso-rule", default="paper", choices=DASO_RULES, help="B/W cycling rule on plateaus")
     a("--daso-b", type=_int_arg, default=None, help="fix B (batches between global syncs)")
@@ -381,6 +404,8 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
       help="reduce gradient buckets while backprop runs (default on; ssgd)")
     a("--opt", dest="options", type=_option, action="append", default=[],
       help="key=value setting for a registered algorithm (repeatable)")
+    a("--allow-divergence", action="store_true",
+      help="train on after the loss or gradients become non-finite (default: stop, exit 3)")
     a("--fail-at-step", type=_int_arg, default=None, help=argparse.SUPPRESS)
     a("--fail-rank", type=_int_arg, default=None, help=argparse.SUPPRESS)
     return parser
@@ -422,11 +447,11 @@ def dispatch(cfg: RunConfig, comm: Any = None) -> None:
         from mpi4py import MPI
 
         comm = MPI.COMM_WORLD
-    usage: UsageError | None = None
+    usage: UsageError | DivergenceError | None = None
     with abort_on_error(comm):
         try:
             fn(cfg, comm)
-        except UsageError as exc:  # raised on every rank alike: no abort needed
+        except (UsageError, DivergenceError) as exc:  # raised on every rank alike: no abort needed
             usage = exc
     if usage is not None:
         raise usage
@@ -458,6 +483,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         dispatch(cfg)
     except UsageError as exc:
         return _fail(str(exc))
+    except DivergenceError as exc:
+        _fail(str(exc))
+        return DIVERGED_STATUS
     return 0
 
 
@@ -475,34 +503,49 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
-    from trainers.data import DATASETS, DatasetError, data_root, load_dataset
+    from trainers.data import DATASETS, DatasetError, DatasetMissing, data_root, load_dataset
 
     names = args.names or list(DATASETS)
     unknown = [n for n in names if n not in DATASETS]
     if unknown:
         raise CLIError(f"unknown dataset {unknown[0]!r}; choose from {', '.join(DATASETS)}")
-    print(f"root: {data_root(args.data_root)}")
-    errors = []
+    root = data_root(args.data_root)  # absolute, resolved once
+    source = "--data-root" if args.data_root is not None else (
+        "$DSGD_DATA_ROOT" if os.environ.get("DSGD_DATA_ROOT") else "default")
+    print(f"root: {root} ({source}{'' if root.is_dir() else ', NOT A FOLDER'})")
+    missing = corrupt = 0
     for name in names:
         for train in (True, False):
             split = "train" if train else "test"
             try:
-                ds = load_dataset(name, args.data_root, train=train, verify=not args.no_verify)
-            except DatasetError as exc:
-                errors.append(str(exc))
+                ds = load_dataset(name, root, train=train, verify=not args.no_verify)
+            except DatasetMissing as exc:
+                missing += 1
                 print(f"{name:9s} {split:5s} MISSING  {' '.join(str(exc).split())}")
+                continue
+            except DatasetError as exc:
+                corrupt += 1
+                print(f"{name:9s} {split:5s} CORRUPT  {' '.join(str(exc).split())}")
                 continue
             i = ds.info
             print(f"{name:9s} {split:5s} ok       n={i.n}{' (SUBSET of %d)' % i.official_n if i.subset else ''} "
                   f"checksum={i.checksum} path={i.path}")
-    if errors and args.names:
-        raise CLIError(errors[0])
+    # exit 2: the root is not a folder, a file is corrupt, or a dataset asked for by name is missing
+    # (with no names every dataset is reported, and one that is not there is not an error)
+    if not root.is_dir() or corrupt or (missing and args.names):
+        what = (f"data root {root} is not a folder" if not root.is_dir() else
+                f"{corrupt} corrupt and {missing} missing of {2 * len(names)} dataset splits under {root}")
+        print(f"trainers: error: {what}", file=sys.stderr)
+        return 2
     return 0
 
 
 def _root_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="trainers", description="Distributed training with MPI: synchronous and "
                      "asynchronous trainers, and the tools around them.")
+    from perfmodel.fileio import package_version
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="train with an algorithm under mpiexec",
                          description="Train a model with a distributed algorithm (start it with mpiexec -n K).")
@@ -511,7 +554,8 @@ def _root_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="list the models with their parameter counts")
     models.set_defaults(handler=_cmd_models)
     datasets = sub.add_parser("datasets", help="verify the dataset files (md5, structure)")
-    datasets.add_argument("names", nargs="*", help="datasets to check (default: all, report only)")
+    datasets.add_argument("names", nargs="*",
+                          help="datasets to check (default: all; then a missing one is reported, not an error)")
     datasets.add_argument("--data-root", default=None, help="dataset folder (default $DSGD_DATA_ROOT)")
     datasets.add_argument("--no-verify", action="store_true", help="skip the md5 checks")
     datasets.set_defaults(handler=_cmd_datasets)

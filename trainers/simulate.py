@@ -23,6 +23,12 @@ on the same batch times: SSGD takes ceil(S / N) steps, each as long as the slowe
 workers' batch times of that step; ASGD ends when the S-th gradient arrives (Barkai et al. 2020,
 appendix D). perfmodel.stragglers gives its expectation in closed form.
 
+Divergence: the run stops at the first non-finite loss or gradient (nothing is left to learn); its
+summary says ``diverged: true`` and ``diverged_at`` (the gradient count). The command then prints one
+line ``error: training diverged ...`` and exits 3, unless given ``--allow-divergence`` (a diverged run
+is then an outcome, not an error: exit 0, as the reproduce tables that classify stability use it).
+Logs and summaries are strict JSON (trainers.log: non-finite values are null and flagged).
+
 CLI::
 
     trainers simulate --rule ga --workers 32 --model resnet20 --dataset cifar10 --epochs 1 --seed 0 --log run.jsonl
@@ -49,6 +55,7 @@ from torch import Tensor
 
 from trainers.device import DEVICES
 from trainers.log import RunLog
+from trainers.run import DIVERGED_STATUS
 from trainers.worker_step import (
     AsyncConfig,
     BatchStream,
@@ -221,7 +228,7 @@ def simulate(cfg: AsyncConfig, *, log_path: str | os.PathLike | None = None, dev
             samples = cfg.batch
         g, loss = fm.gradient(held[w], x, y, step_seed(cfg.seed, w, k[w]))
         k[w] += 1
-        if not math.isfinite(loss):
+        if not (math.isfinite(loss) and bool(torch.isfinite(g).all())):
             diverged = True
             break
         tau = rule.staleness(w)
@@ -268,7 +275,8 @@ def simulate(cfg: AsyncConfig, *, log_path: str | os.PathLike | None = None, dev
     t_async, t_sync = finish_times(delays, plan) if not diverged else (t_now, math.nan)
     stats = rule_summary(rule)
     summary = {
-        **stats, "simulated": True, "diverged": diverged, "t_async": t_async, "t_sync": t_sync,
+        **stats, "simulated": True, "diverged": diverged, "diverged_at": applied + 1 if diverged else None,
+        "t_async": t_async, "t_sync": t_sync,
         "speedup": t_sync / t_async if t_async > 0 else math.nan,
         "speedup_closed_form": float(expected_speedup(n, cfg.delays)[0]) if cfg.delays != "none" else 1.0,
         "t_sim_end": t_now, "wall_s": wall, "gradients_per_wall_s": applied / wall if wall > 0 else math.nan,
@@ -309,6 +317,8 @@ def add_simulate_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
 
 def _fill_parser(p: argparse.ArgumentParser) -> None:
     add_async_arguments(p, algo_flag="--rule")
+    p.add_argument("--allow-divergence", action="store_true",
+                   help="a diverged run is an outcome, not an error: exit 0 (default: exit 3)")
     p.add_argument("--record-order", default=None, metavar="FILE",
                    help="write the workers' arrival order (JSON) for trainers.ps --replay-order")
     p.add_argument("--speedup-table", type=_ints, default=None, metavar="N1,N2,...",
@@ -352,6 +362,11 @@ def simulate_from_args(args: argparse.Namespace) -> int:
         tmp.write_text(json.dumps({"config": cfg.to_dict(), "order": result.order}))
         os.replace(tmp, path)
     s = result.summary
+    if s["diverged"] and not args.allow_divergence:
+        print(f"error: training diverged: non-finite loss or gradient in gradient {s['diverged_at']} (after "
+              f"{s['gradients']} applied); stopped" + (f", run log {args.log}" if args.log else "")
+              + "; pass --allow-divergence to accept it", file=sys.stderr)
+        return DIVERGED_STATUS
     gap = f" gap_mean={s['gap_mean']:.3f}" if "gap_mean" in s else ""
     print(f"{cfg.algo} N={cfg.workers}: {s['gradients']} gradients, {s['epochs']:.3f} epochs, "
           f"test_acc={s['final_test_acc']:.4f}, tau_mean={s['tau_mean']:.3f} (delay {s['delay_mean']:.3f}){gap}, "

@@ -1,4 +1,4 @@
-"""Synchronous data-parallel training over MPI: SSGD, TernGrad and DASO (ALGORITHMS.md sections 2 and 5).
+"""Synchronous data-parallel training over MPI: SSGD, TernGrad and DASO (docs/algorithms.md sections 2 and 5).
 
 One :class:`Trainer` owns what every algorithm shares -- data order, model, optimizer, learning-rate
 schedule, step timer, run log, evaluation, checkpoints, progress bar -- and calls one small algorithm
@@ -14,9 +14,11 @@ step function)::
               --tern-min-elems travel as float32; every rank applies the average itself
               (parameter localization).
     daso      node-local gradient averaging every batch; every B batches one rotating global group
-              (the i-th rank of every node) averages parameters -- blocking (bf16 or fp32 on the
-              wire) in warm-up/cool-down, at epoch ends and when W = 0, otherwise a non-blocking
-              fp32 Iallreduce merged W batches later as x = (2S x_local + sum_i x_i) / (2S + P) --
+              (the i-th rank of every node) averages parameters -- blocking every batch in
+              warm-up/cool-down (bf16 on the wire, or fp32 with --daso-global-dtype fp32), blocking
+              fp32 in the cycling phase at epoch ends and when W = 0 (HeAT's DASO casts only while
+              global_skip = 0, i.e. in warm-up/cool-down), otherwise a non-blocking fp32
+              Iallreduce merged W batches later as x = (2S x_local + sum_i x_i) / (2S + P) --
               followed by a broadcast of the group member's parameters to its node. B and W follow
               :class:`DasoSchedule` (plateau cycling, paper rule or the authors' code rule).
 
@@ -63,12 +65,13 @@ from trainers.collectives import open_collectives, resolve_backend
 from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, load_checkpoint, restore_rng,
                                  rng_state, save_checkpoint)
 from trainers.compress import TernGradCodec
+from trainers.data import (Dataset, DatasetError, batches, crop_flip, data_root, load_dataset, shard_indices,
+                           synthetic)
 from trainers.device import describe as describe_device, select_device
 from trainers.grad_buckets import GradBuckets
-from trainers.data import Dataset, DatasetError, batches, crop_flip, load_dataset, shard_indices, synthetic
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
-from trainers.run import RunConfig, UsageError
+from trainers.run import DivergenceError, RunConfig, UsageError
 from trainers.schedules import LRSchedule
 
 __all__ = [
@@ -201,14 +204,15 @@ class DasoScheduleConfig:
     """DASO phases in epochs: warm-up (blocking every batch), cycling (B/W), cool-down (blocking).
 
     total_epochs: epochs of the run; warmup_epochs / cooldown_epochs: blocking epochs at the start /
-    end (warm-up wins where they overlap); max_b: initial B of the cycling phase; rule: key of
+    end (warm-up wins where they overlap; default 4 and 4, HeAT's DASO defaults: the paper does not
+    print its values); max_b: initial B of the cycling phase; rule: key of
     DASO_RULES; fixed: (B, W) for the whole cycling phase (no plateau cycling); patience / threshold:
     the PlateauDetector settings (the authors' code: 2 and 0.05).
     """
 
     total_epochs: int
-    warmup_epochs: int = 1
-    cooldown_epochs: int = 1
+    warmup_epochs: int = 4
+    cooldown_epochs: int = 4
     max_b: int = 4
     rule: str = "paper"
     fixed: tuple[int, int] | None = None
@@ -243,7 +247,8 @@ class DasoSchedule:
 
     Example::
 
-        >>> s = DasoSchedule(DasoScheduleConfig(total_epochs=6, max_b=4, patience=0))
+        >>> s = DasoSchedule(DasoScheduleConfig(total_epochs=6, warmup_epochs=1, cooldown_epochs=1, max_b=4,
+        ...                                     patience=0))
         >>> [s.b_w(e) for e in range(2)]
         [(1, 0), (4, 1)]
     """
@@ -425,6 +430,8 @@ class Trainer:
         self.start_step = 0
         self.epoch_loss_sum, self.epoch_loss_count = 0.0, 0
         self.last_eval_step = -1
+        self.first_bad_step: int | None = None  # this rank's first step with a non-finite loss or gradient
+        self.diverged_at: int | None = None  # the first such step on any rank, once the ranks agreed on it
         if cfg.resume and Path(cfg.checkpoint).exists():
             ckpt = _collective(comm, lambda: self._check_checkpoint(load_checkpoint(cfg.checkpoint)))
             self._restore(ckpt)
@@ -490,7 +497,9 @@ class Trainer:
         return {"algo": self.cfg.algo, "config": self.cfg.to_dict(), "versions": _versions(self.comm),
                 "ranks": self.world, "ranks_per_node": self.cfg.ranks_per_node,
                 "model_parameters": sum(p.numel() for p in self.params),
-                "dataset": {"label": info.label, "n": info.n, "checksum": info.checksum, "path": info.path},
+                "dataset": {"label": info.label, "n": info.n, "checksum": info.checksum, "path": info.path,
+                            "data_root": (None if self.cfg.dataset == "synthetic"
+                                          else str(data_root(self.cfg.data_root)))},
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
                 "samples_per_step": self.cfg.batch * self.world, "command": " ".join(sys.argv),
                 "device": describe_device(self.device), "backend": self.coll.name, "backend_library": self.coll.library,
@@ -622,13 +631,15 @@ class Trainer:
                     self.log.step(step=step, epoch=pos.epoch, loss=result.loss, samples=cfg.batch * self.world,
                                   **{k: rec[k] for k in _TIME_KEYS}, bytes_sent=result.bytes_sent,
                                   lr=lr, **result.extra)
+                self._check_divergence(step, pos, result.loss, wall0, steps_run, bytes_total)
                 bar.update(1)
                 if self.rank == 0 and bar.n % 20 == 0:
                     bar.set_postfix(loss=f"{result.loss:.4f}", refresh=False)
                 train_loss = None
                 if pos.last:
                     train_loss = self.comm.allreduce(self.epoch_loss_sum / self.epoch_loss_count) / self.world
-                    self.algo.end_epoch(self, pos.epoch, train_loss)
+                    if math.isfinite(train_loss):  # a diverged run trained on (--allow-divergence): no schedule
+                        self.algo.end_epoch(self, pos.epoch, train_loss)
                     self.epoch_loss_sum, self.epoch_loss_count = 0.0, 0
                 if pos.last or pos.last_of_run or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
                     self.sync_buffers()
@@ -650,11 +661,50 @@ class Trainer:
             bar.close()
         self.coll.close()
         if self.log is not None:
-            t = self.timer.totals
-            self.log.summary(steps_run=steps_run, first_step=self.start_step, total_steps=self.total_steps,
-                             wall_s=time.perf_counter() - wall0, mean_t_step=t["t_step"] / max(steps_run, 1),
-                             bytes_sent_total_rank0=bytes_total)
+            self._summary(steps_run, wall0, bytes_total)
             self.log.close()
+
+    def _summary(self, steps_run: int, wall0: float, bytes_total: int) -> None:
+        t = self.timer.totals
+        self.log.summary(steps_run=steps_run, first_step=self.start_step, total_steps=self.total_steps,
+                         wall_s=time.perf_counter() - wall0, mean_t_step=t["t_step"] / max(steps_run, 1),
+                         bytes_sent_total_rank0=bytes_total, diverged=self.diverged_at is not None,
+                         diverged_at_step=self.diverged_at)
+
+    def _check_divergence(self, step: int, pos: StepPosition, loss: float, wall0: float, steps_run: int,
+                          bytes_total: int) -> None:
+        """Stop every rank alike once training diverged (non-finite loss or gradients), unless
+        --allow-divergence. Where the loss is averaged over all ranks (``loss_is_global``, SSGD and
+        TernGrad) a non-finite loss is seen by every rank at the same step; otherwise (DASO: node
+        means) and for gradients, the ranks agree at each epoch end by an Allreduce(MIN) of their
+        first bad step, so no rank leaves while others wait in a collective."""
+        if self.first_bad_step is None and not (math.isfinite(loss) and _grads_finite(self.params)):
+            self.first_bad_step = step
+        if self.diverged_at is not None:
+            return
+        if getattr(self.algo, "loss_is_global", True) and not math.isfinite(loss):
+            self.diverged_at = step  # the same loss on every rank: no collective needed
+        elif pos.last:
+            from mpi4py import MPI
+
+            none = self.total_steps
+            first = self.comm.allreduce(none if self.first_bad_step is None else self.first_bad_step, op=MPI.MIN)
+            self.diverged_at = None if first == none else int(first)
+        if self.diverged_at is None or self.cfg.allow_divergence:
+            return
+        if self.log is not None:
+            self._summary(steps_run, wall0, bytes_total)
+            self.log.close()
+        raise DivergenceError(
+            f"training diverged: non-finite loss or gradients at step {self.diverged_at} (epoch "
+            f"{self.diverged_at // self.steps_per_epoch}); stopped at step {step}"
+            + (f", run log {self.cfg.log}" if self.cfg.log else "")
+            + "; pass --allow-divergence to train on")
+
+
+def _grads_finite(params: Sequence[torch.Tensor]) -> bool:
+    """Whether every gradient element of `params` is finite (no NaN or infinity)."""
+    return all(bool(torch.isfinite(p.grad).all()) for p in params if p.grad is not None)
 
 
 def _mpi_sum() -> Any:
@@ -840,6 +890,7 @@ class DASO:
 
     name = "daso"
     replicated = False
+    loss_is_global = False  # the step loss is the node's mean: ranks agree on divergence at epoch ends
 
     def __init__(self, tr: Trainer) -> None:
         cfg = tr.cfg
@@ -877,10 +928,11 @@ class DASO:
         self.local.Bcast(self.flat.numpy(), root=group)
         return 4 * self.flat.numel() if self.local_rank == group else 0
 
-    def _blocking(self, group: int) -> int:
+    def _blocking(self, group: int, wire: str) -> int:
+        """Average the group's parameters over the nodes, `wire` ("bf16" or "fp32") on the wire."""
         sent = 0
         if self.local_rank == group and self.nodes > 1:
-            if self.global_dtype == "bf16":
+            if wire == "bf16":
                 self.flat.copy_(tcomm.allreduce_bf16_mean(self.glob, self.flat))
                 sent = 2 * self.flat.numel()
             else:
@@ -908,7 +960,10 @@ class DASO:
     def step(self, tr: Trainer, x: torch.Tensor, y: torch.Tensor, pos: StepPosition) -> StepResult:
         timer = tr.timer
         b, w = self.schedule.b_w(pos.epoch)
-        blocking_phase = self.schedule.phase(pos.epoch) != "cycling" or w == 0
+        cycling = self.schedule.phase(pos.epoch) == "cycling"
+        blocking_phase = not cycling or w == 0
+        # HeAT sends bf16 only in warm-up/cool-down; every cycling-phase sync (W = 0, epoch ends) is fp32
+        wire = "fp32" if cycling else self.global_dtype
         with timer.phase("compute"):
             for buf in self.grads.buckets:
                 buf.zero_()
@@ -920,7 +975,7 @@ class DASO:
             sent += self.grads.nbytes
         with timer.phase("compute"):
             tr.optimizer.step()
-        kind, merged, sent_global = "none", 0, 0
+        kind, merged, sent_global, used = "none", 0, 0, None
         with timer.phase("comm"):
             due = [p for p in self.pending if p.due <= pos.index or pos.last]
             for sync in due:
@@ -932,13 +987,14 @@ class DASO:
                 self.syncs += 1
                 due_at = min(pos.index + w, pos.final_index)
                 if blocking_phase or pos.last or due_at == pos.index:
-                    sent_global += self._blocking(group)
-                    kind = "blocking"
+                    sent_global += self._blocking(group, wire)
+                    kind, used = "blocking", wire
                 else:
                     sent_global += self._start(group, due_at, due_at - pos.index)
-                    kind = "start"
+                    kind, used = "start", "fp32"
         return StepResult(float(self.loss_slot), sent + sent_global,
-                          {"B": b, "W": w, "sync": kind, "merged": merged, "bytes_global": sent_global})
+                          {"B": b, "W": w, "sync": kind, "wire": used, "merged": merged,
+                           "bytes_global": sent_global})
 
     def end_epoch(self, tr: Trainer, epoch: int, loss: float) -> None:
         self.schedule.end_epoch(epoch, loss)

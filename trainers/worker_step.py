@@ -34,8 +34,8 @@ import torch
 from torch import Tensor
 
 from perfmodel.stragglers import CVB
-from trainers.data import Dataset, batches, crop_flip, load_dataset, shard_indices, synthetic
-from trainers.gem import WORKERS, make_worker
+from trainers.data import Dataset, batches, crop_flip, data_root, load_dataset, shard_indices, synthetic
+from trainers.gem import GEM_CODES, WORKERS, make_worker
 from trainers.masters import RULES, MasterRule, make_rule
 from trainers.schedules import LRSchedule
 
@@ -105,7 +105,6 @@ ALGOS: dict[str, AlgoSpec] = {
 
 DATA_MODES = ("shard", "replicate")
 DELAY_KINDS = ("homogeneous", "heterogeneous", "none")
-GEM_CODES = ("paper", "authors")
 NO_MODEL = "none"
 
 
@@ -136,8 +135,10 @@ class AsyncConfig:
     batch: per-worker batch. lr, momentum, nesterov, weight_decay, n (softsync), gap: the master
     rule's hyperparameters, passed where the rule has them; for gem/downpour/adaptive-staleness
     the worker computes Delta = -lr * (g + weight_decay * params) and momentum is GEM's mu.
-    kappa, gem_code: GEM's proxy amplification and "paper" (eps 1e-16, no clamp) or "authors"
-    (clamp [0, 5], eps 1e-12). epochs or steps: the budget (exactly one). With data="shard"
+    kappa, gem_code: GEM's proxy amplification and its setting, one of trainers.gem.GEM_CODES:
+    "paper" (pull after commit, eps 1e-16, no clamp), "paper-clamp" (pull after commit, pi clamped
+    to [0, 5], eps 1e-12) or "authors" (the authors' code: pull before commit, |Delta + eps|,
+    clamp [0, 5], eps 1e-12). epochs or steps: the budget (exactly one). With data="shard"
     every worker reads its 1/N shard of each epoch's permutation and the run ends after
     round(epochs * gradients_per_epoch) (or steps) gradients in total, from whichever workers
     deliver them; with data="replicate" every worker reads the whole set in its own order and
@@ -467,7 +468,7 @@ def build_worker_rule(cfg: AsyncConfig) -> Any:
     if name is None:
         return None
     if name == "gem":
-        return make_worker("gem", authors_code=cfg.gem_code == "authors", momentum=cfg.momentum, kappa=cfg.kappa)
+        return make_worker("gem", code=cfg.gem_code, momentum=cfg.momentum, kappa=cfg.kappa)
     return make_worker(name)
 
 
@@ -605,7 +606,9 @@ def add_async_arguments(parser: argparse.ArgumentParser, *, algo_flag: str = "--
                         help="softsync: constant rate instead of alpha0/tau (Zhang's unmodulated baseline)")
     parser.add_argument("--gap", default=d.gap, help="gap rules: parameter, layer or global")
     parser.add_argument("--kappa", type=float, default=d.kappa, help="GEM proxy amplification")
-    parser.add_argument("--gem-code", default=d.gem_code, help="GEM: paper (no clamp) or authors (clamp [0,5])")
+    parser.add_argument("--gem-code", default=d.gem_code,
+                        help="GEM setting: paper (pull after commit, no clamp), paper-clamp (pull after commit, "
+                             "pi clamped to [0,5]) or authors (pull before commit, |Delta+eps|, clamp [0,5])")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--epochs", type=float, default=None, help="budget in epochs")
     budget.add_argument("--steps", type=int, default=None, help="budget in gradients applied")
@@ -723,5 +726,6 @@ def header_fields(cfg: AsyncConfig, fm: FlatModel | NullModel, train: Dataset | 
         "algo": cfg.algo, "master_rule": cfg.spec.master, "worker_rule": cfg.spec.worker,
         "simulated": simulated, "ranks": ranks, "workers": cfg.workers, "config": cfg.to_dict(),
         "parameters": fm.numel, "dataset_info": None if train is None else train.info.label,
+        "data_root": None if train is None or cfg.dataset == "synthetic" else str(data_root(cfg.data_root)),
         "per_epoch": plan.per_epoch, "budget": plan.expected_total, "versions": versions(),
     }

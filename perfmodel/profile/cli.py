@@ -216,8 +216,10 @@ def run_comm(mpiexec: str | None, ranks: int, *, backend: str, module_args: Sequ
             err.seek(0)
             errors = [ln.strip() for ln in err.read().splitlines() if ln.strip()]
         if rc != 0 or not os.path.exists(out):
+            from ..launcher import error_line
+
             mine = [ln for ln in errors if "perfmodel.profile.comm: error" in ln]
-            last = (mine or errors or tail or ["no output"])[-1]
+            last = (mine or [error_line("\n".join(errors + tail), "no output")])[-1]
             raise ProfileError(f"{backend} benchmark on {ranks} ranks failed (exit {rc}): {last}")
         import json
 

@@ -1,0 +1,668 @@
+"""Generator of data/published/runs.csv, kept for provenance: `python data/published/build.py`.
+
+Every throughput number is parsed from a verbatim excerpt of its source (excerpts/*.md, each starting
+with the repository, commit, path and lines it was copied from); nothing measured is typed here. What
+is typed here is the metadata each table states in its surrounding text (hardware, scheme, batch,
+precision), each with the sentence or file it comes from in the row's `hardware_source` / `scheme_detail`.
+"""
+import csv
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+EXCERPTS = HERE / "excerpts"
+
+COLUMNS = ["id", "source", "source_url", "source_loc", "read_from", "system", "gpu", "gpus_per_node",
+           "intra", "network", "nics", "hardware_source", "framework", "scheme", "scheme_detail",
+           "ps_servers", "ps_placement", "model", "batch_per_gpu", "accumulate", "precision",
+           "grad_wire", "comm_overlap", "data", "gpus", "nodes", "samples_per_s", "unit", "single_gpu_samples_per_s",
+           "single_gpu_batch", "single_gpu_loc", "note"]
+
+TF_COMMIT = "5984ffefd320c5d71b801ee06079a51b91ea42c0"
+TF_URL = f"https://github.com/tensorflow/tensorflow/blob/{TF_COMMIT}/tensorflow/docs_src/performance/benchmarks.md"
+DLE_COMMIT = "729963dd47e7c8bd462ad10bfac7a7b0b604e6dd"
+
+
+def dle_url(path: str) -> str:
+    return f"https://github.com/NVIDIA/DeepLearningExamples/blob/{DLE_COMMIT}/{path}"
+
+
+# ---------------------------------------------------------------------------------------- systems
+SYSTEMS = {
+    "dgx1-p100": dict(gpu="p100", gpus_per_node=8, intra="nvlink1", network="ib-edr", nics=4,
+                      hardware_source="NVIDIA DGX-1 (P100): 8x Tesla P100 SXM2 in an NVLink (v1) hybrid cube-mesh, "
+                      "4x 100 Gb/s EDR InfiniBand per system (NVIDIA DGX-1 System Architecture white paper "
+                      "WP-08437-001); the TF page states 'Instance type: NVIDIA DGX-1, GPU: 8x NVIDIA Tesla P100'"),
+    "gce-n1-standard-32-k80x8": dict(
+        gpu="k80", gpus_per_node=8, intra="pcie3", network="n/a", nics=0,
+        hardware_source="TF page: 'Instance type: n1-standard-32-k80x8, GPU: 8x NVIDIA Tesla K80' (8 GK210 "
+        "GPUs = 4 K80 boards, each board's two GK210 behind an on-board PCIe 3.0 switch); single node only"),
+    "aws-p2.8xlarge": dict(
+        gpu="k80", gpus_per_node=8, intra="pcie3", network="eth-10g", nics=1,
+        hardware_source="TF page: 'Instance type: p2.8xlarge, GPU: 8x NVIDIA Tesla K80' (8 GK210 GPUs on 4 "
+        "K80 boards, PCIe 3.0); AWS EC2 instance-type table lists p2.8xlarge network performance as "
+        "'10 Gigabit' (aws.amazon.com/ec2/instance-types/p2)"),
+    "dgx1-v100": dict(gpu="v100", gpus_per_node=8, intra="nvlink2", network="ib-edr", nics=4,
+                      hardware_source="NVIDIA DGX-1 (V100): 8x V100 SXM2, NVLink2 hybrid cube-mesh, 4x 100 Gb/s EDR "
+                      "InfiniBand (data/presets/clusters.toml [dgx1-v100] and its sources)"),
+    "dgx2": dict(gpu="v100", gpus_per_node=16, intra="nvswitch-v100", network="ib-edr", nics=8,
+                 hardware_source="NVIDIA DGX-2 / DGX-2H: 16x V100 SXM3 32GB on 12 NVSwitches (every GPU 6 NVLink2 "
+                 "links, 150 GB/s per direction to the switch fabric), 8x 100 Gb/s EDR InfiniBand/100GbE "
+                 "ConnectX-5 for the cluster (NVIDIA DGX-2 datasheet); DGX-2H runs the V100 at 450 W "
+                 "(higher clocks)"),
+    "dlperf-v100-cluster": dict(
+        gpu="v100", gpus_per_node=8, intra="nvlink2", network="ib-edr", nics=1,
+        hardware_source="DLPerf report 'Test Environment' (excerpts/dlperf_environment.md): 4 nodes, each 8x "
+        "Tesla V100-SXM2-16GB, 'InfiniBand 100 Gb/sec (4X EDR), Mellanox Technologies MT27700 Family'; "
+        "`nvidia-smi topo -m` shows the DGX-1-style NVLink hybrid cube-mesh (NV1/NV2) and one HCA, mlx5_0"),
+    "dgx-a100": dict(gpu="a100", gpus_per_node=8, intra="nvswitch-a100", network="ib-hdr", nics=8,
+                     hardware_source="NVIDIA DGX A100: 8x A100 SXM4 (40 or 80 GB) on 6 NVSwitches (12 NVLink3 "
+                     "links, 300 GB/s per direction per GPU), 8x 200 Gb/s HDR InfiniBand ConnectX-6 compute "
+                     "NICs (NVIDIA DGX A100 datasheet / DGX A100 User Guide)"),
+}
+
+_NUM = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+
+
+def num(cell: str) -> str | None:
+    """The number in a table cell exactly as printed ('938 img/s' -> '938'), None for N/A."""
+    c = cell.replace("*", "").replace("img/s", "").strip()
+    if c.upper() in ("N/A", "NA", ""):
+        return None
+    if not _NUM.match(c):
+        raise ValueError(f"not a number: {cell!r}")
+    return c
+
+
+def md_table(lines: list[str]) -> list[list[str]]:
+    """Cells of a markdown table (header first), separator rows dropped."""
+    out = []
+    for ln in lines:
+        if "|" not in ln:
+            continue
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if all(re.fullmatch(r":?-+:?", c) for c in cells if c):
+            continue
+        out.append(cells)
+    return out
+
+
+def excerpt(name: str) -> tuple[str, list[str]]:
+    """(first comment line, remaining lines) of excerpts/<name>.md."""
+    lines = (EXCERPTS / f"{name}.md").read_text().splitlines()
+    return lines[0], lines[1:]
+
+
+def row(**kw) -> dict:
+    r = {c: "" for c in COLUMNS}
+    for k, v in kw.items():
+        assert k in COLUMNS, k
+        r[k] = "" if v is None else str(v)
+    return r
+
+
+# ------------------------------------------------------------------------- TensorFlow benchmarks page
+TF_MODELS = {"InceptionV3": "inception-v3", "ResNet-50": "resnet50", "ResNet-152": "resnet152",
+             "Alexnet": "alexnet", "VGG16": "vgg16"}
+# batch per GPU as the page's 'Options' tables state, per section
+TF_BATCH = {
+    "dgx1": {"inception-v3": 64, "resnet50": 64, "resnet152": 64, "alexnet": 512, "vgg16": 64},
+    "k80": {"inception-v3": 64, "resnet50": 64, "resnet152": 32, "alexnet": 512, "vgg16": 32},
+}
+# (scheme, scheme_detail) per section and model, from the page's 'Configuration used for each model'
+PS_CPU = ("tf-ps-cpu", "variable_update=parameter_server, local_parameter_device=cpu")
+REPL_NCCL = ("tf-replicated-nccl", "variable_update=replicated (with NCCL)")
+REPL = ("tf-replicated", "variable_update=replicated (without NCCL), local_parameter_device=gpu")
+PS_GPU = ("tf-ps-gpu", "variable_update=parameter_server, local_parameter_device=gpu")
+DIST = ("tf-distributed-replicated", "variable_update=distributed_replicated, cross_replica_sync=True; "
+        "parameter servers run on the worker instances")
+TF_SCHEME = {
+    "dgx1": {"inception-v3": PS_CPU, "resnet50": PS_CPU, "resnet152": PS_CPU, "alexnet": REPL_NCCL,
+             "vgg16": REPL_NCCL},
+    "gce": {m: ("tf-ps-cpu", "variable_update=parameter_server, local_parameter_device=cpu (page: 'The "
+                "configuration used for each model was variable_update equal to parameter_server and "
+                "local_parameter_device equal to cpu')") for m in TF_MODELS.values()},
+    "aws": {"inception-v3": PS_CPU, "resnet50": REPL, "resnet152": REPL, "alexnet": PS_GPU, "vgg16": PS_GPU},
+    "dist": {m: DIST for m in ("inception-v3", "resnet50", "resnet152")},
+}
+TF_SECTION = [  # heading prefix -> (system key, batch key, scheme key)
+    ("Details for NVIDIA® DGX-1™", "dgx1-p100", "dgx1", "dgx1"),
+    ("Details for Google Compute Engine", "gce-n1-standard-32-k80x8", "k80", "gce"),
+    ("Details for Amazon EC2 Distributed", "aws-p2.8xlarge", "k80", "dist"),
+    ("Details for Amazon EC2 (", "aws-p2.8xlarge", "k80", "aws"),
+]
+
+
+def dist_ps_servers(model: str, batch: int, gpus: int) -> int:
+    """The page: 'Equal numbers of parameter servers and worker servers were used with the following
+    exceptions: InceptionV3: 8 instances / 6 parameter servers; ResNet-50: (batch size 32) 8 instances /
+    4 parameter servers; ResNet-152: 8 instances / 4 parameter servers'."""
+    instances = max(gpus // 8, 1)
+    if instances == 8:
+        if model == "inception-v3":
+            return 6
+        if model == "resnet152" or (model == "resnet50" and batch == 32):
+            return 4
+    return instances
+
+
+def tf_rows() -> list[dict]:
+    head, lines = excerpt("tfbench")
+    blocks, cur = [], None
+    for ln in lines:
+        if ln.startswith("## "):
+            cur = {"heading": ln[3:], "title": "", "lines": []}
+            blocks.append(cur)
+        elif ln.startswith("**"):
+            cur["title"] = ln.strip("*")
+        elif cur is not None:
+            cur["lines"].append(ln)
+    rows = []
+    for bi, b in enumerate(blocks):
+        sysname, bkey, skey = next((s, bk, sk) for p, s, bk, sk in TF_SECTION if b["heading"].startswith(p))
+        table = md_table(b["lines"])
+        header, body = table[0], table[1:]
+        data = "synthetic" if "synthetic" in b["title"] else "real"
+        other = "Other Results" in b["heading"]
+        base = {r[0]: r for r in body}
+        for j, col in enumerate(header[1:], start=1):
+            name = col.split(" (")[0]
+            model = TF_MODELS[name]
+            batch = 32 if (other or "batch size 32" in col) else TF_BATCH[bkey][model]
+            scheme, detail = TF_SCHEME[skey][model]
+            single = num(base["1"][j])
+            for r in body:
+                g = int(r[0])
+                if g == 1:
+                    continue
+                v = num(r[j])
+                if v is None:
+                    continue
+                nodes = max(1, g // 8)
+                ps, place = "", ""
+                if skey == "dist":
+                    ps, place = dist_ps_servers(model, batch, g), "colocated"
+                elif scheme in ("tf-ps-cpu",):
+                    ps, place = 1, "host"
+                elif scheme == "tf-ps-gpu":
+                    ps, place = g, "gpus"
+                loc = f"section '{b['heading']}', table '{b['title']}', row GPUs={g}, column '{col}'"
+                note = "8 GPUs = one p2.8xlarge instance running worker and parameter server" if (
+                    skey == "dist" and g == 8) else ""
+                rows.append(row(
+                    source="TensorFlow Performance Benchmarks page (tf_cnn_benchmarks, May 2017)",
+                    source_url=TF_URL, source_loc=loc, read_from="table", system=sysname,
+                    **SYSTEMS[sysname], framework="TensorFlow 1.x (b1e174e)", scheme=scheme,
+                    scheme_detail=detail, ps_servers=ps, ps_placement=place, model=model,
+                    batch_per_gpu=batch, accumulate=1, precision="fp32", grad_wire="fp32", data=data,
+                    comm_overlap="during-backward",
+                    gpus=g, nodes=nodes, samples_per_s=v, unit="images/s", single_gpu_samples_per_s=single,
+                    single_gpu_batch=batch, single_gpu_loc="same table, row GPUs=1", note=note))
+    return rows
+
+
+# ----------------------------------------------------------------------- NVIDIA DeepLearningExamples
+def _dle_meta(name: str) -> tuple[str, str, str]:
+    head, _ = excerpt(name)
+    m = re.match(r"<!-- NVIDIA/DeepLearningExamples@(\w+) (\S+) lines (\d+-\d+) \(heading at line (\d+)\)", head)
+    assert m and m.group(1) == DLE_COMMIT, head
+    return m.group(2), m.group(3), m.group(4)
+
+
+def _col(header: list[str], *keys: str) -> int:
+    for i, h in enumerate(header):
+        hh = h.replace("*", "").strip().lower()
+        if all(k.lower() in hh for k in keys):
+            return i
+    raise KeyError(f"no column with {keys} in {header}")
+
+
+def _pair(cell: str) -> tuple[str, str]:
+    """'64 , 32' or '126 and 256' -> ('64', '32')."""
+    parts = [p.strip() for p in re.split(r",| and ", cell.replace("*", "")) if p.strip()]
+    if len(parts) == 1:
+        return parts[0], parts[0]
+    assert len(parts) == 2, cell
+    return parts[0], parts[1]
+
+
+def rn50_rows() -> list[dict]:
+    """ResNet-50 v1.5 single-node tables (PyTorch DDP, TensorFlow Horovod, MXNet Horovod)."""
+    specs = [
+        # excerpt, framework, system, scheme, detail, {precision: (batch, wire)}, hw note
+        ("dle_pt_rn50_dgxa100", "PyTorch (pytorch-21.03 NGC)", "dgx-a100", "pytorch-ddp",
+         "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)",
+         {"tf32": ("256", "fp32"), "amp": ("256", "fp32")}),
+        ("dle_pt_rn50_dgx1_16g", "PyTorch (pytorch-21.03 NGC)", "dgx1-v100", "pytorch-ddp",
+         "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)",
+         {"fp32": ("112", "fp32"), "amp": ("256", "fp32")}),
+        ("dle_pt_rn50_dgx1_32g", "PyTorch (pytorch-21.03 NGC)", "dgx1-v100", "pytorch-ddp",
+         "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)",
+         {"fp32": ("112", "fp32"), "amp": ("256", "fp32")}),
+        ("dle_tf_rn50_dgxa100", "TensorFlow 1 (20.06-tf1 NGC), XLA", "dgx-a100", "horovod-nccl",
+         "Horovod allreduce over NCCL (mpiexec -np <num_gpus>, runtime/runner.py)", {}),
+        ("dle_tf_rn50_dgx1", "TensorFlow 1 (20.06-tf1 NGC), XLA", "dgx1-v100", "horovod-nccl",
+         "Horovod allreduce over NCCL (mpiexec -np <num_gpus>, runtime/runner.py)", {}),
+        ("dle_tf_rn50_dgx2", "TensorFlow 1 (20.06-tf1 NGC), XLA", "dgx2", "horovod-nccl",
+         "Horovod allreduce over NCCL (mpiexec -np <num_gpus>, runtime/runner.py)", {}),
+        ("dle_mx_rn50_dgxa100", "MXNet (mxnet-22.10 NGC)", "dgx-a100", "horovod-nccl",
+         "Horovod over NCCL: runner's default --kv-store horovod (MxNet/Classification/RN50v1.5/runner)",
+         {"tf32": ("512", "fp32"), "amp": ("512", "fp16")}),
+        ("dle_mx_rn50_dgx1", "MXNet (mxnet-20.12 NGC)", "dgx1-v100", "horovod-nccl",
+         "Horovod over NCCL: runner's default --kv-store horovod (MxNet/Classification/RN50v1.5/runner)",
+         {"fp32": ("96", "fp32"), "amp": ("192", "fp16")}),
+        ("dle_mx_rn50_dgx2", "MXNet (mxnet-20.12 NGC)", "dgx2", "horovod-nccl",
+         "Horovod over NCCL: runner's default --kv-store horovod (MxNet/Classification/RN50v1.5/runner)",
+         {"fp32": ("128", "fp32"), "amp": ("256", "fp16")}),
+    ]
+    rows = []
+    for name, fw, sysname, scheme, detail, prec in specs:
+        path, lines_r, hline = _dle_meta(name)
+        _, lines = excerpt(name)
+        heading = lines[0].lstrip("#").strip()
+        table = md_table(lines[1:])
+        header, body = table[0], table[1:]
+        cols = {}
+        for p, key in (("tf32", "tf32"), ("fp32", "fp32"), ("amp", "mixed precision")):
+            try:
+                cols[p] = _col(header, "throughput", key)
+            except KeyError:
+                pass
+        cols = {p: c for p, c in cols.items() if "speedup" not in header[c].lower()}
+        base = body[0]
+        assert base[0].replace("*", "").strip() == "1"
+        for p, c in cols.items():
+            if prec:
+                batch, wire = prec[p]
+                bnote = ("batch per GPU from PyTorch/Classification/ConvNets/configs.yml (not printed in the table)"
+                         if name.startswith("dle_pt") else
+                         "batch per GPU from the benchmark.py command the README quotes above the table")
+            else:  # TF: 'Batch Size / GPU' column, '128 (FP32) / 256 (AMP)' or '256'
+                cell = body[0][_col(header, "batch size")]
+                mm = re.findall(r"(\d+)\s*\((\w+)\)", cell)
+                by_precision = dict((k.lower(), v) for v, k in mm)
+                batch = by_precision.get("amp" if p == "amp" else "fp32", cell.strip()) if mm else cell.strip()
+                wire = "fp32"
+                bnote = "batch per GPU from the table's 'Batch Size / GPU' column"
+            for r in body[1:]:
+                g = int(r[0].replace("*", "").strip())
+                rows.append(row(
+                    source=f"NVIDIA DeepLearningExamples {path.split('/')[0]} ResNet-50 v1.5 README",
+                    source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
+                    f"row GPUs={g}, column '{header[c].replace('*', '').strip()}'", read_from="table",
+                    system=sysname, **SYSTEMS[sysname], framework=fw, scheme=scheme, scheme_detail=detail,
+                    model="resnet50", batch_per_gpu=batch, accumulate=1, precision=p, grad_wire=wire,
+                    comm_overlap="during-backward",
+                    data="real", gpus=g, nodes=1, samples_per_s=num(r[c]), unit="images/s",
+                    single_gpu_samples_per_s=num(base[c]), single_gpu_batch=batch,
+                    single_gpu_loc="same table, row GPUs=1", note=bnote))
+    return rows
+
+
+BERT = [
+    # excerpt, framework, system, scheme, detail, wire for amp, single-GPU excerpt for multi-node tables
+    ("dle_tf1_bert_dgx1_16g", "TensorFlow 1 (20.06 NGC)", "dgx1-v100", None),
+    ("dle_tf1_bert_dgx1_32g", "TensorFlow 1 (20.06 NGC)", "dgx1-v100", None),
+    ("dle_tf1_bert_dgx2", "TensorFlow 1 (20.06 NGC)", "dgx2", None),
+    ("dle_tf1_bert_dgx2h_multi", "TensorFlow 1 (19.08 NGC)", "dgx2", "dle_tf1_bert_dgx2"),
+    ("dle_tf1_bert_dgxa100", "TensorFlow 1 (20.06 NGC)", "dgx-a100", None),
+    ("dle_tf1_bert_dgxa100_multi", "TensorFlow 1 (20.06 NGC)", "dgx-a100", "dle_tf1_bert_dgxa100"),
+    ("dle_tf2_bert_dgx2", "TensorFlow 2 (21.02 NGC)", "dgx2", None),
+    ("dle_tf2_bert_dgx2h_multi", "TensorFlow 2 (21.02 NGC)", "dgx2", "dle_tf2_bert_dgx2"),
+    ("dle_tf2_bert_dgxa100", "TensorFlow 2 (21.02 NGC)", "dgx-a100", None),
+    ("dle_tf2_bert_dgxa100_multi", "TensorFlow 2 (21.02 NGC)", "dgx-a100", "dle_tf2_bert_dgxa100"),
+    ("dle_pt_bert_dgxa100", "PyTorch (21.11 NGC)", "dgx-a100", None),
+    ("dle_pt_bert_dgxa100_multi", "PyTorch (21.11 NGC)", "dgx-a100", "dle_pt_bert_dgxa100"),
+    ("dle_pd_bert_dgxa100", "PaddlePaddle (22.12 NGC)", "dgx-a100", None),
+    ("dle_pd_bert_dgxa100_multi", "PaddlePaddle (22.12 NGC)", "dgx-a100", "dle_pd_bert_dgxa100"),
+]
+BERT_SCHEME = {
+    "TensorFlow 1": ("horovod-nccl", "Horovod over NCCL, hvd.allreduce of the accumulated gradients once the "
+                     "accumulation steps are done (no overlap with backprop), Compression.fp16 when use_fp16 "
+                     "(TensorFlow/LanguageModeling/BERT/optimization.py lines 97, 151-152)",
+                     "fp16"),
+    "TensorFlow 2": ("horovod-nccl", "Horovod over NCCL, hvd.allreduce of the accumulated gradients after the "
+                     "last accumulation step (no overlap with backprop), Compression.fp16 when use_float16 "
+                     "(official/modeling/model_training_utils.py lines 272, 316)", "fp16"),
+    "PyTorch": ("nccl-allreduce", "torch.distributed NCCL allreduce of the flat gradient after the last "
+                "accumulation step's backward (allreduce_post_accumulation, no overlap with backprop), "
+                "--allreduce_post_accumulation_fp16 for mixed precision (run_pretraining.py, "
+                "scripts/run_pretraining.sh)",
+                "fp16"),
+    "PaddlePaddle": ("nccl-allreduce", "Paddle fleet collective allreduce over NCCL (fuse_all_reduce_ops, "
+                     "program.py) of the merged gradients after the accumulation steps (no overlap with backprop "
+                     "assumed, as in the other BERT scripts); wire precision of the mixed-precision gradients not "
+                     "stated", "unknown"),
+}
+
+
+def _bert_table(name: str):
+    _, lines = excerpt(name)
+    table = md_table(lines[1:])
+    return lines[0].lstrip("#").strip(), table[0], table[1:]
+
+
+def bert_rows() -> list[dict]:
+    rows = []
+    for name, fw, sysname, single_name in BERT:
+        path, lines_r, hline = _dle_meta(name)
+        heading, header, body = _bert_table(name)
+        multi = single_name is not None
+        scheme, detail, amp_wire = BERT_SCHEME[fw.split(" (")[0]]
+        fp = "tf32" if "dgx-a100" == sysname else "fp32"
+        c_seq = _col(header, "sequence length")
+        c_b = next(i for i, h in enumerate(header) if h.replace("*", "").strip().lower().startswith("batch size"))
+        c_acc = _col(header, "accumulation")
+        c_n = 0
+        c_tp = {"amp": next(i for i, h in enumerate(header) if "throughput" in h.lower() and "mixed" in h.lower()
+                            and "speedup" not in h.lower()),
+                fp: next(i for i, h in enumerate(header) if "throughput" in h.lower() and fp in h.lower()
+                         and "speedup" not in h.lower())}
+        # pairs in the header order: '(mixed precision, FP32)' or '(TF32 and FP16)'
+        hb = header[c_b].lower()
+        amp_first = hb.index("mixed") < hb.index(fp) if "mixed" in hb else hb.index("fp16") < hb.index(fp)
+        if multi:
+            s_heading, s_header, s_body = _bert_table(single_name)
+            s_path, s_lines, s_h = _dle_meta(single_name)
+            s_seq = _col(s_header, "sequence length")
+            s_b = next(i for i, h in enumerate(s_header) if h.replace("*", "").strip().lower().startswith("batch size"))
+            s_tp = {"amp": next(i for i, h in enumerate(s_header) if "throughput" in h.lower() and "mixed" in h.lower()
+                                and "speedup" not in h.lower()),
+                    fp: next(i for i, h in enumerate(s_header) if "throughput" in h.lower() and fp in h.lower()
+                             and "speedup" not in h.lower())}
+            sb = s_header[s_b].lower()
+            s_amp_first = sb.index("mixed") < sb.index(fp) if "mixed" in sb else sb.index("fp16") < sb.index(fp)
+        for r in body:
+            n = int(r[c_n].replace("*", "").strip())
+            if n == 1:
+                continue
+            seq = r[c_seq].strip()
+            bp = _pair(r[c_b])
+            ap = _pair(r[c_acc])
+            for p in ("amp", fp):
+                k = 0 if (p == "amp") == amp_first else 1
+                batch, acc = bp[k], ap[k]
+                pd_single = "pd_bert" in name and not multi
+                if pd_single:  # 'Batch size / GPU' prints the accumulated batch (8192 = 128 x 64 steps)
+                    batch = str(int(batch) // int(acc))
+                gpus = n * SYSTEMS[sysname]["gpus_per_node"] if multi else n
+                nodes = n if multi else 1
+                note = []
+                if multi:
+                    srow = next(x for x in s_body if x[0].strip() == "1" and x[s_seq].strip() == seq)
+                    sk = 0 if (p == "amp") == s_amp_first else 1
+                    s_batch = _pair(srow[s_b])[sk]
+                    if "pd_bert" in single_name:  # that column prints the accumulated batch per GPU
+                        s_batch = str(int(s_batch) // int(_pair(srow[_col(s_header, "accumulation")])[sk]))
+                    single = num(srow[s_tp[p]])
+                    sloc = (f"{s_path} lines {s_lines}, table under '{s_heading}', row GPUs=1, sequence length {seq}")
+                    if s_batch != batch:
+                        note.append(f"single-GPU rate measured at batch {s_batch}, this row at batch {batch}")
+                    if "19.08" in fw:
+                        note.append("multi-node rows measured in the 19.08 container on DGX-2H; the single-GPU rate "
+                                    "is from the 20.06 single-node table on DGX-2")
+                    elif "dgx2" == sysname:
+                        note.append("multi-node rows on DGX-2H (450 W V100); the single-GPU rate is from the DGX-2 "
+                                    "single-node table of the same README")
+                else:
+                    single_row = next(x for x in body if x[0].strip() == "1" and x[c_seq].strip() == seq)
+                    s_batch = _pair(single_row[c_b])[k]
+                    if pd_single:
+                        s_batch = str(int(s_batch) // int(_pair(single_row[c_acc])[k]))
+                        note.append(f"the table's 'Batch size / GPU' column prints {bp[k]}, the accumulated batch "
+                                    f"per GPU (the multi-node table's 'Accumulated Batch size / GPU'); batch_per_gpu "
+                                    f"= {bp[k]} / {acc} accumulation steps")
+                    single = num(single_row[c_tp[p]])
+                    sloc = f"same table, row GPUs=1, sequence length {seq}"
+                    if s_batch != batch:
+                        note.append(f"single-GPU rate measured at batch {s_batch}, this row at batch {batch}")
+                if "pt_bert" in name and multi and p == "tf32" and batch == "126":
+                    note.append("the multi-node table prints batch 126 for TF32 (accumulated 8192 / 64 steps = 128; "
+                                "the single-node table prints 128); transcribed as printed")
+                if "pt_bert" in name and multi and seq == "128" and n == 4 and p == "amp":
+                    note.append("the table prints accumulation steps '16 and 18' for 4 nodes (2048 / 128 = 16 "
+                                "for TF32, 2048 / 256 = 8 for FP16 expected); 18 transcribed as printed")
+                rows.append(row(
+                    source=f"NVIDIA DeepLearningExamples {path.split('/')[0]} BERT README (pre-training, BERT-large)",
+                    source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
+                    f"row {'nodes' if multi else 'GPUs'}={n}, sequence length {seq}, column "
+                    f"'{header[c_tp[p]].replace('*', '').strip()}'", read_from="table", system=sysname,
+                    **SYSTEMS[sysname], framework=fw, scheme=scheme, scheme_detail=detail,
+                    model="bert-large", batch_per_gpu=batch, accumulate=acc, precision=p,
+                    grad_wire=amp_wire if p == "amp" else "fp32", comm_overlap="after-backward", data="real",
+                    gpus=gpus, nodes=nodes,
+                    samples_per_s=num(r[c_tp[p]]), unit=f"sequences/s (sequence length {seq})",
+                    single_gpu_samples_per_s=single, single_gpu_batch=s_batch, single_gpu_loc=sloc,
+                    note="; ".join(note)))
+    return rows
+
+
+# EfficientNet: TensorFlow 2 (Horovod) and PyTorch (DDP); tables of 1, 8 and multi-node GPU counts.
+# batch per GPU: TF2 from efficientnet_v1/<B0|B4>/training/<AMP|TF32|FP32>/train_benchmark_8x<GPU>.sh
+# (--train_batch_size), PyTorch from PyTorch/Classification/ConvNets/configs.yml (<platform>: batch_size).
+EFFNET = [
+    # excerpt, framework, system, model (None: 'Model' column), scheme, detail, {model: {precision: batch}},
+    ("dle_tf2_effnet_b0_dgxa100", "TensorFlow 2 (21.09-tf2 NGC)", "dgx-a100", "efficientnet-b0",
+     {"efficientnet-b0": {"tf32": 512, "amp": 1024}}),
+    ("dle_tf2_effnet_b0_dgx1", "TensorFlow 2 (21.09-tf2 NGC)", "dgx1-v100", "efficientnet-b0",
+     {"efficientnet-b0": {"fp32": 256, "amp": 512}}),
+    ("dle_tf2_effnet_b4_dgxa100", "TensorFlow 2 (21.09-tf2 NGC)", "dgx-a100", "efficientnet-b4",
+     {"efficientnet-b4": {"tf32": 80, "amp": 160}}),
+    ("dle_tf2_effnet_b4_dgx1", "TensorFlow 2 (21.09-tf2 NGC)", "dgx1-v100", "efficientnet-b4",
+     {"efficientnet-b4": {"fp32": 32, "amp": 64}}),
+    ("dle_pt_effnet_dgxa100", "PyTorch (21.03 NGC)", "dgx-a100", None,
+     {"efficientnet-b0": {"tf32": 256, "amp": 256}, "efficientnet-b4": {"tf32": 64, "amp": 128}}),
+    ("dle_pt_effnet_dgx1_16g", "PyTorch (21.03 NGC)", "dgx1-v100", None,
+     {"efficientnet-b0": {"fp32": 64, "amp": 128}, "efficientnet-b4": {"fp32": 16, "amp": 32}}),
+]
+EFFNET_SCHEME = {
+    "TensorFlow 2": ("horovod-nccl", "Horovod over NCCL (README: 'Multi-GPU training with Horovod ... with NCCL', "
+                     "'Multi-node support using Horovod')"),
+    "PyTorch": ("pytorch-ddp", "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)"),
+}
+
+
+def effnet_rows() -> list[dict]:
+    rows = []
+    for name, fw, sysname, fixed_model, batches in EFFNET:
+        path, lines_r, hline = _dle_meta(name)
+        _, lines = excerpt(name)
+        heading = lines[0].lstrip("#").strip()
+        table = md_table(lines[1:])
+        header, body = table[0], table[1:]
+        clean = [h.replace("*", "").strip() for h in header]
+        c_g = clean.index("GPUs")
+        c_m = clean.index("Model") if "Model" in clean else None
+        fp = "tf32" if sysname == "dgx-a100" else "fp32"
+        c_tp = {"amp": next(i for i, h in enumerate(clean) if h.lower() == "throughput - mixed precision"),
+                fp: next(i for i, h in enumerate(clean) if h.lower() in (fp, f"throughput - {fp}"))}
+        scheme, detail = EFFNET_SCHEME[fw.split(" (")[0]]
+        tf2 = fw.startswith("TensorFlow 2")
+        for r in body:
+            model = fixed_model if c_m is None else r[c_m]
+            if model not in batches:  # efficientnet-widese-*: not a standard architecture
+                continue
+            g = int(r[c_g])
+            if g == 1:
+                continue
+            base = next(x for x in body if int(x[c_g]) == 1 and (c_m is None or x[c_m] == r[c_m]))
+            gpn = SYSTEMS[sysname]["gpus_per_node"]
+            for p, c in c_tp.items():
+                batch = batches[model][p]
+                note = ("batch per GPU from the train_benchmark_8x*.sh script of this precision (the table does "
+                        "not print it); runs on more than 8 GPUs assumed at the same per-GPU batch") if tf2 else (
+                        "batch per GPU from PyTorch/Classification/ConvNets/configs.yml (the table does not print it)")
+                rows.append(row(
+                    source=f"NVIDIA DeepLearningExamples {path.split('/')[0]} EfficientNet README",
+                    source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline})"
+                    + (f", model {r[c_m]}" if c_m is not None else f", {model}")
+                    + f", row GPUs={g}, column '{clean[c]}'",
+                    read_from="table", system=sysname, **SYSTEMS[sysname], framework=fw, scheme=scheme,
+                    scheme_detail=detail, model=model, batch_per_gpu=batch, accumulate=1, precision=p,
+                    grad_wire="fp32", comm_overlap="during-backward", data="real", gpus=g, nodes=-(-g // gpn),
+                    samples_per_s=num(r[c]),
+                    unit="images/s", single_gpu_samples_per_s=num(base[c]), single_gpu_batch=batch,
+                    single_gpu_loc="same table, row GPUs=1", note=note))
+    return rows
+
+
+# DLPerf (Oneflow-Inc/DLPerf) benchmark report v1.0, Oct 2020: 1x1, 1x8, 2x8 and 4x8 V100 GPUs for
+# ResNet-50 v1.5 and BERT-base pre-training in several frameworks; one 100 Gb/s EDR HCA per node.
+DLPERF_URL = ("https://github.com/Oneflow-Inc/DLPerf/blob/c89430bac64f64caabb0445ff7eb80175641454c/"
+              "reports/dlperf_benchmark_test_report_v1.md")
+DLPERF_TABLES = [  # excerpt, model, precision, batch (None: 'bsz=' in the column header)
+    ("dlperf_rn50_fp32", "resnet50", "fp32", 128), ("dlperf_rn50_amp", "resnet50", "amp", 256),
+    ("dlperf_bert_fp32_b32", "bert-base", "fp32", 32), ("dlperf_bert_fp32_max", "bert-base", "fp32", None),
+    ("dlperf_bert_amp_b64", "bert-base", "amp", 64), ("dlperf_bert_amp_max", "bert-base", "amp", None),
+]
+# column label -> framework, scheme, scheme detail, gradient wire format with AMP
+DLPERF_FRAMEWORKS = {
+    "OneFlow": ("OneFlow 0.2.0", "nccl-allreduce", "OneFlow's built-in data parallelism, gradient allreduce over "
+                "NCCL inside its runtime (the report names no scheme)", "unknown"),
+    "NGC MXNet": ("MXNet 1.6.0 (NGC 20.03, DeepLearningExamples)", "horovod-nccl",
+                  "Horovod over NCCL (report's Features column: 'DALI+Horovod')", "fp16"),
+    "NGC TensorFlow 1.x": ("TensorFlow 1.15.2 (NGC 20.03-tf1, DeepLearningExamples)", "horovod-nccl",
+                           "Horovod over NCCL (report's Features column: 'Horovod', ResNet-50 'DALI+Horovod+XLA')",
+                           "fp32"),
+    "NGC PyTorch": ("PyTorch 1.5.0a0 (NGC 20.03, DeepLearningExamples)", "pytorch-ddp",
+                    "apex DistributedDataParallel over NCCL (report's Features column: 'APEX'; BERT: "
+                    "allreduce_post_accumulation=false by default in DLPerf's scripts/single_node_train.sh line 20, "
+                    "so DDP buckets overlap backprop)", "unknown"),
+    "MXNet": ("MXNet 1.6.0 (gluon-cv / gluon-nlp)", "horovod-nccl",
+              "Horovod 0.19.5 built with HOROVOD_GPU_ALLREDUCE=NCCL (MxNet/Classification/RN50v1b/README.md, "
+              "MxNet/BERT/README.md)", "unknown"),
+    "TensorFlow 2.x": ("TensorFlow 2.3.0 (tensorflow/models official)", "nccl-allreduce",
+                       "tf.distribute collective allreduce over NCCL (TensorFlow/resnet50v1.5/README.md: "
+                       "distributed training relies on NCCL 2.7.3)", "fp32"),
+    "PyTorch": ("PyTorch 1.6.0 (pytorch/examples imagenet)", "pytorch-ddp",
+                "torch.nn.parallel.DistributedDataParallel, NCCL backend (PyTorch/resnet50v1.5/README.md)", "fp32"),
+    "PaddlePaddle": ("PaddlePaddle 1.8.3", "nccl-allreduce", "Paddle collective training over NCCL 2.7.3 "
+                     "(PaddlePaddle/resnet50v1.5/README.md)", "unknown"),
+}
+
+
+def _dlperf_label(cell: str) -> str:
+    """'[NGC<br>TensorFlow 1.x<br>w/XLA<br>bsz=224](../...)' -> 'NGC TensorFlow 1.x w/XLA bsz=224'."""
+    c = re.sub(r"<sup>.*?</sup>", "", cell)
+    c = re.sub(r"\]\(.*?\)", "", c).replace("[", "")
+    return re.sub(r"\s+", " ", re.sub(r"<br\s*/?>", " ", c)).strip()
+
+
+def dlperf_rows() -> list[dict]:
+    rows = []
+    for name, model, prec, fixed_batch in DLPERF_TABLES:
+        head, lines = excerpt(name)
+        m = re.match(r"<!-- Oneflow-Inc/DLPerf@\w+ \S+ lines (\d+-\d+) \(heading at line (\d+)\)", head)
+        lines_r, hline = m.group(1), m.group(2)
+        heading = lines[0].lstrip("#").strip()
+        table = md_table(lines[1:])
+        header, body = [_dlperf_label(h) for h in table[0]], table[1:]
+        base = next(r for r in body if r[0] == "1" and r[1] == "1")
+        for j, label in enumerate(header[2:], start=2):
+            key = next(k for k in sorted(DLPERF_FRAMEWORKS, key=len, reverse=True) if label.startswith(k))
+            fw, scheme, detail, amp_wire = DLPERF_FRAMEWORKS[key]
+            bm = re.search(r"bsz=(\d+)", label)
+            batch = int(bm.group(1)) if bm else fixed_batch
+            if "w/XLA" in label:
+                fw += ", XLA"
+            if "W/O clip" in label:
+                fw += ", without clip_by_global_norm"
+            if "w/DALI" in label:
+                fw += ", DALI"
+            for r in body:
+                nodes, gpus = int(r[0]), int(r[1])
+                if gpus == 1:
+                    continue
+                rows.append(row(
+                    source="DLPerf benchmark test report v1.0 (Oneflow-Inc/DLPerf, Oct 2020)",
+                    source_url=DLPERF_URL, source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
+                    f"row node num={nodes} device num={gpus}, column '{label}'", read_from="table",
+                    system="dlperf-v100-cluster", **SYSTEMS["dlperf-v100-cluster"], framework=fw, scheme=scheme,
+                    scheme_detail=detail, model=model, batch_per_gpu=batch, accumulate=1, precision=prec,
+                    grad_wire=amp_wire if prec == "amp" else "fp32", comm_overlap="during-backward",
+                    data="real", gpus=gpus, nodes=nodes, samples_per_s=num(r[j]),
+                    unit="images/s" if model == "resnet50" else "sequences/s (sequence length 128)",
+                    single_gpu_samples_per_s=num(base[j]), single_gpu_batch=batch,
+                    single_gpu_loc="same table, row node num=1 device num=1",
+                    note="" if model == "resnet50" else "sequence length 128 as in DLPerf's BERT scripts "
+                    "(max_seq_length 128 / seq_len_128 datasets)"))
+    return rows
+
+
+# BERT-large SQuAD v1.1 fine-tuning, one node (no gradient accumulation): TensorFlow 1 (Horovod's
+# DistributedOptimizer, gradients allreduced as backprop produces them) and PyTorch (apex DDP).
+SQUAD = [  # excerpt, framework, system
+    ("dle_tf1_squad_dgx1_16g", "TensorFlow 1 (20.06 NGC), XLA", "dgx1-v100"),
+    ("dle_tf1_squad_dgx1_32g", "TensorFlow 1 (20.06 NGC), XLA", "dgx1-v100"),
+    ("dle_tf1_squad_dgx2", "TensorFlow 1 (20.06 NGC), XLA", "dgx2"),
+    ("dle_tf1_squad_dgxa100", "TensorFlow 1 (20.06 NGC), XLA", "dgx-a100"),
+    ("dle_pt_squad_dgxa100", "PyTorch (21.11 NGC)", "dgx-a100"),
+    ("dle_pt_squad_dgx1_32g", "PyTorch (21.11 NGC)", "dgx1-v100"),
+]
+SQUAD_SCHEME = {
+    "TensorFlow 1": ("horovod-nccl", "hvd.DistributedOptimizer (num_accumulation_steps 1), Compression.fp16 when "
+                     "use_fp16 (TensorFlow/LanguageModeling/BERT/optimization.py lines 96-97); run_squad.sh "
+                     "defaults: bert_model large, seq_length 384, use_xla true", "fp16"),
+    "PyTorch": ("pytorch-ddp", "apex.parallel.DistributedDataParallel (PyTorch/LanguageModeling/BERT/run_squad.py "
+                "lines 993-998); run_squad.sh: bert-large-uncased, max_seq_length 384", "unknown"),
+}
+
+
+def squad_rows() -> list[dict]:
+    rows = []
+    for name, fw, sysname in SQUAD:
+        path, lines_r, hline = _dle_meta(name)
+        heading, header, body = _bert_table(name)
+        clean = [h.replace("*", "").strip() for h in header]
+        fp = "tf32" if sysname == "dgx-a100" else "fp32"
+        c_b = next(i for i, h in enumerate(clean) if h.lower().startswith("batch size"))
+        c_tp = {"amp": next(i for i, h in enumerate(clean) if h.lower().startswith("throughput - mixed")),
+                fp: next(i for i, h in enumerate(clean) if h.lower().startswith(f"throughput - {fp}"))}
+        hb = clean[c_b].lower()
+        amp_first = hb.index("mixed") < hb.index(fp) if "mixed" in hb else hb.index("fp16") < hb.index(fp)
+        scheme, detail, amp_wire = SQUAD_SCHEME[fw.split(" (")[0]]
+        base = next(r for r in body if r[0].strip() == "1")
+        for r in body:
+            g = int(r[0].strip())
+            if g == 1:
+                continue
+            for p, c in c_tp.items():
+                k = 0 if (p == "amp") == amp_first else 1
+                batch = _pair(r[c_b])[k]
+                rows.append(row(
+                    source=f"NVIDIA DeepLearningExamples {path.split('/')[0]} BERT README (SQuAD v1.1 fine-tuning)",
+                    source_url=dle_url(path), source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), "
+                    f"row GPUs={g}, column '{clean[c]}'", read_from="table", system=sysname, **SYSTEMS[sysname],
+                    framework=fw, scheme=scheme, scheme_detail=detail, model="bert-large", batch_per_gpu=batch,
+                    accumulate=1, precision=p, grad_wire=amp_wire if p == "amp" else "fp32",
+                    comm_overlap="during-backward", data="real", gpus=g, nodes=1, samples_per_s=num(r[c]),
+                    unit="sequences/s (sequence length 384)", single_gpu_samples_per_s=num(base[c]),
+                    single_gpu_batch=_pair(base[c_b])[k], single_gpu_loc="same table, row GPUs=1",
+                    note="BERT-large with the SQuAD span head; the library's bert-large tensors stand for it"))
+    return rows
+
+
+def main(out: Path = HERE / "runs.csv") -> None:
+    rows, seen = [], set()
+    for r in tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + squad_rows() + dlperf_rows():
+        # DLPerf prints some measurements twice (NGC TF1 BERT AMP at bsz=64 in the 'AMP, batch size = 64'
+        # and 'AMP, batch size = max' tables): keep the first
+        key = (r["source"], r["system"], r["framework"], r["model"], r["precision"], r["batch_per_gpu"],
+               r["accumulate"], r["data"], r["unit"], r["gpus"], r["samples_per_s"])
+        if key not in seen:
+            seen.add(key)
+            if r["gpu"] == "a100" and "80GB" in r["source_loc"]:  # the table's heading names the 80 GB A100
+                r["gpu"] = "a100-80gb"
+            rows.append(r)
+    for i, r in enumerate(rows, start=1):
+        r["id"] = f"p{i:03d}"
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    multi = sum(int(r["nodes"]) > 1 for r in rows)
+    print(f"runs.csv: {len(rows)} rows, {multi} across nodes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""The published-runs data (data/published/runs.csv) and its predictor (reproduce/published.py)."""
+
+import csv
+import importlib.util
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reproduce import published as pub
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "data" / "published" / "runs.csv"
+
+
+# ------------------------------------------------------------------------------------------ the data
+
+def test_runs_parse_strictly_with_every_required_column_filled():
+    rows = pub.load_runs(RUNS)
+    assert len(rows) >= 150
+    assert sum(r["nodes"] > 1 for r in rows) >= 50  # a good share across nodes
+    assert sum(r["nodes"] == 1 for r in rows) >= 50
+    for r in rows:
+        assert all(str(r[c]).strip() for c in pub.REQUIRED), r["id"]
+        assert r["gpus"] <= r["nodes"] * r["gpus_per_node"]
+        # twice the linear guess would be a transcription slip (the sources do print up to 1.5x: TF BERT
+        # FP32 on DGX-2, weak scaling 21.57 on 16 GPUs)
+        assert r["samples_per_s"] <= 2.0 * r["gpus"] * r["single_gpu_samples_per_s"], r["id"]
+    with open(RUNS, newline="") as f:  # rectangular, no stray quoting
+        lines = list(csv.reader(f, strict=True))
+    assert len({len(x) for x in lines}) == 1
+
+
+def test_runs_csv_is_what_build_py_makes_from_the_excerpts(tmp_path):
+    spec = importlib.util.spec_from_file_location("published_build", ROOT / "data" / "published" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    build.main(tmp_path / "runs.csv")
+    assert (tmp_path / "runs.csv").read_text() == RUNS.read_text()
+
+
+def test_every_measured_number_is_printed_in_its_excerpt():
+    texts = "\n".join(p.read_text() for p in (ROOT / "data" / "published" / "excerpts").glob("*.md"))
+    with open(RUNS, newline="") as f:
+        for r in csv.DictReader(f):
+            assert r["samples_per_s"] in texts, r["id"]
+            assert r["single_gpu_samples_per_s"] in texts, r["id"]
+
+
+def _row(**kw) -> dict:
+    base = {c: "x" for c in pub.REQUIRED}
+    base.update(id="t1", source_url="https://example.org/t", read_from="table", gpu="v100", gpus_per_node="8",
+                intra="nvlink2", network="ib-edr", nics="4", scheme="horovod-nccl", model="resnet50",
+                batch_per_gpu="64", accumulate="1", precision="fp32", grad_wire="fp32", comm_overlap="after-backward",
+                data="synthetic",
+                gpus="16", nodes="2", samples_per_s="100", single_gpu_samples_per_s="10", single_gpu_batch="64",
+                ps_servers="", ps_placement="", note="")
+    base.update(kw)
+    return base
+
+
+@pytest.mark.parametrize("bad, words", [
+    ({"samples_per_s": "fast"}, "samples_per_s must be a number"),
+    ({"samples_per_s": "nan"}, "samples_per_s must be a positive number"),
+    ({"gpus": "1", "nodes": "1"}, "gpus must be >= 2"),
+    ({"nodes": "3"}, "nodes 3 != ceil"),
+    ({"scheme": "magic"}, "scheme 'magic' is not one of"),
+    ({"precision": "int8"}, "precision 'int8'"),
+    ({"comm_overlap": "sometimes"}, "comm_overlap 'sometimes'"),
+    ({"model": ""}, "column 'model' is empty"),
+    ({"network": "n/a"}, "multi-node row needs a network"),
+    ({"source_url": "example.org"}, "https URL"),
+])
+def test_a_bad_row_names_its_line_and_column(bad, words):
+    with pytest.raises(pub.PublishedError, match=words):
+        pub.check_row(_row(**bad), 7)
+    pub.check_row(_row(), 7)  # the unmodified row is fine
+
+
+# ---------------------------------------------------------------------- the script on a small fixture
+# Links given as figures of 1 GB/s and 0.5 GB/s with no latency, a toy library model of one
+# 250M-element (1e9-byte fp32) gradient tensor, 100 samples/s on one GPU at batch 100 (t_c = 1 s), a ring
+# allreduce (2 (W-1)/W n / B seconds) exchanged after backprop (no overlap). By hand:
+#   row a: 2 GPUs in one node       t_comm = 2 * 1/2 * 1 s = 1 s;              T = 2 s, 2*100/2 = 100/s
+#   row b: 4 GPUs, 2 nodes of 2, network 0.5 GB/s (the ring waits for the slowest link):
+#          t_comm = 2 * 3/4 * 1e9 / 0.5e9 = 3 s;  T = 4 s, 4*100/4 = 100/s
+#   row c: a model outside the library: not expressible, counted.
+FIXTURE = [
+    _row(id="a", gpus="2", nodes="1", gpus_per_node="8", intra="1GB/s,0us", network="n/a", nics="0",
+         scheme="nccl-allreduce", batch_per_gpu="100", single_gpu_batch="100", single_gpu_samples_per_s="100",
+         samples_per_s="80"),
+    _row(id="b", gpus="4", nodes="2", gpus_per_node="2", intra="1GB/s,0us", network="0.5GB/s,0us", nics="1",
+         scheme="nccl-allreduce", batch_per_gpu="100", single_gpu_batch="100", single_gpu_samples_per_s="100",
+         samples_per_s="125"),
+    _row(id="c", gpus="2", nodes="1", gpus_per_node="8", intra="1GB/s,0us", network="n/a", nics="0",
+         model="no-such-net", batch_per_gpu="100", single_gpu_batch="100", single_gpu_samples_per_s="100",
+         samples_per_s="150"),
+]
+
+
+@pytest.fixture
+def toy_model(monkeypatch):
+    class Toy:
+        tensor_names = ("w",)
+        tensor_sizes = (250_000_000,)
+        tensor_flops = (1.0,)
+        source = "toy"
+
+    def library_model(model):
+        if model != "resnet50":
+            raise pub.NotExpressible(f"model {model!r} is not in the model library")
+        return Toy
+
+    monkeypatch.setattr(pub, "library_model", library_model)
+    monkeypatch.setattr(pub, "_nccl", lambda: "ring")
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(pub.REQUIRED) + list(pub.OPTIONAL))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def test_script_on_a_three_row_fixture(tmp_path, toy_model):
+    runs = _write(tmp_path / "runs.csv", FIXTURE)
+    outcomes = pub.run(runs, tmp_path / "out", draw=False)
+    got = {o.row["id"]: o for o in outcomes}
+    assert got["a"].predicted == pytest.approx(100.0)
+    assert got["b"].predicted == pytest.approx(100.0)
+    assert got["c"].predicted is None and "no-such-net" in got["c"].reason
+    with open(tmp_path / "out" / "predictions.csv", newline="") as f:
+        rec = {r["id"]: r for r in csv.DictReader(f)}
+    assert float(rec["a"]["error_pct"]) == pytest.approx(25.0)     # 100 / 80 - 1
+    assert float(rec["b"]["error_pct"]) == pytest.approx(-20.0)    # 100 / 125 - 1
+    assert float(rec["a"]["linear"]) == pytest.approx(200.0)       # 100/s x 2 GPUs
+    assert float(rec["b"]["linear_error_pct"]) == pytest.approx(220.0)  # 400 / 125 - 1
+    assert rec["c"]["expressible"] == "0" and rec["c"]["predicted"] == ""
+    s = pub.summary(outcomes)
+    assert s["all"]["median_abs_error_pct"] == pytest.approx(22.5)   # median of 25 and 20
+    assert s["all"]["share_expressible"] == pytest.approx(2 / 3)
+    assert s["one node"]["median_abs_error_pct"] == pytest.approx(25.0)
+    assert s["across nodes"]["median_abs_error_pct"] == pytest.approx(20.0)
+
+
+def test_accumulation_exchanges_once_per_k_micro_batches(tmp_path, toy_model):
+    # row b with 3 micro-batches per exchange: T = 3 x 1 s + 3 s = 6 s for 4 x 300 samples -> 200/s
+    runs = _write(tmp_path / "runs.csv", [dict(FIXTURE[1], accumulate="3")])
+    (o,) = pub.run(runs, tmp_path / "out", draw=False)
+    assert o.predicted == pytest.approx(200.0)
+
+
+def test_report_medians_by_hand():
+    def out(i, nodes, measured, predicted, single=10.0, gpus=4):
+        r = {"id": i, "source": "S", "nodes": nodes, "samples_per_s": measured,
+             "single_gpu_samples_per_s": single, "gpus": gpus}
+        return pub.Outcome(r, predicted, "" if predicted else "missing feature")
+    outcomes = [out("a", 1, 40.0, 44.0),    # +10%; linear 40 -> 0%
+                out("b", 1, 32.0, 30.4),    # -5%;  linear 40 -> +25%
+                out("c", 1, 20.0, 21.0),    # +5%;  linear 40 -> +100%
+                out("d", 2, 25.0, 30.0),    # +20%; linear 40 -> +60%
+                out("e", 2, 50.0, None)]    # not expressible; linear 40 -> -20%
+    s = pub.summary(outcomes)
+    assert s["one node"]["median_abs_error_pct"] == pytest.approx(5.0)        # |10|, |-5|, |5|
+    assert s["one node"]["median_error_pct"] == pytest.approx(5.0)            # 10, -5, 5
+    assert s["one node"]["linear_median_abs_error_pct"] == pytest.approx(25.0)
+    assert s["across nodes"]["median_abs_error_pct"] == pytest.approx(20.0)
+    assert s["across nodes"]["share_expressible"] == pytest.approx(0.5)
+    assert s["across nodes"]["linear_median_abs_error_pct_all"] == pytest.approx(40.0)  # 60 and 20
+    assert s["all"]["median_abs_error_pct"] == pytest.approx(7.5)             # 5, 5, 10, 20
+    assert s["all"]["linear_median_abs_error_pct"] == pytest.approx(42.5)     # 0, 25, 60, 100
+    text = pub.report_text(outcomes)
+    assert "not expressible: 1 rows" in text and "missing feature: e" in text
+    assert math.isclose(s["all"]["share_expressible"], 0.8)
+
+
+def test_cli_bad_runs_file_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "runs.csv"
+    bad.write_text("id,source\n1,x\n")
+    p = subprocess.run([sys.executable, "-m", "reproduce.published", "--runs", str(bad), "--out",
+                        str(tmp_path / "out"), "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "missing columns" in p.stderr
+    assert not (tmp_path / "out" / "predictions.csv").exists()
+
+
+def test_constant_overlap_hides_its_share_of_the_shorter_phase(tmp_path, toy_model):
+    # row b, framework overlapping, constant overlap 0.5: hidden = 0.5 min(3 s, 1 s) = 0.5 s,
+    # T = 1 + 3 - 0.5 = 3.5 s -> 400 / 3.5 samples/s; rows exchanging after backprop keep overlap 0
+    runs = _write(tmp_path / "runs.csv", [dict(FIXTURE[1], id="b2", comm_overlap="during-backward"), FIXTURE[1]])
+    during, after = pub.run(runs, tmp_path / "out", draw=False, overlap=0.5)
+    assert during.predicted == pytest.approx(400 / 3.5)
+    assert after.predicted == pytest.approx(100.0)
+
+
+def test_cli_overlap_out_of_range_is_one_line_exit_2(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "reproduce.published", "--overlap", "2", "--out",
+                        str(tmp_path / "out"), "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--overlap must be in [0, 1]" in p.stderr
+    assert p.stderr.strip().count("\n") == 0
