@@ -5,7 +5,7 @@ Usage::
     python benchmarks/ddp_vs_ours.py [--ranks 2] [--model lenet] [--batch 64] [--steps 40] [--repeats 3]
         [--backend gloo|mpi] [--overlap on|off] [--bucket-mb 25] [--launcher "srun --mpi=pmix"]
 
-It starts its ranks itself (on itself, with ``--worker``) with perfmodel.launch (``--launcher``,
+It starts its ranks itself (on itself, with ``--worker``) with perfmodel.launcher (``--launcher``,
 ``$DSGD_LAUNCHER``, else mpiexec). Under that one launch every rank:
 
 1. trains with our real SSGD trainer (trainers.sync.Trainer + SSGD: backward into fused float32
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
               "--warmup >= 0", file=sys.stderr)
         return 2
     sys.path.insert(0, str(REPO))
-    from perfmodel.launch import resolve_launcher
+    from perfmodel.launcher import resolve_launcher
     from perfmodel.specs import SpecError
 
     try:

@@ -1,5 +1,5 @@
 """Real runs for the reproduce scripts: start `trainers run` with the launcher (``--launcher``,
-``$DSGD_LAUNCHER``, else mpiexec: perfmodel.launch), reuse finished run logs, read what the logs measured.
+``$DSGD_LAUNCHER``, else mpiexec: perfmodel.launcher), reuse finished run logs, read what the logs measured.
 
 A run is skipped when its log is complete (summary and final evaluation present) and its header
 configuration equals the one wanted, so an interrupted reproduce script redoes only unfinished runs.
@@ -111,7 +111,7 @@ def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: s
 def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("trainers.run", "run")) -> list[str]:
     """LAUNCHER -n ranks python -m <entry> ... (default `trainers run`; ("trainers.ps",) for the parameter
     server), LAUNCHER as :func:`use_launcher` set it; ReproduceError when the launcher is missing."""
-    from perfmodel.launch import resolve_launcher
+    from perfmodel.launcher import resolve_launcher
     from perfmodel.specs import SpecError
 
     try:

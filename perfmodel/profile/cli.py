@@ -5,7 +5,7 @@
 
 Compute is timed in this process (torch); communication by ``python -m perfmodel.profile.comm``
 started by the launcher (``--launcher "srun --mpi=pmix"``, ``$DSGD_LAUNCHER``, else mpiexec; see
-perfmodel.launch) for every rank count above 1 (one rank moves nothing: recorded with no ops).
+perfmodel.launcher) for every rank count above 1 (one rank moves nothing: recorded with no ops).
 With GPUs, an NCCL run through torch.distributed is added for rank counts the GPUs can hold.
 The file is written atomically; bad arguments or failures raise ProfileError (one line, exit 2).
 
@@ -30,7 +30,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from perfmodel.launch import Launcher, flavor_of, launcher_version, resolve_launcher
+from perfmodel.launcher import Launcher, flavor_of, launcher_version, resolve_launcher
 from perfmodel.specs import SpecError
 
 from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION, comm_profile_from_dict,
@@ -134,7 +134,7 @@ def describe_machine(*, mpiexec: str | None, mpi_library: str = "") -> Machine:
 def mpiexec_command(mpiexec: str, ranks: int, module_args: Sequence[str], *, extra: Sequence[str] = (),
                     version: str = "") -> list[str]:
     """The argv that starts ``python -m perfmodel.profile.comm`` on ``ranks`` ranks with launcher ``mpiexec``
-    and its arguments ``extra`` (flavour flags and core binding as perfmodel.launch makes them)."""
+    and its arguments ``extra`` (flavour flags and core binding as perfmodel.launcher makes them)."""
     launcher = Launcher((mpiexec, *extra), flavor_of(mpiexec, version or launcher_version(mpiexec)),
                         is_root=hasattr(os, "geteuid") and os.geteuid() == 0, usable_cpus=_usable_cpus())
     return _comm_command(launcher, ranks, module_args)

@@ -1,4 +1,4 @@
-"""perfmodel.launch: the command lines it builds for mpiexec (Open MPI, MPICH), srun and others, from
+"""perfmodel.launcher: the command lines it builds for mpiexec (Open MPI, MPICH), srun and others, from
 --launcher, DSGD_LAUNCHER or the default, with and without a hostfile."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel.launch import LAUNCHER_ENV, Launcher, flavor_of, resolve_launcher
+from perfmodel.launcher import LAUNCHER_ENV, Launcher, flavor_of, resolve_launcher
 from perfmodel.specs import SpecError
 
 PROG = ["python", "-m", "trainers.run", "run", "--algo", "ssgd"]
@@ -105,7 +105,7 @@ def test_real_mpiexec_is_found_and_recognised() -> None:
 
 
 def test_import_pulls_in_neither_torch_nor_mpi4py() -> None:
-    code = "import sys, perfmodel.launch; print('torch' in sys.modules, 'mpi4py' in sys.modules)"
+    code = "import sys, perfmodel.launcher; print('torch' in sys.modules, 'mpi4py' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.split() == ["False", "False"], out.stderr
