@@ -17,7 +17,6 @@ import os
 import time
 from typing import Any
 
-import numpy as np
 import torch
 
 from trainers.collectives.base import Collectives, Handle, check_tensor, wire_dtype
