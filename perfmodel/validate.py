@@ -131,8 +131,13 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
     the iallreduce/allreduce factor).
     """
     cfg = run.config
-    # our trainers (trainers/sync.py) allreduce after the backward pass: nothing is hidden behind it
+    # SSGD with --overlap on (run logs that say so) starts each bucket's allreduce during backprop
+    # (trainers/grad_buckets.py): the model computes the hidden share from the same buckets; without
+    # it (and in older logs) the trainer allreduces after backward: nothing is hidden
     if run.algo == "ssgd":
+        if cfg.get("overlap"):
+            return [(Strategy("ssgd", allreduce="ring", overlap=None,
+                              bucket_mb=float(cfg.get("bucket_mb", 25.0))), run.steps)]
         return [(Strategy("ssgd", allreduce="ring", overlap=0.0), run.steps)]
     if run.algo == "terngrad":
         return [(Strategy("terngrad", allreduce="ring", overlap=0.0, terngrad_exchange="allgather",
@@ -167,7 +172,8 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
             raise ValidateError(f"run log {run.path}: {e}") from None
         t_iter += n * float(p.t_iter_s[0])
         t_comp += n * float(p.t_compute_s[0])
-        t_comm += n * float(p.t_comm_s[0])
+        # the trainer's comm phase is the communication left after backward: the model's exposed part
+        t_comm += n * float(p.t_comm_s[0] - p.extra.get("t_hidden_s", [0.0])[0])
         t_compress += n * float(p.extra.get("t_compress_s", [0.0])[0])
         total += n
     t_iter, t_comp, t_comm, t_compress = t_iter / total, t_comp / total, t_comm / total, t_compress / total

@@ -50,6 +50,23 @@ def test_ssgd_prediction_by_hand(tmp_path, profile):
     assert mape([row]) == pytest.approx(abs(row["step_error_pct"]))
 
 
+def test_ssgd_with_overlap_is_predicted_with_the_models_hidden_share(tmp_path, profile):
+    # buckets of 400 B on the tiny model (tensors 640, 10, 100, 10 floats, taken from the last):
+    # 40 + 400 B closes the first; the second bucket (40 + 2560 B) is ready only when backward ends
+    cfg = {"overlap": True, "bucket_mb": 400 / 2**20}
+    on = validate([write_log(tmp_path / "on.jsonl", "ssgd", 2, 32, [0.004] * 8, cfg=cfg)], [profile], skip=2,
+                  cores=2)[0]
+    off = validate([write_log(tmp_path / "off.jsonl", "ssgd", 2, 32, [0.004] * 8, cfg={"overlap": False})],
+                   [profile], skip=2, cores=2)[0]
+    assert on["predicted_compute_s"] == pytest.approx(off["predicted_compute_s"])
+    # the comm the trainer logs (t_comm) is what is left after backward: compare with the exposed part
+    assert 0 < on["predicted_comm_s"] < off["predicted_comm_s"]
+    assert on["predicted_step_s"] == pytest.approx(on["predicted_compute_s"] + on["predicted_comm_s"])
+    assert off["predicted_step_s"] == pytest.approx(off["predicted_compute_s"] + off["predicted_comm_s"])
+    # the last bucket alone is never hidden: at least its allreduce stays exposed
+    assert on["predicted_comm_s"] >= ALPHA_OP + 4 * (640 + 10) / BW_OP - 1e-12
+
+
 def test_oversubscribed_ranks_share_the_cores(tmp_path, profile):
     # 4 ranks on 2 cores: compute stretched 2x; the 2-rank Allreduce link (alpha', beta') used by a 4-rank ring
     a, b = ALPHA_OP / 2, (1 / BW_OP) * 2 / 2
