@@ -1,5 +1,5 @@
-"""`trainers run --backend --device --overlap` under mpiexec -n 2: gloo and MPI give the same SSGD loss
-trajectory, overlap on and off give the same one, the run log holds the exposed communication time,
+"""`trainers run --backend --device --overlap` under mpiexec: gloo and MPI give the same SSGD (2 ranks)
+and DASO (4 ranks) loss trajectories, overlap on and off give the same one, the run log holds the exposed communication time,
 and bad device/backend choices end every rank with status 2 and one line."""
 
 from __future__ import annotations
@@ -76,6 +76,32 @@ def test_gloo_and_mpi_give_the_same_loss_trajectory(tmp_path: Path) -> None:
     for steps in runs.values():
         for s in steps:
             assert 0 <= s["t_comm_exposed"] and 0 <= s["t_comm_full"]
+
+
+DASO = ["--algo", "daso", "--ranks-per-node", "2", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "512",
+        "--batch", "8", "--epochs", "3", "--daso-warmup-epochs", "1", "--daso-cooldown-epochs", "1", "--daso-b", "2",
+        "--daso-w", "1", "--seed", "3", "--no-progress", "--eval-batch", "128", "--bucket-mb", "0.01"]
+
+
+@pytest.mark.slow
+def test_daso_on_gloo_and_mpi_gives_the_same_loss_trajectory(tmp_path: Path) -> None:
+    """4 ranks as 2 nodes x 2: node-local bucket averaging, blocking bf16 (warm-up) and fp32 (cool-down)
+    global syncs, non-blocking syncs merged W = 1 batch later (cycling), broadcasts within the node."""
+    runs = {}
+    for backend in ("mpi", "gloo"):
+        log = tmp_path / f"{backend}.jsonl"
+        code, out = _mpirun(4, [*DASO, "--backend", backend, "--log", str(log)], timeout=300)
+        assert code == 0, out[-3000:]
+        header, steps = _read(log)
+        assert header["backend"] == backend
+        runs[backend] = steps
+    mpi, gloo = runs["mpi"], runs["gloo"]
+    assert len(mpi) == len(gloo) == 48
+    kinds = {(s["sync"], s["wire"]) for s in mpi}
+    assert {("blocking", "bf16"), ("blocking", "fp32"), ("start", "fp32")} <= kinds
+    for a, b in zip(mpi, gloo):  # two operands per sum in every group: the same rounding on both backends
+        assert abs(a["loss"] - b["loss"]) <= 1e-5 * abs(a["loss"]), (a["step"], a["loss"], b["loss"])
+        assert (a["sync"], a["wire"], a["merged"]) == (b["sync"], b["wire"], b["merged"])
 
 
 @pytest.mark.parametrize("args,message", [

@@ -882,7 +882,22 @@ class _PendingSync:
     due: int
     group: int
     waited: int
-    handle: tcomm.IallreduceHandle | None  # on the group's members only
+    handle: _Reduction | None  # on the group's members only
+
+
+class _Reduction:
+    """A non-blocking sum of a copy of ``x`` over a group (``x`` may change meanwhile); ``sent`` keeps
+    what was sent (for checkpoints of in-flight syncs)."""
+
+    def __init__(self, coll: Any, x: torch.Tensor) -> None:
+        self.sent = x.detach().clone()
+        self.total = self.sent.clone()
+        self.handle = coll.allreduce_async(self.total, "sum")
+
+    def wait(self) -> torch.Tensor:
+        """The element-wise sum over the group."""
+        self.handle.wait()
+        return self.total
 
 
 class DASO:
@@ -896,20 +911,23 @@ class DASO:
         cfg = tr.cfg
         if tr.world % cfg.ranks_per_node:
             raise UsageError(f"--ranks-per-node {cfg.ranks_per_node} does not divide the {tr.world} ranks")
-        self.local, self.glob = tcomm.node_groups(tr.comm, cfg.ranks_per_node)
         self.per_node = cfg.ranks_per_node
         self.nodes = tr.world // cfg.ranks_per_node
         self.local_rank = tr.rank % cfg.ranks_per_node
-        # parameters live in one flat float32 buffer (syncs and broadcasts need no packing)
-        n = sum(p.numel() for p in tr.params)
-        self.pflat = tcomm.FlatBuckets([p.detach() for p in tr.params], max(4 * n, 4))
-        for p, v in zip(tr.params, self.pflat.views):
-            p.data = v
-        self.flat = self.pflat.buckets[0]
-        self.grads = tcomm.FlatBuckets([torch.zeros_like(p) for p in tr.params] + [torch.zeros(1)],
-                                       cfg.bucket_bytes)
-        _bind(tr.params, self.grads.views)
-        self.loss_slot = self.grads.views[-1]
+        # node-local and global groups of the --backend (trainers.collectives): node = rank // ranks_per_node
+        # in rank order, global = the ranks with the same position on every node, in node order
+        self.local = tr.coll.split(tr.rank // cfg.ranks_per_node)
+        self.glob = tr.coll.split(self.local_rank)
+        # parameters live in one flat float32 buffer on the device (syncs and broadcasts need no packing)
+        self.flat = torch.cat([p.detach().reshape(-1) for p in tr.params])
+        offset = 0
+        for p in tr.params:
+            p.data = self.flat[offset:offset + p.numel()].view_as(p)
+            offset += p.numel()
+        # node-local gradient averaging: buckets reduced over the node as backprop produces them (--overlap)
+        self.grads = GradBuckets(tr.params, self.local, bucket_bytes=cfg.bucket_bytes, overlap=cfg.overlap,
+                                 op="mean", extra_numel=1)
+        self.loss_slot = self.grads.extra
         fixed = (cfg.daso_b, cfg.daso_w) if cfg.daso_b is not None else None
         self.schedule = DasoSchedule(DasoScheduleConfig(
             total_epochs=tr.total_epochs, warmup_epochs=cfg.daso_warmup_epochs,
@@ -925,7 +943,7 @@ class DASO:
         """The node's member of `group` sends its parameters to the rest of the node."""
         if self.per_node == 1:
             return 0
-        self.local.Bcast(self.flat.numpy(), root=group)
+        self.local.broadcast(self.flat, root=group)
         return 4 * self.flat.numel() if self.local_rank == group else 0
 
     def _blocking(self, group: int, wire: str) -> int:
@@ -933,18 +951,29 @@ class DASO:
         sent = 0
         if self.local_rank == group and self.nodes > 1:
             if wire == "bf16":
-                self.flat.copy_(tcomm.allreduce_bf16_mean(self.glob, self.flat))
+                self._bf16_mean()
                 sent = 2 * self.flat.numel()
             else:
-                self.glob.Allreduce(_mpi_in_place(), self.flat.numpy(), op=_mpi_sum())
+                self.glob.allreduce(self.flat, "sum")
                 self.flat.div_(self.nodes)
                 sent = 4 * self.flat.numel()
         return sent + self._bcast(group)
 
+    def _bf16_mean(self) -> None:
+        """flat <- mean over the nodes with bf16 on the wire: MPI sums bf16 bit patterns with a user-defined
+        operation (trainers.comm.allreduce_bf16_mean); gloo and NCCL sum bfloat16 natively. Both add two
+        bf16 operands in float32 and round the sum to bf16."""
+        if self.glob.name == "mpi":
+            self.flat.copy_(tcomm.allreduce_bf16_mean(self.glob.comm, self.flat.cpu()))
+        else:
+            wire = self.flat.to(torch.bfloat16)
+            self.glob.allreduce(wire, "sum")
+            self.flat.copy_(wire.float().div_(self.nodes))
+
     def _start(self, group: int, due: int, waited: int) -> int:
         handle = None
         if self.local_rank == group:
-            handle = tcomm.iallreduce_start(self.glob, self.flat)
+            handle = _Reduction(self.glob, self.flat)
         self.pending.append(_PendingSync(due, group, waited, handle))
         return 4 * self.flat.numel() if handle is not None and self.nodes > 1 else 0
 
@@ -965,13 +994,16 @@ class DASO:
         # HeAT sends bf16 only in warm-up/cool-down; every cycling-phase sync (W = 0, epoch ends) is fp32
         wire = "fp32" if cycling else self.global_dtype
         with timer.phase("compute"):
-            for buf in self.grads.buckets:
-                buf.zero_()
-            self.loss_slot.fill_(_forward_backward(tr, x, y))
+            self.grads.zero_grad()
+            loss = F.cross_entropy(tr.model(x), y)
+            self.loss_slot.copy_(loss.detach().reshape(1))
+            if self.per_node > 1:
+                self.grads.begin()
+            loss.backward()
         sent = 0
         if self.per_node > 1:
             with timer.phase("comm"):
-                self.grads.allreduce_mean(self.local)
+                self.grads.finish()
             sent += self.grads.nbytes
         with timer.phase("compute"):
             tr.optimizer.step()
@@ -1009,7 +1041,7 @@ class DASO:
     def rank_state(self) -> dict[str, Any]:
         return {"syncs": self.syncs,
                 "pending": [(p.due, p.group, p.waited,
-                             None if p.handle is None else torch.from_numpy(p.handle.send.copy()))
+                             None if p.handle is None else p.handle.sent.cpu())
                             for p in self.pending]}
 
     def shared_state(self) -> dict[str, Any]:
@@ -1020,7 +1052,7 @@ class DASO:
         self.syncs = int(rank["syncs"])
         self.pending = []
         for due, group, waited, send in rank["pending"]:  # re-issue the reductions in their original order
-            handle = tcomm.iallreduce_start(self.glob, send) if send is not None else None
+            handle = _Reduction(self.glob, send.to(self.flat.device)) if send is not None else None
             self.pending.append(_PendingSync(int(due), int(group), int(waited), handle))
 
 
@@ -1028,7 +1060,7 @@ class DASO:
 
 SYNC_ALGORITHMS: dict[str, Callable[[Trainer], SyncAlgorithm]] = {"ssgd": SSGD, "terngrad": TernGrad, "daso": DASO}
 
-_GPU_READY = ("ssgd",)
+_GPU_READY = ("ssgd", "daso")
 """Algorithms whose exchanges go through trainers.collectives (any --device, any --backend); the others
 reduce CPU tensors with MPI."""
 
