@@ -146,3 +146,19 @@ def test_simulate_on_cuda_matches_the_cpu_run_closely(tmp_path: Path) -> None:
         losses[device] = [s["loss"] for s in steps]
     # same order of arrivals and data; GPU kernels round differently (and may use TF32)
     assert losses["cpu"] == pytest.approx(losses["cuda"], rel=1e-2)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.device_count() < 2 if torch.cuda.is_available() else True,
+                    reason="needs 2 CUDA GPUs (one per rank); CUDA is absent or has fewer GPUs here")
+def test_nccl_and_host_staged_mpi_on_gpus_give_the_same_trajectory(tmp_path: Path) -> None:
+    runs = {}
+    for backend in ("nccl", "mpi"):
+        log = tmp_path / f"{backend}.jsonl"
+        code, out = _mpirun(2, [*TRAIN, "--device", "cuda", "--backend", backend, "--bucket-mb", "0.01",
+                                "--log", str(log)], timeout=300)
+        assert code == 0, out[-3000:]
+        header, steps = _read(log)
+        assert header["device"].startswith("cuda:") and header["backend"] == backend
+        runs[backend] = [s["loss"] for s in steps]
+    assert runs["nccl"] == pytest.approx(runs["mpi"], rel=1e-5)
