@@ -148,7 +148,10 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
     if run.algo == "daso":
         phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
         fields = daso_strategy_fields(daso)
-        return [(Strategy("daso", allreduce="ring", overlap=0.0, daso_B=b, daso_W=w, **fields), n)
+        # --overlap on: DASO's node-local buckets start during backprop, as the model's DASO assumes
+        overlap = {"overlap": None, "bucket_mb": float(cfg.get("bucket_mb", 25.0))} if cfg.get("overlap") \
+            else {"overlap": 0.0}
+        return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w, **overlap, **fields), n)
                 for (b, w), n in sorted(phases.items())]
     raise ValidateError(f"run log {run.path}: algo {run.algo!r} is not one the model validates "
                         f"(ssgd, terngrad, daso)")

@@ -65,6 +65,13 @@ def test_ssgd_with_overlap_is_predicted_with_the_models_hidden_share(tmp_path, p
     assert off["predicted_step_s"] == pytest.approx(off["predicted_compute_s"] + off["predicted_comm_s"])
     # the last bucket alone is never hidden: at least its allreduce stays exposed
     assert on["predicted_comm_s"] >= ALPHA_OP + 4 * (640 + 10) / BW_OP - 1e-12
+    # DASO's node-local buckets likewise (2 pretend nodes x 2 ranks, B = 1, W = 0)
+    extra = {i: {"B": 1, "W": 0} for i in range(11)}
+    daso = {o: validate([write_log(tmp_path / f"d{o}.jsonl", "daso", 4, 16, [0.01] * 11, extra=extra,
+                                   cfg={"ranks_per_node": 2, **c})], [profile], skip=1, cores=4)[0]
+            for o, c in (("on", cfg), ("off", {}))}
+    assert daso["on"]["predicted_compute_s"] == pytest.approx(daso["off"]["predicted_compute_s"])
+    assert 0 < daso["on"]["predicted_comm_s"] < daso["off"]["predicted_comm_s"]
 
 
 def test_oversubscribed_ranks_share_the_cores(tmp_path, profile):
