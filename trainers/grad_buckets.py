@@ -2,7 +2,7 @@
 
 Parameters are grouped into flat float32 buckets of about ``bucket_bytes`` (:func:`bucket_plan`) in
 *reverse* registration order (the order backprop produces their gradients; PyTorch DDP does the same,
-and so does the model's overlap, perfmodel/overlap.py), and each parameter's
+and so does the model's overlap: docs/model.md section 9, perfmodel/overlap.py), and each parameter's
 ``.grad`` is a view of its bucket, so backward accumulates straight into bucket memory. A
 ``register_post_accumulate_grad_hook`` on every parameter counts down its bucket; when a bucket is
 complete it is handed to the backend's non-blocking allreduce at once (``overlap=True``), while backprop
