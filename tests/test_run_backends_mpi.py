@@ -108,6 +108,7 @@ def test_daso_on_gloo_and_mpi_gives_the_same_loss_trajectory(tmp_path: Path) -> 
     (["--device", "cuda"], "no CUDA GPU"),
     (["--backend", "nccl", "--device", "cpu"], "nccl reduces CUDA tensors"),
     (["--backend", "ucc"], "invalid choice: 'ucc'"),
+    (["--device", "cuda", "--algo", "ga"], "no CUDA GPU"),  # parameter server: workers on GPUs
 ])
 def test_bad_device_or_backend_ends_every_rank_with_status_2(tmp_path: Path, args: list[str], message: str) -> None:
     if "cuda" in args and torch.cuda.is_available():

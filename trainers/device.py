@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["DEVICES", "LOCAL_RANK_ENV", "local_rank", "select_device", "agree", "describe"]
+__all__ = ["DEVICES", "LOCAL_RANK_ENV", "local_rank", "choose_device", "select_device", "select_worker_device",
+           "agree", "describe"]
 
 
 def _usage(message: str) -> Exception:
@@ -62,7 +63,8 @@ def agree(comm: Any, problem: str | None) -> None:
             raise _usage(p if comm is None or comm.Get_size() == 1 else f"{p} (rank {rank})")
 
 
-def _choose(request: str, index: int) -> tuple[torch.device | None, str | None]:
+def choose_device(request: str, index: int) -> tuple[torch.device | None, str | None]:
+    """(device, None) for ``--device request`` on the rank with local index ``index``, or (None, problem)."""
     import torch
 
     if request not in DEVICES:
@@ -87,12 +89,33 @@ def select_device(request: str, comm: Any = None, env: Mapping[str, str] | None 
     """
     import torch
 
-    device, problem = _choose(request, local_rank(comm, env))
+    device, problem = choose_device(request, local_rank(comm, env))
     agree(comm, problem)
     if request == "auto" and comm is not None and comm.Get_size() > 1:
         kinds = comm.allgather(device.type)  # one device type for the whole job
         if len(set(kinds)) > 1:
             device = torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return device
+
+
+def select_worker_device(request: str, comm: Any) -> torch.device:
+    """The parameter server's placement: rank 0 (the server) on the CPU, every other rank (a worker) on
+    the device of ``request`` chosen by its index among the workers of its host (an MPI shared-memory
+    split of the workers). Collective over comm; UsageError on every rank alike."""
+    import torch
+
+    worker = comm.Get_rank() > 0
+    workers = comm.Split(1 if worker else 0, key=comm.Get_rank())
+    try:
+        device, problem = (choose_device(request, local_rank(workers, env={})) if worker
+                           else (torch.device("cpu"), None))
+    finally:
+        workers.Free()
+    agree(comm, problem)
+    if request == "auto" and len({d for i, d in enumerate(comm.allgather(device.type)) if i > 0}) > 1:
+        device = torch.device("cpu")  # one device type for every worker
     if device.type == "cuda":
         torch.cuda.set_device(device)
     return device

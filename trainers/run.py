@@ -263,8 +263,9 @@ class RunConfig:
         _int("fail_rank", self.fail_rank, 0, none_ok=True)
         _choice("device", self.device, DEVICES)
         _choice("backend", self.backend, BACKEND_CHOICES)
-        if self.algo in ASYNC_ALGORITHMS and (self.device == "cuda" or self.backend not in ("auto", "mpi")):
-            raise ValueError(f"the parameter server ({self.algo}) runs on --device cpu with --backend mpi so far")
+        if self.algo in ASYNC_ALGORITHMS and self.backend not in ("auto", "mpi"):
+            raise ValueError(f"the parameter server ({self.algo}) moves parameters and gradients with MPI: "
+                             f"--backend mpi (or auto)")
         if not isinstance(self.overlap, bool):
             raise ValueError(f"overlap must be a bool, got {self.overlap!r}")
         opts = tuple((str(k), str(v)) for k, v in self.options)
