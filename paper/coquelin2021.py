@@ -155,6 +155,6 @@ if timing is not None:
 #   2 epochs DASO and SSGD both reach about 98.7% (98.67% and 98.70%, one seed each), DASO is behind
 #   after its warm-up epoch (97.61% against 98.01%) and reaches 98.95% after its 4 epochs.
 # * **The model's ResNet-50 prediction** (above, with 4 warm-up and 4 cool-down epochs of 90 blocking
-#   every batch): 0.07-0.56% without stragglers, 6.1-14.3% with gamma stragglers, against the paper's 25%.
+#   every batch): 0.04-0.62% without stragglers, 6.1-14.3% with gamma stragglers, against the paper's 25%.
 # * **Not checked**: ImageNet/ResNet-50 and CityScapes, more than 2 (pretend) nodes, the B schedule on
 #   plateaus over a long run.

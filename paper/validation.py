@@ -21,6 +21,7 @@
 
 # %%
 import matplotlib.pyplot as plt
+import pandas as pd
 import seaborn as sns
 
 from _common import read_results
@@ -46,6 +47,84 @@ if val is not None:
     hi = max(val.measured_throughput.max(), val.predicted_throughput.max()) * 1.2
     ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1)
     ax.set(xscale="log", yscale="log", xlabel="measured samples/s", ylabel="predicted samples/s")
+    plt.show()
+
+# %% [markdown]
+# ## Each component of the step
+#
+# Measured against predicted compute, communication, compression and step time, with the error of
+# each (`<component>_error_pct`, empty where the run measured none of it). Communication is what decides
+# every prediction above a few GPUs, so its error is reported on its own.
+
+# %%
+COMPONENTS = ["compute", "comm", "compress", "step"]
+
+
+def component_summary(frame):
+    """Median and mean absolute error (%) of each component over the rows that measured it."""
+    return pd.DataFrame({c: {"median |error| %": frame[f"{c}_error_pct"].abs().median(),
+                             "mean |error| %": frame[f"{c}_error_pct"].abs().mean(),
+                             "rows": int(frame[f"{c}_error_pct"].notna().sum())} for c in COMPONENTS}).round(1)
+
+
+if val is not None and "comm_error_pct" in val:
+    display(component_summary(val))
+    display(val[["algo", "model", "ranks"] + [f"{c}_error_pct" for c in COMPONENTS]].round(1))
+
+# %% [markdown]
+# ## The emulated cluster: where communication matters
+#
+# `python -m reproduce.validation --only emulated` builds an emulated cluster on this machine
+# (`perfmodel.emulate`: one network namespace per node with its own hostname, veth links on a bridge
+# shaped by a token bucket to 1 Gbit/s or 250 Mbit/s), profiles its links with `perfmodel profile` placed
+# on the emulated nodes, runs the trainers on it and validates each run against that profile. Open MPI
+# is made to run the ring Allreduce and ring Allgather (`perfmodel.mpi_algorithms`), the algorithms the
+# prediction charges. `comm_share` is the measured share of the step spent communicating.
+
+# %%
+emu = read_results("validation", "emulated")
+if emu is not None:
+    for scale, part in emu.groupby("scale"):
+        print(f"{scale}: {len(part)} runs; median |error| communication {part.comm_error_pct.abs().median():.1f}%, "
+              f"step {part.step_error_pct.abs().median():.1f}%; communication >= 40% of the step in "
+              f"{(part.comm_share >= 0.4).sum()} of {len(part)} runs")
+        display(component_summary(part))
+    display(emu[["scale", "algo", "exchange", "nodes", "ranks_per_node", "rate", "comm_share", "measured_comm_s",
+                 "predicted_comm_s", "comm_error_pct", "measured_step_s", "predicted_step_s", "step_error_pct",
+                 "compute_error_pct", "compress_error_pct"]].round(4))
+
+# %% [markdown]
+# Measured against predicted communication time per step, by the collective algorithm the run used:
+# Open MPI's own choice on shared memory (the table above) and the forced ring algorithms on the
+# emulated links.
+
+# %%
+def collective(row) -> str:
+    where = "emulated links" if "nodes" in row and pd.notna(row.get("nodes")) else "shared memory"
+    if row["algo"] == "terngrad":
+        ex = row.get("exchange") if isinstance(row.get("exchange"), str) and row.get("exchange") else "allgather"
+        algo = f"TernGrad {ex}"
+    elif row["algo"] == "daso":
+        algo = "DASO: node allreduce + global iallreduce"
+    else:
+        algo = "SSGD allreduce"
+    return f"{algo} ({'ring' if where == 'emulated links' else 'Open MPI default'}, {where})"
+
+
+frames = [f for f in (val, emu) if f is not None]
+if frames:
+    both = pd.concat(frames, ignore_index=True)
+    both = both[both.measured_comm_s > 0].copy()
+    both["collective"] = both.apply(collective, axis=1)
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    sns.scatterplot(data=both, x="measured_comm_s", y="predicted_comm_s", hue="collective", style="collective",
+                    s=60, ax=ax)
+    lo = max(1e-6, min(both.measured_comm_s.min(), both.predicted_comm_s.clip(lower=1e-6).min()) * 0.5)
+    hi = max(both.measured_comm_s.max(), both.predicted_comm_s.max()) * 2
+    ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured communication s/step",
+           ylabel="predicted communication s/step")
+    ax.legend(fontsize=7, loc="upper left")
     plt.show()
 
 # %% [markdown]

@@ -13,8 +13,9 @@ import math
 import sys
 from pathlib import Path
 
-from .specs import (Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS, STAGINGS,
-                    TERNGRAD_EXCHANGES, daso_strategy_fields)
+from .specs import (OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
+                    STAGINGS, TERNGRAD_EXCHANGES, daso_strategy_fields)
+from .stragglers import GPU_VARIABILITY_CV
 
 DEFAULT_GPUS = "1-512:x2"
 
@@ -71,6 +72,8 @@ def parse_gpus(text: str) -> list[int]:
 def _parse_straggler(text: str | None) -> tuple[float, float]:
     if not text or text == "none":
         return 0.0, 0.0
+    if text == "gpu":
+        return GPU_VARIABILITY_CV, 0.0
     if text == "homogeneous":
         return 0.1, 0.0
     if text == "heterogeneous":
@@ -88,8 +91,12 @@ def default_allreduce(cluster, staging: str = "device") -> str:
     """--allreduce auto: NCCL's choice on GPU clusters (what PyTorch DDP, Horovod and DASO run there),
     an MPI ring where the ranks are CPUs (a cluster whose host link is free, as a CPU profile's) or the
     gradients are staged on the host (MPI without CUDA awareness)."""
-    cpu = cluster is not None and math.isinf(cluster.host.bandwidth_Bps)
-    return "ring" if cpu or staging == "host" else "nccl"
+    return "ring" if cpu_ranks(cluster) or staging == "host" else "nccl"
+
+
+def cpu_ranks(cluster) -> bool:
+    """Whether the cluster's ranks are CPUs (a CPU profile's cluster: its host link is free)."""
+    return cluster is not None and math.isinf(cluster.host.bandwidth_Bps)
 
 
 def add_schedule_options(p: argparse.ArgumentParser) -> None:
@@ -101,8 +108,13 @@ def add_schedule_options(p: argparse.ArgumentParser) -> None:
                    help="host: allreduce through host memory, as MPI without CUDA awareness (Horovod over a "
                         "non-CUDA-aware MPI); uses the cluster's host memory bandwidth")
     p.add_argument("--step-overhead-ms", type=float, default=0.0,
-                   help="framework time per multi-GPU step in ms (default 0; e.g. Horovod's cycle time, "
-                        "HOROVOD_CYCLE_TIME, 5 ms before v0.21, 1 ms after)")
+                   help="framework time per multi-GPU step in ms (default 0)")
+    p.add_argument("--cycle-time-ms", type=float, default=0.0,
+                   help="period of the framework's communication loop in ms: each bucket waits half of it "
+                        "(Horovod's HOROVOD_CYCLE_TIME: 5 before v0.21, 1 from v0.21; default 0: DDP, TF)")
+    p.add_argument("--overlap-efficiency", type=float, default=OVERLAP_EFFICIENCY,
+                   help=f"share of the bucket schedule's hidden time really hidden (default {OVERLAP_EFFICIENCY}: "
+                        "compute and collectives slow each other, Agrawal et al. 2024; 1 = ideal)")
     p.add_argument("--ps-placement", choices=PS_PLACEMENTS, default="colocated",
                    help="sync-ps: servers on the worker nodes or on dedicated nodes; byteps: dedicated = "
                         "--ps-servers CPU summation machines, colocated = none")
@@ -114,7 +126,10 @@ def add_schedule_options(p: argparse.ArgumentParser) -> None:
 def _schedule_fields(args: argparse.Namespace) -> dict:
     if args.step_overhead_ms is not None and not args.step_overhead_ms >= 0:
         raise CLIError(f"--step-overhead-ms must be >= 0, got {args.step_overhead_ms}")
+    if not args.cycle_time_ms >= 0:
+        raise CLIError(f"--cycle-time-ms must be >= 0, got {args.cycle_time_ms}")
     return dict(bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
+                cycle_time_s=args.cycle_time_ms / 1e3, overlap_efficiency=args.overlap_efficiency,
                 ps_placement=args.ps_placement, ps_local_reduce=args.ps_local_reduce == "on")
 
 
@@ -124,7 +139,10 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] 
     names = [s.strip() for s in args.strategy.split(",") if s.strip()]
     if not names:
         raise CLIError("--strategy is empty")
-    cv_task, cv_mach = _parse_straggler(args.stragglers)
+    stragglers = args.stragglers
+    if stragglers is None:  # chips of one GPU model differ in speed; CPU ranks (a CPU profile) get none
+        stragglers = "none" if cluster is None or cpu_ranks(cluster) else "gpu"
+    cv_task, cv_mach = _parse_straggler(stragglers)
     daso = dict(daso or {})  # the profile's DASO progress and factor; the command line overrides them
     if args.daso_progress:
         daso["progress"] = args.daso_progress
@@ -428,6 +446,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_emulate(args: argparse.Namespace) -> int:
+    from .emulate import EmulationSpec, cleanup_stale, parse_rate, run_in_cluster
+
+    if args.cleanup:
+        removed = cleanup_stale()
+        print(f"removed {len(removed)}: {', '.join(removed)}" if removed else "nothing left behind")
+        return 0
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    spec = EmulationSpec(nodes=args.nodes, ranks_per_node=args.ranks_per_node, rate_bps=parse_rate(args.rate))
+    return run_in_cluster(spec, argv)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="perfmodel", description=__doc__.splitlines()[0],
                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -457,14 +487,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="constant fraction of communication hidden behind backprop (default: computed from "
                         "the gradient bucket schedule, see --bucket-mb)")
     p.add_argument("--stragglers", default=None,
-                   help="none | homogeneous | heterogeneous | CV | CV_TASK,CV_MACHINE (gamma CVB model)")
-    p.add_argument("--terngrad-min-elems", type=int, default=0, help="tensors smaller than this stay fp32")
-    p.add_argument("--terngrad-fp32-last", action="store_true", help="keep the classifier layer in fp32")
+                   help="gpu | none | homogeneous | heterogeneous | CV | CV_TASK,CV_MACHINE (gamma CVB model; "
+                        "default gpu on GPU clusters: the chip-to-chip speed spread of one GPU model, CV "
+                        f"{GPU_VARIABILITY_CV:.4f}, Sinha et al. SC22; none on CPU ranks)")
+    p.add_argument("--terngrad-min-elems", type=int, default=1,
+                   help="tensors smaller than this stay fp32 (default 1, as the trainers)")
+    p.add_argument("--terngrad-fp32-last", dest="terngrad_fp32_last", action="store_true", default=True,
+                   help="keep the classifier layer in fp32 (the default, as the trainers)")
+    p.add_argument("--terngrad-ternarize-last", dest="terngrad_fp32_last", action="store_false",
+                   help="ternarize the classifier layer too")
     p.add_argument("--terngrad-encode-rate", type=float, default=0.0,
                    help="elements/s to ternarize+pack (0: free, or the profile's measurement)")
     p.add_argument("--terngrad-decode-rate", type=float, default=0.0,
                    help="elements/s to unpack+average one copy (0: free, or the profile's measurement)")
-    p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels")
+    p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels",
+                   help="levels (integer allreduce), ps (sharded parameter server) or allgather "
+                        "(does not scale); the trainer's exchanges")
     p.add_argument("--daso-b", type=int, default=4, help="DASO: global sync every B batches")
     p.add_argument("--daso-w", type=int, default=1, help="DASO: batches to overlap the global sync with (0 blocking)")
     p.add_argument("--daso-progress", choices=DASO_PROGRESS, default=None,
@@ -497,6 +535,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--plot", default=None, help="write a predicted-vs-measured PNG here")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("emulate", help="run a command on an emulated multi-node cluster (network namespaces, "
+                                       "shaped links; Linux, root)")
+    p.add_argument("--nodes", type=int, default=2, help="emulated nodes (default 2)")
+    p.add_argument("--ranks-per-node", type=int, default=1, help="MPI ranks placed on each node (default 1)")
+    p.add_argument("--rate", default="1gbit", help="each node's link rate, tc notation (default 1gbit)")
+    p.add_argument("--cleanup", action="store_true",
+                   help="only remove what killed emulations left behind (namespaces, links, hosts lines)")
+    p.add_argument("argv", nargs=argparse.REMAINDER,
+                   help="-- COMMAND...: run with $PERFMODEL_MPIEXEC_ARGS (mpiexec placement on the nodes)")
+    p.set_defaults(func=cmd_emulate)
 
     try:
         from .profile.cli import add_profile_parser

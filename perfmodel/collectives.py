@@ -7,7 +7,7 @@ ranks of that node that send across it at the same time (``concurrency``).
 
 Non-powers of two: the logarithmic algorithms take ceil(log2 p) steps.
 
-Beyond allreduce (docs/model.md, section "Synchronous schemes"; M nodes of g GPUs, W = M g, n bytes):
+Beyond allreduce (docs/model.md sections 3.5, 5.5 and 5.6; M nodes of g GPUs, W = M g, n bytes):
     reduce-broadcast (reduce to one root, then broadcast it back; MXNet kvstore=device, TensorFlow
     replicated without NCCL): every GPU of a node sends to the node's root and every node root to the
     global root over the root's link, then the same back:
@@ -200,6 +200,18 @@ def cluster_allgather(n_each: ArrayLike, gpus: ArrayLike, cluster: Cluster) -> n
     step_net = cluster.network.alpha + n_each * cluster.network.beta
     step = np.where(m > 1, np.maximum(step_intra, step_net), step_intra)
     return (w - 1) * step
+
+
+def cluster_alltoall(n_each: ArrayLike, gpus: ArrayLike, cluster: Cluster) -> np.ndarray:
+    """Pairwise alltoall, n_each bytes from every rank to every other rank over W GPUs: the g-1 steps to
+    peers in the node on the intra link, (g-1)(alpha_i + n_each beta_i); the W-g steps to other nodes
+    with the node's g ranks sending through its network link at once, (W-g)(alpha_n + g n_each beta_n)."""
+    w = np.asarray(gpus, dtype=float)
+    _, g = placement(w, cluster)
+    n_each = np.asarray(n_each, dtype=float)
+    local = (g - 1) * (cluster.intra.alpha + n_each * cluster.intra.beta)
+    remote = (w - g) * (cluster.network.alpha + g * n_each * cluster.network.beta)
+    return local + remote
 
 
 def ps_exchange(n: ArrayLike, gpus: ArrayLike, cluster: Cluster, servers: int) -> tuple[np.ndarray, np.ndarray]:

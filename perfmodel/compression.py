@@ -3,8 +3,16 @@
 TernGrad (Wen et al. 2017): each tensor sent as ternary values, 2 bits each (value+1 in {0,1,2}, four
 per byte, as the authors' code packs them) plus one float32 scaler per tensor. Tensors with fewer than
 ``min_elems`` elements, and the classifier layer when ``fp32_last`` is set, travel in float32 (the
-authors' code keeps both). With scaler sharing the sum of p workers' ternary tensors has at most 2p+1
-levels, so a summed aggregate needs ceil(log2(2p+1)) bits per element.
+authors' code keeps both; so do the trainers by default). With scaler sharing the sum of p workers'
+ternary tensors has at most 2p+1 levels, so a summed aggregate needs ceil(log2(2p+1)) bits per element
+(the paper: "the server-to-worker communication reduces by a factor of 32/log2(1+2N)").
+
+Per element on the wire, by exchange (trainers.sync.TernGrad sends exactly these):
+    levels     the integer sum in the smallest signed type holding -p..p: 1 byte up to 127 workers,
+               2 up to 32767, then 4 (``level_bytes``), allreduced;
+    ps         push 2 bits, pull ceil(log2(2p+1)) bits, over shards of ``ps_shard_elems`` elements
+               (ceil(n/p) rounded up to 8, so both packings end on a byte);
+    allgather  2 bits per element, ceil(n_k/4) bytes per tensor k, from every worker to every worker.
 """
 
 from __future__ import annotations
@@ -33,19 +41,22 @@ class TernarySplit:
     ternary_elems: int
     ternary_tensors: int
     fp32_elems: int
+    packed_bytes: int = 0  # sum over ternary tensors of ceil(n_k / 4): one worker's 2-bit codes
 
     @property
     def elems(self) -> int:
         return self.ternary_elems + self.fp32_elems
 
 
-def ternary_split(workload: Workload, min_elems: int = 0, fp32_last: bool = False) -> TernarySplit:
-    """Split the workload's tensors into ternary and float32 ones (threshold ``min_elems`` elements)."""
+def ternary_split(workload: Workload, min_elems: int = 1, fp32_last: bool = True) -> TernarySplit:
+    """Split the workload's tensors into ternary and float32 ones (threshold ``min_elems`` elements;
+    the defaults are the trainers': every tensor ternary except the classifier layer)."""
     sizes = np.asarray(workload.tensor_sizes, dtype=np.int64)
     ternary = sizes >= min_elems
     if fp32_last and workload.classifier_tensors:
         ternary[len(sizes) - workload.classifier_tensors:] = False
-    return TernarySplit(int(sizes[ternary].sum()), int(ternary.sum()), int(sizes[~ternary].sum()))
+    return TernarySplit(int(sizes[ternary].sum()), int(ternary.sum()), int(sizes[~ternary].sum()),
+                        int(((sizes[ternary] + 3) // 4).sum()))
 
 
 def terngrad_bytes(split: TernarySplit, bits_per_elem: float | np.ndarray = 2.0) -> np.ndarray:
@@ -63,6 +74,20 @@ def aggregate_bits(workers: float | np.ndarray) -> np.ndarray:
     return np.ceil(np.log2(2 * p + 1))
 
 
+def level_bytes(workers: float | np.ndarray) -> np.ndarray:
+    """Bytes per element of the levels exchange: the smallest signed integer holding -p..p
+    (1 up to 127 workers, 2 up to 32767, else 4)."""
+    p = np.asarray(workers, dtype=float)
+    return np.where(p <= 127, 1.0, np.where(p <= 32767, 2.0, 4.0))
+
+
+def ps_shard_elems(elems: int, workers: float | np.ndarray) -> np.ndarray:
+    """Elements each worker serves in the sharded parameter-server exchange: ceil(n/p) rounded up to a
+    multiple of 8 (at least 8)."""
+    p = np.asarray(workers, dtype=float)
+    return np.ceil(np.maximum(np.ceil(elems / p), 1.0) / 8.0) * 8.0
+
+
 def encode_seconds(elems: float, encode_elems_per_s: float) -> float:
     """Seconds to ternarize, pack and unpack ``elems`` elements at the given rate (0 rate means free)."""
     if encode_elems_per_s == 0 or np.isinf(encode_elems_per_s):
@@ -70,7 +95,7 @@ def encode_seconds(elems: float, encode_elems_per_s: float) -> float:
     return elems / encode_elems_per_s
 
 
-def compression_ratio(workload: Workload, min_elems: int = 0, fp32_last: bool = False) -> float:
+def compression_ratio(workload: Workload, min_elems: int = 1, fp32_last: bool = True) -> float:
     """fp32 bytes over one worker's packed TernGrad bytes."""
     split = ternary_split(workload, min_elems, fp32_last)
     return float(dense_bytes(workload) / terngrad_bytes(split))

@@ -3,7 +3,7 @@
 NCCL predicts the time of every (algorithm, protocol) pair with its tuning model and runs the fastest
 (src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime, NVIDIA/nccl commit 01afd20a, the
 2.8/2.9 series). This module evaluates that model on the cluster's links, vectorized over GPU counts
-W (M nodes of g GPUs) and message sizes n (bytes); see docs/model.md, section "NCCL".
+W (M nodes of g GPUs) and message sizes n (bytes); see docs/model.md section 3.6.
 
     time(a, p) = lat(a, p) + n / algbw(a, p)                              (latency in us in NCCL)
 

@@ -3,7 +3,7 @@
 Backprop produces gradients from the last tensor to the first. Frameworks group them into buckets
 (PyTorch DDP: bucket_cap_mb = 25 MiB; Horovod: a fusion buffer of HOROVOD_FUSION_THRESHOLD, 64 MiB
 before v0.21, 128 MiB from v0.21) and start a bucket's collective as soon as its last gradient exists.
-Collectives run one after another on one stream. See docs/model.md, section "Overlap".
+Collectives run one after another on one stream. See docs/model.md section 9.
 
 Buckets: tensors in reverse model order are added to the open bucket; it closes once it holds at least
 ``bucket_bytes`` (a tensor larger than a bucket fills one alone), and the rest forms the last bucket.
@@ -13,8 +13,11 @@ fallback: a layer's backward FLOPs grow with its parameters times the positions 
 the parameter count alone does not know). Only the proportions matter, so measured per-tensor backward
 times (a profile's) can be given in ``tensor_flops`` as well. Bucket j is ready at r_j = t_b S_j / S, where S_j sums the
 weights of the tensors produced up to and including its last one, S all of them.
-Schedule (one stream): f_0 = r_0 + c_0, f_j = max(r_j, f_{j-1}) + c_j, where c_j is bucket j's
-communication time. Exposed communication = f_last - t_b (>= c_last); hidden = sum_j c_j - exposed.
+Schedule (one stream): f_0 = r_0 + d + c_0, f_j = max(r_j + d, f_{j-1}) + c_j, where c_j is bucket j's
+communication time and d the wait between a bucket being ready and its collective being launched (0 for
+frameworks that launch at once; half a cycle on average for a framework that launches from a periodic
+loop, Horovod's HOROVOD_CYCLE_TIME: the ready time falls uniformly within a cycle). Exposed
+communication = f_last - t_b (>= c_last); hidden = sum_j c_j - exposed.
 t_b = BACKWARD_SHARE x the measured step time: backward costs twice the forward pass (2 FLOPs per
 parameter per sample forward, 4 backward: Kaplan et al. 2020, "Scaling Laws for Neural Language
 Models", section 2.1, C ~ 6N per token), so backward is 2/3 of forward plus backward; the optimizer
@@ -81,16 +84,19 @@ def workload_buckets(workload: Workload, bytes_per_element: float, bucket_mb: fl
 
 
 def exposed_time(buckets: Buckets, t_backward,
-                 cost: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+                 cost: Callable[[np.ndarray], np.ndarray],
+                 start_delay: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(total communication seconds, seconds of it not hidden behind backprop), arrays over GPU counts.
 
     t_backward: seconds of the backward pass (per GPU count, array); cost(nbytes[:, None]) gives each
-    bucket's communication seconds as an array (buckets, GPU counts).
+    bucket's communication seconds as an array (buckets, GPU counts); start_delay: seconds between a
+    bucket being ready and its collective being launched (d in the module docstring). The exposed
+    seconds include that wait where it is not hidden.
     """
     t_b = np.asarray(t_backward, dtype=float)
     c = np.asarray(cost(buckets.nbytes[:, None]), dtype=float)
     c = np.broadcast_to(c, (len(buckets.nbytes),) + np.broadcast_shapes(c.shape[1:], t_b.shape))
     finish = np.zeros(c.shape[1:])
     for j, frac in enumerate(buckets.ready_fraction):  # one stream: bucket j waits for j-1
-        finish = np.maximum(frac * t_b, finish) + c[j]
+        finish = np.maximum(frac * t_b + start_delay, finish) + c[j]
     return c.sum(axis=0), finish - t_b

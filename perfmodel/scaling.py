@@ -6,9 +6,13 @@ Per iteration on W GPUs (docs/model.md sections 2 and 5):
     weak scaling  (per-GPU batch b):   T = A t_c(b) + t_comm - hidden + o;       throughput = A W b / T
     strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + o;  throughput = K / T
 A: micro-batches per exchange (the workload's ``accumulate``, 1 by default); o: the framework's cost
-per multi-GPU step (``step_overhead_s``, 0 by default). hidden follows from the gradient bucket
-schedule (perfmodel.overlap: buckets start their communication when backprop has produced them, one
-after another on one stream, within the last micro-batch's backward) for ssgd, sync-ps, byteps and
+per multi-GPU step (``step_overhead_s``, 0 by default). A framework that launches collectives from a
+periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after it is ready on average; the
+last bucket's wait is part of t_comm and never hidden. Only ``overlap_efficiency`` (e, 1 by default) of
+the schedule's hidden seconds are hidden: concurrent compute and collective kernels slow each other.
+hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their communication
+when backprop has produced them, one after another on one stream, within the last micro-batch's
+backward) for ssgd, sync-ps, byteps and
 DASO's node-local allreduce (which HeAT runs with torch DDP), and is 0 for terngrad and asgd; a
 constant ``overlap`` replaces it by overlap * min(t_comm, t_compute). With ``allreduce="paper"`` there
 is no overlap unless a constant is given, and the strong form is the paper's exactly, T = (t_c(K) - t_cg) / W + t_comm, and t_cg (the GPU->CPU copy inside the profiled
@@ -17,11 +21,16 @@ On one GPU nothing is communicated and T = t_c(b) - t_cg.
 
 Strategies:
     ssgd      allreduce of the gradient every step (fp32, fp16 or bf16 on the wire).
-    terngrad  scaler sharing (allreduce of one float per tensor), then the ternary gradient: with the
-              paper's form |theta| is one worker's 2-bit gradient; otherwise the aggregate (2p+1 levels)
-              is allreduced, or every worker's packed gradient allgathered. Encoding and the
-              decoding of each copy received are computation (column t_compress_s), charged on
-              every GPU count, one included: a 1-GPU TernGrad run still ternarizes.
+    terngrad  scaler sharing (allreduce of one float per tensor), the fp32 tensors' allreduce (the
+              classifier layer by default, as the trainers), then the ternary codes as the trainer's
+              exchange sends them (perfmodel.compression): levels = allreduce of the integer sum
+              (1 byte per element up to 127 GPUs, 2 up to 32767); ps = alltoall of 2-bit shards
+              plus allgather of ceil(log2(2W+1))-bit sums; allgather = every GPU's 2-bit codes to
+              every GPU. The paper's form charges its parameter server: push 2 bits and pull
+              log2(2W+1) bits per element on full-duplex links, so |theta| is the larger, the pull
+              (scalers and fp32 tensors included). Encoding and the decoding of each copy received are computation (column
+              t_compress_s), charged on every GPU count, one included: a 1-GPU TernGrad run still
+              ternarizes.
     daso      node-local gradient allreduce every batch (bucketed and overlapped with backprop, as torch
               DDP inside HeAT's DataParallelMultiGPU does); every B batches one GPU per node allreduces
               the parameters across nodes (bf16 and blocking when W=0; fp32 and non-blocking otherwise:
@@ -52,7 +61,8 @@ import numpy as np
 
 from . import collectives as coll
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
-from .compression import aggregate_bits, dense_bytes, encode_seconds, terngrad_bytes, ternary_split
+from .compression import (aggregate_bits, dense_bytes, encode_seconds, level_bytes, ps_shard_elems,
+                          terngrad_bytes, ternary_split)
 from .specs import Cluster, SpecError, Strategy, Workload
 from .stragglers import CVB, async_speedup_factor, sync_slowdown
 
@@ -68,8 +78,11 @@ class Prediction:
     t_compute_s: seconds of compute per iteration (stragglers included, TernGrad's encoding not: it
     is extra["t_compress_s"], added to t_iter_s); t_comm_s: seconds of
     communication per iteration (amortized for DASO, the worker's own exchange for ASGD), before
-    overlap; t_iter_s: seconds per iteration; throughput: samples/s; bytes_per_gpu: bytes one GPU
-    sends per iteration (amortized); extra: strategy-specific columns (ASGD: server load, staleness;
+    overlap; t_iter_s: seconds per iteration; throughput: samples/s; bytes_per_gpu: bytes per step,
+    the bytes one GPU sends per iteration on the wire with the algorithm its collectives use (ring
+    allreduce 2(W-1)/W n, ring allgather and pairwise alltoall (W-1) blocks; the trainers' run logs
+    count the same, see trainers.log), amortized over DASO's B; extra: strategy-specific columns (ASGD:
+    server load, staleness;
     every strategy: t_hidden_s, the seconds of communication hidden behind backprop).
     """
 
@@ -209,16 +222,19 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     multi = w > 1
     comm = np.where(multi, comm, 0.0)
     nbytes = np.where(multi, nbytes, 0.0)
+    wait = strategy.cycle_time_s / 2.0  # a periodic launch loop: each collective waits half a cycle on average
     if strategy.overlap is not None:
         hidden = strategy.overlap * np.minimum(comm, t_comp)
+        comm = np.where(multi, comm + wait, 0.0)  # the last launch's wait is never hidden
     elif schedule is not None and not paper:
         cost, replaced, element_bytes = schedule
         buckets = workload_buckets(workload, element_bytes, strategy.bucket_mb)
-        total, exposed = exposed_time(buckets, BACKWARD_SHARE * t_micro, cost)
-        comm = np.where(multi, comm - replaced + total, 0.0)
-        hidden = np.where(multi, total - exposed, 0.0)
+        total, exposed = exposed_time(buckets, BACKWARD_SHARE * t_micro, cost, start_delay=wait)
+        comm = np.where(multi, comm - replaced + total + wait, 0.0)  # the last bucket's wait is paid
+        hidden = strategy.overlap_efficiency * np.where(multi, total + wait - exposed, 0.0)
     else:
         hidden = np.zeros_like(w)
+        comm = np.where(multi, comm + wait, 0.0)
     extra["t_hidden_s"] = hidden
     overhead = np.where(multi, strategy.step_overhead_s, 0.0)
     t_iter = t_comp + comm - hidden + extra.get("t_compress_s", 0.0) + overhead
@@ -321,25 +337,38 @@ def _allreduce_bytes(algorithm: str, n, w: np.ndarray) -> np.ndarray:
 def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):
     split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
     scalers = 4.0 * split.ternary_tensors
+    fp32 = 4.0 * split.fp32_elems
+    exchange = strategy.terngrad_exchange
     # compression is computation: charged on every GPU count, never hidden behind backprop
     encode = encode_seconds(split.ternary_elems, strategy.terngrad_encode_elems_per_s)
     decode_one = encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
-    copies = w if strategy.terngrad_exchange == "allgather" and strategy.allreduce != "paper" else np.ones_like(w)
-    extra = {"t_compress_s": encode + copies * decode_one}
+    copies = {"allgather": w, "ps": np.full_like(w, 2.0), "levels": np.ones_like(w)}[exchange]
     if strategy.allreduce == "paper":
-        n = terngrad_bytes(split, 2.0)
+        # the paper's parameter server: push one worker's 2-bit gradient, pull the sum at log2(2W+1)
+        # bits per element ("reduces by a factor of 32/log2(1+2N)"). Appendix B charges one |theta|,
+        # one direction of fp32's symmetric exchange; on full-duplex links push and pull travel at
+        # once, so TernGrad's |theta| is the larger direction: the pull (the push for W = 1)
+        n = terngrad_bytes(split, np.maximum(2.0, np.log2(2 * w + 1)))
+        extra = {"t_compress_s": encode + np.ones_like(w) * decode_one}
         return coll.paper_allreduce(n, w, cluster), n * np.log2(np.maximum(w, 1)), extra, w
-    # scaler sharing: allreduce(max) of one float per ternary tensor
-    t_scalers = coll.cluster_allreduce(strategy.allreduce, scalers, w, cluster)
-    if strategy.terngrad_exchange == "allgather":
-        n_each = terngrad_bytes(split, 2.0) - scalers
-        t = coll.cluster_allgather(n_each, w, cluster)
-        sent = (w - 1) * n_each
+    extra = {"t_compress_s": encode + copies * decode_one}
+    alg = strategy.allreduce
+    # scaler sharing (allreduce(max) of one float per ternary tensor) and the fp32 tensors' allreduce
+    t = coll.cluster_allreduce(alg, scalers, w, cluster) + coll.cluster_allreduce(alg, fp32, w, cluster)
+    sent = _allreduce_bytes(alg, scalers, w) + _allreduce_bytes(alg, fp32, w)
+    if exchange == "levels":
+        n = split.ternary_elems * level_bytes(w)
+        t = t + coll.cluster_allreduce(alg, n, w, cluster)
+        sent = sent + _allreduce_bytes(alg, n, w)
+    elif exchange == "ps":
+        shard = ps_shard_elems(split.ternary_elems, w)
+        push, pull = shard / 4.0, shard * aggregate_bits(w) / 8.0
+        t = t + coll.cluster_alltoall(push, w, cluster) + coll.cluster_allgather(pull, w, cluster)
+        sent = sent + (w - 1) * (push + pull)
     else:
-        n = terngrad_bytes(split, aggregate_bits(w)) - scalers
-        t = coll.cluster_allreduce(strategy.allreduce, n, w, cluster)
-        sent = _allreduce_bytes(strategy.allreduce, n, w)
-    return t + t_scalers, sent + _allreduce_bytes(strategy.allreduce, scalers, w), extra, w
+        t = t + coll.cluster_allgather(split.packed_bytes, w, cluster)
+        sent = sent + (w - 1) * split.packed_bytes
+    return t, sent, extra, w
 
 
 def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):

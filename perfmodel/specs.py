@@ -257,9 +257,15 @@ DASO_PROGRESS = ("async", "wait")
 ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical", "nccl",
                         "reduce-broadcast")
 WIRE_FORMATS = ("fp32", "fp16", "bf16", "terngrad")
-TERNGRAD_EXCHANGES = ("levels", "allgather")
+TERNGRAD_EXCHANGES = ("levels", "ps", "allgather")
 STAGINGS = ("device", "host")
 PS_PLACEMENTS = ("colocated", "dedicated")
+
+
+# Share of the ideal overlap gain that concurrent compute and collective kernels realize: 21% on average
+# over GEMM + collective pairs (Agrawal et al., arXiv 2412.14335, 2024; measured on AMD MI300X, applied to
+# every GPU here). The default of Strategy.overlap_efficiency and of `perfmodel predict`.
+OVERLAP_EFFICIENCY = 0.21
 
 
 @dataclass(frozen=True)
@@ -280,15 +286,29 @@ class Strategy:
     reduction in host memory, host-to-device copy: MPI without CUDA awareness); applies to ssgd's
     allreduce (sync-ps and byteps always go through host memory).
     step_overhead_s: framework time added to every multi-GPU step, seconds (0 by default: the measured
-    single-GPU step already holds the framework's own cost; set it to a documented figure, e.g.
-    Horovod's negotiation cycle, HOROVOD_CYCLE_TIME, 5 ms before v0.21 and 1 ms from v0.21).
+    single-GPU step already holds the framework's own cost).
+    overlap_efficiency: the share of the bucket schedule's hidden seconds that overlap really hides
+    (OVERLAP_EFFICIENCY = 0.21 by default; 1 is ideal overlap). Compute and collective kernels running at once share SMs, caches and memory
+    bandwidth, so each slows the other; Agrawal et al., "Optimizing ML Concurrent Computation and
+    Communication with GPU DMA Engines" (arXiv 2412.14335, 2024) measured that concurrent GEMMs and
+    collectives realize on average 21% of the ideal overlap gain (0.21; 42% with stream priorities and
+    compute-unit partitioning, 72% with DMA-engine collectives).
+    cycle_time_s: the period of a framework's background communication loop, seconds (0 = a bucket's
+    collective starts as soon as it is ready, as in PyTorch DDP and TensorFlow graphs). Horovod's thread
+    wakes every HOROVOD_CYCLE_TIME (5 ms before v0.21, 1 ms from v0.21: Horovod CHANGELOG v0.21.0,
+    PR #2468) and launches what is ready then, so a bucket waits cycle_time_s / 2 on average before
+    its collective starts (perfmodel.overlap.exposed_time's start_delay).
     wire: element format on the wire for ssgd, sync-ps and byteps ("fp32", "fp16", "bf16").
     terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
-    layer when set, travel in fp32. terngrad_encode_elems_per_s: scalers+ternarize+pack rate, once per
-    step; terngrad_decode_elems_per_s: unpack+average rate per received copy (an Allgather exchange
-    decodes every worker's copy, a levels exchange one aggregate); elements per second, 0 means free. terngrad_exchange: "levels" allreduces the aggregate with
-    ceil(log2(2p+1)) bits per element (scaler sharing bounds the levels); "allgather" gathers every
-    worker's 2-bit packed gradient (what an MPI trainer without a custom reduction does).
+    layer when set, travel in fp32 (defaults: the trainers', 1 and True). terngrad_encode_elems_per_s:
+    scalers+ternarize+pack rate, once per step; terngrad_decode_elems_per_s: unpack+average rate per
+    received copy (allgather decodes every worker's copy, levels one sum, ps the p shards it serves
+    and the gathered sum); elements per second, 0 means free. terngrad_exchange: the trainer's
+    exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
+    then int16), "ps" pushes 2-bit shards (alltoall) and pulls ceil(log2(2p+1))-bit sums (allgather),
+    "allgather" gathers every worker's 2-bit gradient (does not scale); with allreduce "paper" the
+    paper's own parameter server is charged (|theta| = the pull, log2(2p+1) bits per element) and "allgather" is
+    refused.
     daso_B: global sync every B batches; daso_W: batches the non-blocking global sync is overlapped with
     (0 = blocking, bf16 on the wire). daso_progress: "async" if the non-blocking sync moves while the
     GPUs compute (NCCL, RDMA: it costs only what W batches of compute do not hide), "wait" if it moves
@@ -308,8 +328,8 @@ class Strategy:
     allreduce: str = "ring"
     overlap: float | None = None
     wire: str = "fp32"
-    terngrad_min_elems: int = 0
-    terngrad_fp32_last: bool = False
+    terngrad_min_elems: int = 1
+    terngrad_fp32_last: bool = True
     terngrad_encode_elems_per_s: float = 0.0
     terngrad_decode_elems_per_s: float = 0.0
     terngrad_exchange: str = "levels"
@@ -323,6 +343,8 @@ class Strategy:
     bucket_mb: float = 25.0
     staging: str = "device"
     step_overhead_s: float = 0.0
+    cycle_time_s: float = 0.0
+    overlap_efficiency: float = OVERLAP_EFFICIENCY
     ps_placement: str = "colocated"
     ps_local_reduce: bool = True
 
@@ -346,6 +368,10 @@ class Strategy:
         if self.terngrad_exchange not in TERNGRAD_EXCHANGES:
             raise SpecError(f"terngrad_exchange must be one of {', '.join(TERNGRAD_EXCHANGES)}, "
                             f"got {self.terngrad_exchange!r}")
+        if self.name == "terngrad" and self.allreduce == "paper" and self.terngrad_exchange == "allgather":
+            raise SpecError("terngrad_exchange allgather cannot run on allreduce paper (the paper's form "
+                            "charges its parameter server: push 2 bits, pull log2(2p+1) bits); use levels "
+                            "or ps, or another allreduce")
         _positive_int("daso_B", self.daso_B)
         if isinstance(self.daso_W, bool) or self.daso_W < 0 or self.daso_W > self.daso_B:
             raise SpecError(f"daso_W must be in 0..daso_B={self.daso_B}, got {self.daso_W!r}")
@@ -362,6 +388,10 @@ class Strategy:
             raise SpecError(f"staging host is MPI on host buffers; allreduce {self.allreduce} "
                             + ("already counts the host copy" if self.allreduce == "paper" else "runs on the GPUs"))
         _positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
+        _positive("cycle_time_s", self.cycle_time_s, allow_zero=True)
+        _positive("overlap_efficiency", self.overlap_efficiency, allow_zero=True)
+        if float(self.overlap_efficiency) > 1.0:
+            raise SpecError(f"overlap_efficiency must be in [0, 1], got {self.overlap_efficiency!r}")
         if self.ps_placement not in PS_PLACEMENTS:
             raise SpecError(f"ps_placement must be one of {', '.join(PS_PLACEMENTS)}, got {self.ps_placement!r}")
         if not isinstance(self.ps_local_reduce, (bool, np.bool_)):

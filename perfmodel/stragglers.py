@@ -18,6 +18,16 @@ import numpy as np
 
 from .specs import SpecError
 
+# Spread of one GPU model's speed across the chips of a cluster, as a coefficient of variation. Sinha et
+# al., "Not All GPUs Are Created Equal: Characterizing Variability in Large-Scale, Accelerator-Rich
+# Systems", SC22 (arXiv 2208.11035): the same application on >90% of the GPUs of five clusters (V100
+# on Summit, Vortex and Longhorn, Quadro RTX 5000 on Frontera, MI60 on Corona) varies by 8% on average
+# (max 22%) between GPUs of one SKU, from manufacturing variability under power management, with
+# outliers up to 1.5x slower than the median. The 8% is read as the spread between box-plot whiskers
+# (outliers excluded), which for a normal spread spans 2 x 2.7 sigma: CV = 0.08 / 5.4 = 0.0148. A synchronous step waits for the
+# slowest of its W GPUs: sync_slowdown(W, CVB(1, 0, GPU_VARIABILITY_CV)) (1.021 at W = 8, 1.046 at 512).
+GPU_VARIABILITY_CV = 0.08 / 5.4
+
 # scipy is imported inside the functions that need it: `perfmodel predict` without stragglers must
 # start fast.
 

@@ -6,6 +6,11 @@ the "local" cluster of the profile whose model is the run's model (the MPI link 
 rank count when the profile has it). Runs on one CPU machine with more busy threads than cores share
 the cores: the predicted compute time is stretched by ranks x threads / cores when that exceeds 1.
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
+Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the
+model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rounding.
+Each component (compute, communication, compression, step) is compared as the trainer times it:
+TernGrad's Allgather exchange decodes every copy inside its comm phase, so the predicted decoding moves
+from compression to communication. Every row carries the error of each component (``*_error_pct``).
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .compression import encode_seconds, ternary_split
 from .scaling import predict
-from .specs import Cluster, ComputeTime, SpecError, Strategy, Workload, daso_strategy_fields
+from .specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload, daso_strategy_fields
 
 
 class ValidateError(ValueError):
@@ -43,6 +49,7 @@ class RunMeasurement:
     throughput: float
     config: dict
     phase_steps: dict  # (B, W) -> count for DASO, {} otherwise
+    bytes_per_step: float = 0.0  # median bytes_sent (bytes per step, trainers.log) of rank 0
 
 
 def _median(values: list[float]) -> float:
@@ -109,9 +116,10 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     else:
         t = {k: _median([s.get(k, 0.0) for s in steps]) for k in keys}
     samples = _median([s["samples"] for s in steps])
+    sent = _median([float(s.get("bytes_sent", 0.0)) for s in steps])
     return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]), int(cfg.get("threads", 1)),
                           len(steps), t["t_step"], t["t_compute"], t["t_comm"], t["t_compress"],
-                          samples / t["t_step"], cfg, phases)
+                          samples / t["t_step"], cfg, phases, sent)
 
 
 def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
@@ -140,9 +148,11 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
                               bucket_mb=float(cfg.get("bucket_mb", 25.0))), run.steps)]
         return [(Strategy("ssgd", allreduce="ring", overlap=0.0), run.steps)]
     if run.algo == "terngrad":
-        return [(Strategy("terngrad", allreduce="ring", overlap=0.0, terngrad_exchange="allgather",
-                          terngrad_min_elems=int(cfg.get("tern_min_elems", 0)),
-                          terngrad_fp32_last=bool(cfg.get("tern_fp32_last", False)),
+        # logs written before the exchange option existed used the allgather exchange
+        return [(Strategy("terngrad", allreduce="ring", overlap=0.0,
+                          terngrad_exchange=str(cfg.get("tern_exchange", "allgather")),
+                          terngrad_min_elems=int(cfg.get("tern_min_elems", 1)),
+                          terngrad_fp32_last=bool(cfg.get("tern_fp32_last", True)),
                           terngrad_encode_elems_per_s=codec_rates[0],
                           terngrad_decode_elems_per_s=codec_rates[1]), run.steps)]
     if run.algo == "daso":
@@ -157,16 +167,31 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
                         f"(ssgd, terngrad, daso)")
 
 
+def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float:
+    """Seconds of TernGrad decoding the trainer times as communication: its Allgather exchange unpacks
+    and averages every rank's copy inside its comm phase (trainers.comm.allgather_ternary_mean), where
+    the model counts them as compression (perfmodel.scaling, t_compress_s). 0 for other strategies."""
+    if strategy.name != "terngrad" or strategy.terngrad_exchange != "allgather":
+        return 0.0
+    split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
+    return ranks * encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
+
+
 def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
-                codec_rates: tuple[float, float] = (0.0, 0.0), daso: dict | None = None) -> dict:
-    """Predicted step time and throughput of one run (step-count-weighted over DASO phases)."""
+                codec_rates: tuple[float, float] = (0.0, 0.0), daso: dict | None = None,
+                intra: Link | None = None) -> dict:
+    """Predicted step time and throughput of one run (step-count-weighted over DASO phases).
+
+    intra: the link between the ranks of one node for DASO's node-local steps (the profile's MPI
+    allreduce at ranks-per-node ranks on one node, ring-inverted); None: the cluster's network link."""
     share = max(1.0, run.ranks * run.threads / cores)
     codec_rates = (codec_rates[0] / share, codec_rates[1] / share)  # encoding is CPU work too
     gpu = next(iter(workload.compute))
     wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
     rpn = int(run.config.get("ranks_per_node", 1)) if run.algo == "daso" else 1
-    cl = replace(cluster, gpus_per_node=rpn, intra=cluster.network, gpu=gpu)
-    t_iter = t_comp = t_comm = t_compress = 0.0
+    cl = replace(cluster, gpus_per_node=rpn, intra=intra if intra is not None and rpn > 1 else cluster.network,
+                 gpu=gpu)
+    t_iter = t_comp = t_comm = t_compress = sent = 0.0
     total = 0
     for strategy, n in run_strategies(run, codec_rates, daso):
         try:
@@ -175,13 +200,15 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
             raise ValidateError(f"run log {run.path}: {e}") from None
         t_iter += n * float(p.t_iter_s[0])
         t_comp += n * float(p.t_compute_s[0])
+        decode = _decode_in_comm(wl, strategy, run.ranks)
         # the trainer's comm phase is the communication left after backward: the model's exposed part
-        t_comm += n * float(p.t_comm_s[0] - p.extra.get("t_hidden_s", [0.0])[0])
-        t_compress += n * float(p.extra.get("t_compress_s", [0.0])[0])
+        t_comm += n * (float(p.t_comm_s[0] - p.extra.get("t_hidden_s", [0.0])[0]) + decode)
+        t_compress += n * (float(p.extra.get("t_compress_s", [0.0])[0]) - decode)
+        sent += n * float(p.bytes_per_gpu[0])
         total += n
     t_iter, t_comp, t_comm, t_compress = t_iter / total, t_comp / total, t_comm / total, t_compress / total
     return {"t_step_s": t_iter, "t_compute_s": t_comp, "t_comm_s": t_comm, "t_compress_s": t_compress,
-            "throughput": run.ranks * run.batch / t_iter, "core_share": share}
+            "throughput": run.ranks * run.batch / t_iter, "core_share": share, "bytes_per_step": sent / total}
 
 
 def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int | None = None) -> list[dict]:
@@ -189,7 +216,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
 
     skip: warm-up steps left out of each run (>= 0); cores: cores the runs shared (>= 1), None for
     the profile's."""
-    from .profile.schema import load_profile, profile_cluster, profile_daso, profile_workload
+    from .profile.schema import load_profile, profile_cluster, profile_daso, profile_links, profile_workload
 
     if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
         raise ValidateError(f"skip must be an integer >= 0 (warm-up steps left out of each run), got {skip!r}")
@@ -212,8 +239,12 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         ncores = cores if cores is not None else (prof.machine.cpu_affinity or os.cpu_count() or 1)
         cluster = profile_cluster(prof, ranks=run.ranks) if run.ranks > 1 else profile_cluster(prof)
         codec = prof.compute.codec
+        rpn = int(run.config.get("ranks_per_node") or 1)
+        intra = None
+        if run.algo == "daso" and rpn > 1 and prof.comm_for("mpi", ranks=rpn) is not None:
+            intra = profile_links(prof, ranks=rpn)["network"]  # the profile's run on one node's ranks
         pred = predict_run(run, profile_workload(prof), cluster, ncores,
-                           codec.rates() if codec is not None else (0.0, 0.0), profile_daso(prof))
+                           codec.rates() if codec is not None else (0.0, 0.0), profile_daso(prof), intra)
         rows.append({
             "run": Path(path).name, "algo": run.algo, "model": run.model, "ranks": run.ranks, "batch": run.batch,
             "steps": run.steps, "measured_step_s": run.t_step_s, "predicted_step_s": pred["t_step_s"],
@@ -221,30 +252,55 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             "measured_comm_s": run.t_comm_s, "predicted_comm_s": pred["t_comm_s"],
             "measured_compress_s": run.t_compress_s, "predicted_compress_s": pred["t_compress_s"],
             "measured_throughput": run.throughput, "predicted_throughput": pred["throughput"],
+            "measured_bytes_per_step": run.bytes_per_step, "predicted_bytes_per_step": pred["bytes_per_step"],
             "step_error_pct": 100 * (pred["t_step_s"] - run.t_step_s) / run.t_step_s,
             "throughput_error_pct": 100 * (pred["throughput"] - run.throughput) / run.throughput,
             "core_share": pred["core_share"],
         })
+        rows[-1].update(component_errors(rows[-1]))
     return rows
 
 
+COMPONENTS = ("compute", "comm", "compress", "step")
+
+
+def error_pct(measured: float, predicted: float) -> float | None:
+    """(predicted - measured) / measured in percent; None when nothing was measured (measured 0)."""
+    return 100 * (predicted - measured) / measured if measured > 0 else None
+
+
+def component_errors(row: dict) -> dict:
+    """The error (%) of each component of a row's step: ``<component>_error_pct`` for compute,
+    communication, compression and step time (None where the run measured 0 seconds of it)."""
+    return {f"{c}_error_pct": error_pct(row[f"measured_{c}_s"], row[f"predicted_{c}_s"]) for c in COMPONENTS}
+
+
 def mape(rows: list[dict], key: str = "step_error_pct") -> float:
-    """Mean absolute percentage error over runs."""
-    return float(np.mean([abs(r[key]) for r in rows])) if rows else float("nan")
+    """Mean absolute percentage error over runs (rows where the error is None are left out)."""
+    vals = [abs(r[key]) for r in rows if r.get(key) is not None]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def median_ape(rows: list[dict], key: str = "comm_error_pct") -> float:
+    """Median absolute percentage error over runs (rows where the error is None are left out)."""
+    vals = [abs(r[key]) for r in rows if r.get(key) is not None]
+    return float(np.median(vals)) if vals else float("nan")
 
 
 def format_rows(rows: list[dict]) -> str:
     """A terminal table: per run, then the overall MAPE."""
     head = f"{'run':28s} {'algo':8s} {'model':9s} {'ranks':>5s} {'batch':>5s} {'meas ms':>9s} {'pred ms':>9s} " \
-           f"{'err':>7s} {'meas/s':>9s} {'pred/s':>9s} {'err':>7s}"
+           f"{'err':>7s} {'meas/s':>9s} {'pred/s':>9s} {'err':>7s} {'meas B/step':>12s} {'pred B/step':>12s}"
     lines = [head]
     for r in rows:
         lines.append(f"{r['run'][:28]:28s} {r['algo']:8s} {r['model']:9s} {r['ranks']:5d} {r['batch']:5d} "
                      f"{r['measured_step_s'] * 1e3:9.2f} {r['predicted_step_s'] * 1e3:9.2f} "
                      f"{r['step_error_pct']:+6.1f}% {r['measured_throughput']:9.0f} "
-                     f"{r['predicted_throughput']:9.0f} {r['throughput_error_pct']:+6.1f}%")
+                     f"{r['predicted_throughput']:9.0f} {r['throughput_error_pct']:+6.1f}% "
+                     f"{r['measured_bytes_per_step']:12.0f} {r['predicted_bytes_per_step']:12.0f}")
     lines.append(f"MAPE over {len(rows)} runs: step time {mape(rows):.1f}%, "
-                 f"throughput {mape(rows, 'throughput_error_pct'):.1f}%")
+                 f"throughput {mape(rows, 'throughput_error_pct'):.1f}%, communication "
+                 f"{mape(rows, 'comm_error_pct'):.1f}% (median {median_ape(rows, 'comm_error_pct'):.1f}%)")
     return "\n".join(lines)
 
 

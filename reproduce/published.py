@@ -14,6 +14,14 @@ across nodes beside the linear guess; draws results/published/measured_vs_predic
 
     python -m reproduce.published [--runs data/published/runs.csv] [--out results/published] [--no-plot]
                                   [--overlap X]   # constant overlap instead of the computed one
+                                  [--effects all|none|NAME,...] [--ablation]
+
+Physical effects beyond link bandwidth and the bucket schedule (EFFECTS; all applied by default, each to
+every row it concerns, none fitted): gpu-variability (a synchronous step waits for the slowest of W GPUs
+whose speeds differ as Sinha et al. SC22 measured), horovod-cycle (Horovod launches collectives from a
+5 ms loop), overlap-interference (concurrent compute and collectives realize 21% of the ideal overlap
+gain, Agrawal et al. 2024); all three are perfmodel predict's defaults as well. The report adds the held-out half: the effects were chosen looking only at the rows of
+DEV_SOURCES (TensorFlow benchmarks page, DLPerf); the DeepLearningExamples rows are held out.
 """
 
 from __future__ import annotations
@@ -21,17 +29,18 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from perfmodel import presets
+from perfmodel.fileio import atomic_open
+from perfmodel.plot import save_figure
 from perfmodel.scaling import predict
-from perfmodel.specs import Cluster, ComputeTime, SpecError, Strategy, Workload
+from perfmodel.specs import OVERLAP_EFFICIENCY, Cluster, ComputeTime, SpecError, Strategy, Workload
+from perfmodel.stragglers import GPU_VARIABILITY_CV
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "published" / "runs.csv"
@@ -196,16 +205,38 @@ def _nccl() -> str:
 # bucket_cap_mb = 25; Horovod's fusion buffer HOROVOD_FUSION_THRESHOLD = 64 MiB (before v0.21; 128 MiB
 # from v0.21). Other schemes keep perfmodel's default.
 _BUCKET_MB = {"pytorch-ddp": 25.0, "horovod-nccl": 64.0, "horovod-mpi": 64.0, "horovod-mpi-cuda-aware": 64.0}
+# Horovod's background loop period HOROVOD_CYCLE_TIME: 5 ms before v0.21 (1 ms from v0.21, Horovod
+# CHANGELOG v0.21.0, PR #2468), the same versions whose 64 MiB fusion buffer _BUCKET_MB uses.
+HOROVOD_CYCLE_S = 5e-3
+
+# Physical effects beyond bandwidth and the bucket schedule, each applied to every row it concerns (the
+# README of data/published has the ablation table): name -> what it is.
+EFFECTS = {
+    "gpu-variability": "a synchronous step waits for the slowest of its W GPUs; chips of one SKU differ in "
+                       "speed with CV perfmodel.stragglers.GPU_VARIABILITY_CV (Sinha et al., SC22)",
+    "horovod-cycle": f"Horovod launches collectives from a loop of period {HOROVOD_CYCLE_S * 1e3:g} ms "
+                     "(HOROVOD_CYCLE_TIME before v0.21): half a cycle's wait per bucket on average",
+    "overlap-interference": "compute and collective kernels running at once slow each other: overlap "
+                            f"hides {OVERLAP_EFFICIENCY:g} of what the bucket schedule would (Agrawal et al. 2024)",
+}
+# Sources the effects were chosen on (the development half); the others are held out.
+DEV_SOURCES = ("TensorFlow Performance Benchmarks", "DLPerf")
 
 
-def build_strategy(r: dict, overlap: float | None = None) -> Strategy:
+def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)) -> Strategy:
     """The row's scheme as a Strategy (NotExpressible where the model lacks the scheme).
 
     comm_overlap "after-backward" (the source's code exchanges the gradients only once backprop and
     accumulation are done) is overlap 0; "during-backward" leaves perfmodel's computed overlap, or the
-    constant ``overlap`` (0..1) when one is given."""
+    constant ``overlap`` (0..1) when one is given. ``effects``: the names of EFFECTS to apply."""
     s = r["scheme"]
     common = {"wire": _wire(r)}
+    if "gpu-variability" in effects:
+        common["straggler_cv"] = GPU_VARIABILITY_CV
+    # perfmodel's default overlap_efficiency is the interference figure; without the effect, ideal overlap
+    common["overlap_efficiency"] = OVERLAP_EFFICIENCY if "overlap-interference" in effects else 1.0
+    if "horovod-cycle" in effects and s.startswith("horovod"):
+        common["cycle_time_s"] = HOROVOD_CYCLE_S
     if r["comm_overlap"] == "after-backward":
         common["overlap"] = 0.0
     elif overlap is not None:  # a constant instead of the computed bucket-schedule overlap (diagnostic)
@@ -248,10 +279,10 @@ class Outcome:
         return self.row["single_gpu_samples_per_s"] * self.row["gpus"]
 
 
-def predict_row(r: dict, overlap: float | None = None) -> Outcome:
+def predict_row(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)) -> Outcome:
     """Predicted samples/s of one row from its specs, or the reason it cannot be expressed."""
     built, missing = [], []
-    for builder in (build_cluster, build_workload, lambda row: build_strategy(row, overlap)):
+    for builder in (build_cluster, build_workload, lambda row: build_strategy(row, overlap, effects)):
         try:
             built.append(builder(r))
         except NotExpressible as e:
@@ -292,11 +323,19 @@ def records(outcomes: list[Outcome]) -> list[dict]:
     return out
 
 
+def is_dev(r: dict) -> bool:
+    """Whether a row belongs to the development half (DEV_SOURCES), on which the effects were chosen."""
+    return any(r["source"].startswith(d) for d in DEV_SOURCES)
+
+
 def summary(outcomes: list[Outcome]) -> dict[str, dict]:
-    """Per group (all, one node, across nodes): rows, expressible share, median |error| of the model
+    """Per group (all, one node, across nodes; held-out: the rows outside DEV_SOURCES, all and across
+    nodes): rows, expressible share, median |error| of the model
     and of the linear guess over the expressible rows, and of the linear guess over all rows (percent)."""
+    held = [o for o in outcomes if not is_dev(o.row)]
     groups = {"all": outcomes, "one node": [o for o in outcomes if o.row["nodes"] == 1],
-              "across nodes": [o for o in outcomes if o.row["nodes"] > 1]}
+              "across nodes": [o for o in outcomes if o.row["nodes"] > 1],
+              "held-out": held, "held-out multi": [o for o in held if o.row["nodes"] > 1]}
     res = {}
     for name, os_ in groups.items():
         ok = [o for o in os_ if o.predicted is not None]
@@ -353,17 +392,10 @@ def report_text(outcomes: list[Outcome]) -> str:
 def write_csv_atomic(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
     """Write rows to path through a temporary file in the same folder and an atomic rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
-            w.writeheader()
-            w.writerows(rows)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
 
 
 def plot(outcomes: list[Outcome], path: Path) -> None:
@@ -396,17 +428,48 @@ def plot(outcomes: list[Outcome], path: Path) -> None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)
 
 
-def run(runs: Path, out: Path, draw: bool = True, overlap: float | None = None) -> list[Outcome]:
+def ablation(rows: list[dict], overlap: float | None = None) -> list[tuple[str, dict]]:
+    """Medians with no effect, then with the EFFECTS added one at a time in their order, then with each
+    one left out of all of them: [(label, summary)]."""
+    names = list(EFFECTS)
+    steps = [("none", ())] + [("+ " + ", ".join(names[:i + 1]), tuple(names[:i + 1])) for i in range(len(names))]
+    if len(names) > 1:
+        steps += [(f"all but {n}", tuple(m for m in names if m != n)) for n in names]
+    return [(label, summary([predict_row(r, overlap, eff) for r in rows])) for label, eff in steps]
+
+
+def ablation_text(table: list[tuple[str, dict]]) -> str:
+    """The ablation as a Markdown table of median |error| (percent) and the signed median overall."""
+    cols = ("all", "one node", "across nodes", "held-out", "held-out multi")
+    lines = ["| effects | " + " | ".join(cols) + " | signed (all) |", "|---" * (len(cols) + 2) + "|"]
+    for label, s in table:
+        lines.append(f"| {label} | " + " | ".join(f"{s[c]['median_abs_error_pct']:.1f}%" for c in cols)
+                     + f" | {s['all']['median_error_pct']:+.1f}% |")
+    return "\n".join(lines)
+
+
+def parse_effects(text: str) -> tuple[str, ...]:
+    """--effects: "all", "none" or a comma list of EFFECTS names (PublishedError otherwise)."""
+    if text == "all":
+        return tuple(EFFECTS)
+    if text == "none":
+        return ()
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    bad = [n for n in names if n not in EFFECTS]
+    if bad or not names:
+        raise PublishedError(f"unknown effect {', '.join(bad) or text!r}; choose all, none or from "
+                             f"{', '.join(EFFECTS)}")
+    return names
+
+
+def run(runs: Path, out: Path, draw: bool = True, overlap: float | None = None,
+        effects=tuple(EFFECTS)) -> list[Outcome]:
     """Predict every row of ``runs``, write out/predictions.csv (and the plot); return the outcomes."""
     rows = load_runs(runs)
-    outcomes = [predict_row(r, overlap) for r in rows]
+    outcomes = [predict_row(r, overlap, effects) for r in rows]
     write_csv_atomic(out / "predictions.csv", records(outcomes), PRED_COLUMNS)
     if draw:
         plot(outcomes, out / "measured_vs_predicted.png")
@@ -421,16 +484,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--overlap", type=float, default=None,
                     help="constant share of communication hidden behind backprop for the rows whose framework "
                          "overlaps (default: perfmodel's computed bucket-schedule overlap); a diagnostic")
+    ap.add_argument("--effects", default="all",
+                    help=f"physical effects to apply: all (default), none, or a comma list of {', '.join(EFFECTS)}")
+    ap.add_argument("--ablation", action="store_true",
+                    help="also print the medians with the effects added one at a time and each left out")
     args = ap.parse_args(argv)
     if args.overlap is not None and not 0.0 <= args.overlap <= 1.0:
         print(f"published: error: --overlap must be in [0, 1], got {args.overlap}", file=sys.stderr)
         return 2
     try:
-        outcomes = run(args.runs, args.out, draw=not args.no_plot, overlap=args.overlap)
+        effects = parse_effects(args.effects)
+        outcomes = run(args.runs, args.out, draw=not args.no_plot, overlap=args.overlap, effects=effects)
+        table = ablation(load_runs(args.runs), args.overlap) if args.ablation else None
     except (PublishedError, SpecError) as e:
         print(f"published: error: {e}", file=sys.stderr)
         return 2
     print(report_text(outcomes))
+    print(f"effects applied: {', '.join(effects) or 'none'}; held-out half: sources other than "
+          f"{' and '.join(DEV_SOURCES)}")
+    if table is not None:
+        print("ablation (median |error|):")
+        print(ablation_text(table))
     plot_note = "" if args.no_plot else f" and {args.out / 'measured_vs_predicted.png'}"
     print(f"wrote {args.out / 'predictions.csv'}{plot_note}")
     return 0

@@ -81,7 +81,8 @@ def run_checked(cmd: list[str], timeout_s: float, what: str) -> float:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
+                              stdin=subprocess.DEVNULL)  # mpiexec forwards stdin to rank 0
     except subprocess.TimeoutExpired:
         raise ReproduceError(f"{what}: timed out after {timeout_s:.0f} s: {shlex.join(cmd)}") from None
     if proc.returncode != 0:
@@ -108,9 +109,13 @@ def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: s
     return wall
 
 
-def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("trainers.run", "run")) -> list[str]:
+def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("trainers.run", "run"),
+                extra: list[str] = ()) -> list[str]:
     """LAUNCHER -n ranks python -m <entry> ... (default `trainers run`; ("trainers.ps",) for the parameter
-    server), LAUNCHER as :func:`use_launcher` set it; ReproduceError when the launcher is missing."""
+    server), LAUNCHER as :func:`use_launcher` set it; extra: further launcher arguments (e.g. an emulated
+    cluster's placement); ReproduceError when the launcher is missing."""
+    from dataclasses import replace
+
     from perfmodel.launcher import resolve_launcher
     from perfmodel.specs import SpecError
 
@@ -118,6 +123,8 @@ def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("tr
         launcher = resolve_launcher(_LAUNCH["launcher"], hostfile=_LAUNCH["hostfile"])
     except SpecError as exc:
         raise ReproduceError(f"{exc}; the real-run tables need MPI (or pass --only for model tables)") from None
+    if extra:
+        launcher = replace(launcher, argv=(*launcher.argv, *extra))
     return launcher.command(ranks, [sys.executable, "-m", *entry, *train_args])
 
 

@@ -76,7 +76,107 @@ def validate_table(args: argparse.Namespace, out: Path) -> None:
         table.add(row)
 
 
-TABLES = {"validate": validate_table}
+# ---------------------------------------------------------------- emulated cluster (perfmodel.emulate)
+
+#: Link rates of the emulated table. tbf reaches 1 Gbit/s here (a TCP stream moves 121 MB/s, both
+#: directions at once too); at 2 Gbit/s two opposite streams already share the 2 cores' TCP work
+#: (half rate each) and a 10 Gbit/s bucket moves about 5.8 Gbit/s one way: the CPU, not the bucket,
+#: sets those rates, so the second rate lies below 1 Gbit/s.
+EMU_RATES = ("1gbit", "250mbit")
+#: TernGrad exchanges the trainer has; adding one is adding its name here.
+TERN_EXCHANGES = ("levels", "ps", "allgather")
+EMU_SCALE = {
+    # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node
+    "smoke": {"model": "lenet", "batch": 8, "steps": 12, "skip": 3, "profile_batches": "8,16",
+              "comm_max": "4Mi", "comm_repeats": 5,
+              "layouts": {"ssgd": [(2, 1)], "terngrad": [(2, 1)], "daso": [(2, 2)]}},
+    "small": {"model": "lenet", "batch": 8, "steps": 30, "skip": 5, "profile_batches": "4,8,16",
+              "comm_max": "8Mi", "comm_repeats": 9,
+              "layouts": {"ssgd": [(2, 1), (2, 2), (4, 1)], "terngrad": [(2, 1), (2, 2), (4, 1)],
+                          "daso": [(2, 2)]}},
+}
+EMU_SCALE["paper"] = EMU_SCALE["small"]
+
+
+def _tern_exchange_flag() -> bool:
+    """Whether this checkout's trainer takes --terngrad-exchange (older ones only allgather)."""
+    return "--terngrad-exchange" in (Path(__file__).resolve().parents[1] / "trainers" / "run.py").read_text()
+
+
+def _emu_jobs(sc: dict) -> list[tuple[str, str, int, int, str]]:
+    """(algo, exchange, nodes, ranks per node, rate) of every emulated run, grouped by cluster."""
+    jobs = []
+    for rate in EMU_RATES:
+        for algo, layouts in sc["layouts"].items():
+            for nodes, rpn in layouts:
+                for ex in (TERN_EXCHANGES if algo == "terngrad" else ("",)):
+                    jobs.append((algo, ex, nodes, rpn, rate))
+    return sorted(jobs, key=lambda j: (j[4], j[2], j[3]))
+
+
+def emulated_table(args: argparse.Namespace, out: Path) -> None:
+    """Runs on an emulated cluster (perfmodel.emulate): per (nodes, ranks per node, rate) one profile
+    of its links made on it, then each algorithm's run, validated against that profile."""
+    from perfmodel.emulate import EmulateError, EmulatedCluster, EmulationSpec, check_host, parse_rate
+    from perfmodel.validate import validate
+
+    try:
+        check_host()
+    except EmulateError as e:
+        if args.only and "emulated" in args.only:
+            raise
+        print(f"reproduce/validation: emulated table skipped: {e}", file=sys.stderr)
+        return
+    sc = EMU_SCALE[args.scale]
+    model, batch = sc["model"], sc["batch"]
+    runs = out / "runs" / f"emulated_{args.scale}"
+    runs.mkdir(parents=True, exist_ok=True)
+    table = ResultTable(out / "emulated.csv", ("scale", "algo", "exchange", "model", "nodes", "ranks_per_node",
+                                              "rate"))
+    todo = [j for j in _emu_jobs(sc) if not table.done(scale=args.scale, algo=j[0], exchange=j[1], model=model,
+                                                         nodes=j[2], ranks_per_node=j[3], rate=j[4])]
+    groups: dict[tuple[int, int, str], list] = {}
+    for j in todo:
+        groups.setdefault((j[2], j[3], j[4]), []).append(j)
+    bar = progress(None, args, "emulated runs", total=len(todo))
+    for (nodes, rpn, rate), jobs in groups.items():
+        name = f"{model}_{nodes}x{rpn}_{rate}"
+        ranks = nodes * rpn
+        with EmulatedCluster(EmulationSpec(nodes=nodes, ranks_per_node=rpn, rate_bps=parse_rate(rate))) as cl:
+            extra = cl.mpiexec_args()
+            prof = out / f"profile_emulated_{name}_{args.scale}.json"
+            if not prof.exists():
+                ranks_list = ",".join(str(r) for r in sorted({1, rpn, ranks}))
+                run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model,
+                             "--batch", sc["profile_batches"], "--ranks", ranks_list, "--max-bytes", sc["comm_max"],
+                             "--comm-repeats", str(sc["comm_repeats"]), "--ops", "pingpong,allreduce,iallreduce",
+                             "--mpiexec-args", " ".join(extra), "--quiet", "--out", str(prof)],
+                            900, f"emulated profile {name}")
+            for algo, ex, *_ in jobs:
+                log = runs / f"{name}_{algo}{'_' + ex if ex else ''}.jsonl"
+                targs = _run_args(algo, model, batch, ranks, sc["steps"], log)
+                if algo == "daso":
+                    targs[targs.index("--ranks-per-node") + 1] = str(rpn)
+                if ex and _tern_exchange_flag():
+                    targs += ["--terngrad-exchange", ex]
+                want = {"algo": algo, "model": model, "batch": batch, "steps": sc["steps"], "dataset": "synthetic"}
+                run_command(mpi_command(ranks, targs, extra=extra), log, want, 900,
+                            f"emulated {name} {algo} {ex}".rstrip())
+                (row,) = validate([str(log)], [str(prof)], skip=sc["skip"])
+                row.update({"scale": args.scale, "exchange": ex, "nodes": nodes, "ranks_per_node": rpn,
+                            "rate": rate, "rate_bps": parse_rate(rate), "log": str(log.relative_to(out)),
+                            "comm_share": row["measured_comm_s"] / row["measured_step_s"],
+                            "profile": prof.name,
+                            "settings": settings_text({"batch_per_rank": batch, "steps": sc["steps"],
+                                                       "skip": sc["skip"], "dataset": "synthetic", "threads": 1,
+                                                       "mpi": " ".join(extra[extra.index("--map-by"):]),
+                                                       "daso": "B=2 W=1" if algo == "daso" else ""})})
+                table.add(row)
+                bar.update(1)
+    bar.close()
+
+
+TABLES = {"validate": validate_table, "emulated": emulated_table}
 
 
 def main(argv: list[str] | None = None) -> int:

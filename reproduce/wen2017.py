@@ -3,7 +3,8 @@
 Tables (results/wen2017/<table>.csv):
   fig5_model   Figure 5: the performance model's throughput of AlexNet, GoogLeNet and VGG-A with fp32
                and TernGrad gradients on the paper's two clusters, 1..512 GPUs (docs/model.md sections 2-5,
-               `--allreduce paper`). Same at every scale: the model answers in milliseconds.
+               `--allreduce paper`: TernGrad's pull at log2(2W+1) bits per element, the classifier
+               layer in fp32, as the trainers). Same at every scale: the model answers in milliseconds.
   fig3_mnist   Figure 3: LeNet on MNIST, TernGrad vs fp32 gradients, with momentum SGD and with vanilla
                SGD, across worker counts; real MPI runs of `trainers run` (total batch 128 split over
                the ranks, as the paper keeps the total mini-batch fixed). small: 2 and 4 ranks, 1 epoch
@@ -73,7 +74,9 @@ def fig5_model(args: argparse.Namespace, out: Path) -> None:
                        "terngrad_throughput": float(tern.throughput[i]), "metric": "throughput_gain",
                        "paper_value": paper, "rerun_value": gain, "difference": difference(gain, paper),
                        "scale": "model", "settings": settings_text({"allreduce": "paper", "scaling": "weak",
-                                                                    "batch_per_gpu": b, "presets": "data/presets"})})
+                                                                    "batch_per_gpu": b, "presets": "data/presets",
+                                                                    "pull_bits": "log2(2W+1)",
+                                                                    "fp32_last": True})})
 
 
 def _published_acc(**setting) -> float | None:

@@ -5,9 +5,11 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from perfmodel.cli import main, parse_gpus
+from perfmodel.stragglers import CVB, GPU_VARIABILITY_CV, sync_slowdown
 
 
 def run(capsys, *argv):
@@ -162,12 +164,19 @@ def test_done_when_commands(tmp_path, capsys):
     my = tmp_path / "my.toml"
     my.write_text(MY_TOML)
     base = ["predict", "--cluster", str(my), "--workload", "resnet50", "--samples-per-s", "2500", "--batch", "256",
-            "--gpus", "8,64", "--strategy", "ssgd", "--format", "json"]
+            "--gpus", "8,64", "--strategy", "ssgd", "--format", "json", "--stragglers", "none"]
     code, out, err = run(capsys, *base)
     assert code == 0, err
     rows = json.loads(out)
     assert [r["gpus"] for r in rows] == [8, 64] and [r["nodes"] for r in rows] == [1, 8]
     assert all(r["t_compute_s"] == pytest.approx(0.1024) for r in rows)
+    # by default a GPU cluster's step waits for the slowest chip (GPU_VARIABILITY_CV): compute stretched
+    # by the expected maximum of W gamma speeds, the same factor the straggler model gives
+    code, out_default, err = run(capsys, *base[:-2])
+    assert code == 0, err
+    model = CVB(1.0, v_task=0.0, v_mach=GPU_VARIABILITY_CV, heterogeneous=False)
+    for r in json.loads(out_default):
+        assert r["t_compute_s"] == pytest.approx(0.1024 * float(sync_slowdown(np.array([r["gpus"]]), model)[0]))
     code, out2, err = run(capsys, *base, "--gpus-per-node", "8", "--intra", "nvswitch-a100", "--network", "8x200Gb/s")
     assert code == 0, err
     rows2 = json.loads(out2)
@@ -177,7 +186,7 @@ def test_done_when_commands(tmp_path, capsys):
     code, out3, err = run(capsys, "predict", "--cluster", "custom", "--gpu", "a100", "--gpus-per-node", "8",
                           "--intra", "nvswitch-a100", "--network", "8x200Gb/s", "--workload", "resnet50",
                           "--samples-per-s", "2500", "--batch", "256", "--gpus", "8,64", "--strategy", "ssgd",
-                          "--format", "json")
+                          "--format", "json", "--stragglers", "none")
     assert code == 0, err
     assert [r["throughput"] for r in json.loads(out3)] == pytest.approx([r["throughput"] for r in rows2])
 

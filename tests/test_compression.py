@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from perfmodel.compression import (aggregate_bits, compression_ratio, dense_bytes, encode_seconds,
-                                   terngrad_bytes, ternary_split)
+from perfmodel.compression import (aggregate_bits, compression_ratio, dense_bytes, encode_seconds, level_bytes,
+                                   ps_shard_elems, terngrad_bytes, ternary_split)
 from perfmodel.specs import ComputeTime, SpecError, Workload
 
 WL = Workload("w", (1000, 10, 4000, 20, 500, 5), {"g": ComputeTime("linear", t1_s=1e-3)}, classifier_tensors=2)
@@ -18,18 +18,34 @@ def test_dense_bytes():
 
 
 def test_terngrad_split_and_bytes_by_hand():
+    # the trainers' defaults: every tensor ternary except the classifier layer (500 + 5 elements)
     s = ternary_split(WL)
+    assert (s.ternary_elems, s.ternary_tensors, s.fp32_elems) == (5030, 4, 505)
+    assert s.packed_bytes == 250 + 3 + 1000 + 5  # ceil(n/4) per ternary tensor
+    assert float(terngrad_bytes(s)) == pytest.approx(5030 / 4 + 4 * 4 + 4 * 505)
+    s = ternary_split(WL, min_elems=1, fp32_last=False)
     assert (s.ternary_elems, s.ternary_tensors, s.fp32_elems) == (5535, 6, 0)
     assert float(terngrad_bytes(s)) == pytest.approx(5535 / 4 + 4 * 6)
     s = ternary_split(WL, min_elems=100, fp32_last=True)  # small biases and the classifier stay fp32
     assert (s.ternary_elems, s.ternary_tensors, s.fp32_elems) == (5000, 2, 535)
     assert float(terngrad_bytes(s)) == pytest.approx(5000 / 4 + 8 + 4 * 535)
-    assert compression_ratio(WL) == pytest.approx(4 * 5535 / (5535 / 4 + 24))
+    assert compression_ratio(WL, fp32_last=False) == pytest.approx(4 * 5535 / (5535 / 4 + 24))
 
 
 def test_aggregate_levels():
     # p workers with shared scalers sum to integers in [-p, p]: 2p+1 levels
     np.testing.assert_array_equal(aggregate_bits(np.array([1, 2, 3, 4, 127, 128, 512])), [2, 3, 3, 4, 8, 9, 11])
+
+
+def test_level_bytes_switch_int8_int16_int32():
+    # the smallest signed integer holding -p..p: int8 max 127, int16 max 32767
+    np.testing.assert_array_equal(level_bytes(np.array([1, 2, 127, 128, 512, 32767, 32768])),
+                                  [1, 1, 1, 2, 2, 2, 4])
+
+
+def test_ps_shard_elems_by_hand():
+    # ceil(n/p) rounded up to a multiple of 8, at least 8
+    np.testing.assert_array_equal(ps_shard_elems(100, np.array([1, 2, 3, 4, 64, 512])), [104, 56, 40, 32, 8, 8])
 
 
 def test_encode_seconds():

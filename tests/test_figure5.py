@@ -17,9 +17,20 @@ def gain(workload: str, cluster: str, gpus: int = 512) -> float:
     return float(tern.throughput[0] / fp32.throughput[0])
 
 
-def test_terngrad_at_least_doubles_vgg_a_on_128_infiniband_nodes():
-    # "TernGrad is still able to double the training speed of VggNet-A on 128 nodes" (Fig. 5b)
-    assert 2.0 <= gain("vgg-a", "terngrad-infiniband") <= 4.0
+def test_terngrad_about_doubles_vgg_a_on_128_infiniband_nodes():
+    # "TernGrad is still able to double the training speed of VggNet-A on 128 nodes" (Fig. 5b), with the
+    # pull charged at log2(2*512+1) bits per element as the paper's text says: about 2x, not more
+    assert 1.8 <= gain("vgg-a", "terngrad-infiniband") <= 2.3
+
+
+def test_paper_pull_is_what_limits_the_gain():
+    # charging only the 2-bit push (the old form) would overstate the gain: the pull is 5x larger
+    wl, cl = load_workload("vgg-a"), load_cluster("terngrad-infiniband")
+    p = predict(wl, cl, Strategy("terngrad", allreduce="paper"), [512], batch=32)
+    ssgd = predict(wl, cl, Strategy("ssgd", allreduce="paper"), [512], batch=32)
+    # |theta|: 4 bytes per fp32 element against log2(1025) bits per ternary one, fp32 classifier
+    ratio = float(ssgd.t_comm_s[0] / p.t_comm_s[0])
+    assert 2.5 < ratio < 32 / 10.0
 
 
 def test_terngrad_helps_alexnet_more_on_ethernet_than_on_infiniband():

@@ -5,7 +5,7 @@ import pytest
 
 from perfmodel.overlap import BACKWARD_SHARE, MIB, exposed_time, make_buckets, workload_buckets
 from perfmodel.scaling import predict, unrunnable
-from perfmodel.specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload
+from perfmodel.specs import OVERLAP_EFFICIENCY, Cluster, ComputeTime, Link, SpecError, Strategy, Workload
 
 CL = Cluster("c", 4, Link(2e-6, 2e10), Link(1e-6, 1e10), Link(1e-5, 1.25e9), gpu="gpu")
 SIZES = (1_000_000, 1_000, 3_000_000, 500, 40_000, 10)
@@ -44,6 +44,59 @@ def test_schedule_by_hand_one_stream():
     np.testing.assert_allclose(exposed, [0.7, 0.3])
 
 
+def test_launch_delay_by_hand():
+    b = make_buckets([100, 200, 300, 400], [100, 200, 300, 400], 500)
+
+    def cost(nb):
+        return nb * 1e-3  # 0.7 s and 0.3 s
+
+    # backward 1 s, launch 0.05 s after ready: bucket 0 starts 0.75, done 1.45; bucket 1 ready at 1.0 but
+    # the stream is busy until 1.45 (the wait is hidden behind bucket 0): done 1.75
+    total, exposed = exposed_time(b, np.array([1.0, 10.0]), cost, start_delay=0.05)
+    np.testing.assert_allclose(total, [1.0, 1.0])
+    # backward 10 s: bucket 1 starts at 10.05 and ends at 10.35
+    np.testing.assert_allclose(exposed, [0.75, 0.35])
+
+
+def test_cycle_time_waits_half_a_cycle_before_each_launch():
+    wl = _workload()
+    t_comp = 0.002 + 0.001 * 32
+    base = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0), [1, 8], batch=32)
+    cyc = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, cycle_time_s=0.004), [1, 8], batch=32)
+    # one GPU: nothing is launched; 8 GPUs: the last bucket's 2 ms wait shows (the schedule above ends
+    # with the last bucket launched at t_b, so its wait adds to the step one for one)
+    assert cyc.t_iter_s[0] == pytest.approx(base.t_iter_s[0])
+    assert cyc.t_iter_s[1] == pytest.approx(base.t_iter_s[1] + 0.002)
+    assert cyc.t_comm_s[1] - cyc.extra["t_hidden_s"][1] == pytest.approx(cyc.t_iter_s[1] - t_comp)
+    # no overlap: the wait is added to the exchange
+    flat = predict(wl, CL, Strategy("ssgd", overlap=0.0), [8], batch=32)
+    flat_c = predict(wl, CL, Strategy("ssgd", overlap=0.0, cycle_time_s=0.004), [8], batch=32)
+    assert flat_c.t_iter_s[0] == pytest.approx(flat.t_iter_s[0] + 0.002)
+    with pytest.raises(SpecError):
+        Strategy("ssgd", cycle_time_s=-0.001)
+
+
+def test_overlap_efficiency_hides_its_share_of_the_schedule():
+    wl = _workload()
+    full = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, overlap_efficiency=1.0), [1, 8], batch=32)
+    part = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, overlap_efficiency=0.25), [1, 8], batch=32)
+    hidden = full.extra["t_hidden_s"][1]
+    assert hidden > 0  # the first bucket overlaps backprop on this cluster
+    assert part.extra["t_hidden_s"][1] == pytest.approx(0.25 * hidden)
+    np.testing.assert_allclose(part.t_iter_s - full.t_iter_s, [0.0, 0.75 * hidden])
+    none = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, overlap_efficiency=0.0), [8], batch=32)
+    assert none.t_iter_s[0] == pytest.approx(full.t_compute_s[1] + full.t_comm_s[1])
+    # a constant overlap is the user's own figure: the efficiency leaves it alone
+    a = predict(wl, CL, Strategy("ssgd", overlap=0.5), [8], batch=32)
+    b = predict(wl, CL, Strategy("ssgd", overlap=0.5, overlap_efficiency=0.25), [8], batch=32)
+    assert a.t_iter_s[0] == pytest.approx(b.t_iter_s[0])
+    for bad in (-0.1, 1.5):
+        with pytest.raises(SpecError):
+            Strategy("ssgd", overlap_efficiency=bad)
+    # the default is the measured interference figure, not ideal overlap
+    assert Strategy("ssgd").overlap_efficiency == OVERLAP_EFFICIENCY == 0.21
+
+
 def test_predict_uses_the_schedule_by_hand():
     wl = _workload()
     w = 8  # two nodes: ring steps wait for the network
@@ -59,7 +112,7 @@ def test_predict_uses_the_schedule_by_hand():
     t_b = 2 / 3 * t_comp
     f0 = ready_first * t_b + ring(first)
     f1 = max(t_b, f0) + ring(second)
-    p = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0), [w], batch=32)
+    p = predict(wl, CL, Strategy("ssgd", bucket_mb=1.0, overlap_efficiency=1.0), [w], batch=32)
     assert p.t_comm_s[0] == pytest.approx(ring(first) + ring(second))
     assert p.t_iter_s[0] == pytest.approx(t_comp + f1 - t_b)
     assert p.extra["t_hidden_s"][0] == pytest.approx(ring(first) + ring(second) - (f1 - t_b))

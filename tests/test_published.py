@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from perfmodel.stragglers import GPU_VARIABILITY_CV
 from reproduce import published as pub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,7 +128,7 @@ def _write(path: Path, rows: list[dict]) -> Path:
 
 def test_script_on_a_three_row_fixture(tmp_path, toy_model):
     runs = _write(tmp_path / "runs.csv", FIXTURE)
-    outcomes = pub.run(runs, tmp_path / "out", draw=False)
+    outcomes = pub.run(runs, tmp_path / "out", draw=False, effects=())
     got = {o.row["id"]: o for o in outcomes}
     assert got["a"].predicted == pytest.approx(100.0)
     assert got["b"].predicted == pytest.approx(100.0)
@@ -146,10 +147,55 @@ def test_script_on_a_three_row_fixture(tmp_path, toy_model):
     assert s["across nodes"]["median_abs_error_pct"] == pytest.approx(20.0)
 
 
+def test_gpu_variability_waits_for_the_slower_of_two_gpus(tmp_path, toy_model):
+    # row a with the GPU-variability effect: two GPUs, speeds Gamma(a, 1/a) with a = 1/CV^2; the step
+    # waits for the slower: E[max(X1, X2)] = mean + E|X1 - X2| / 2 = 1 + Gamma(a + 1/2) / (a sqrt(pi) Gamma(a))
+    # (the gamma distribution's Gini mean difference). T = 1 s x that + 1 s of allreduce; 200 samples.
+    a = 1.0 / GPU_VARIABILITY_CV ** 2
+    slow = 1.0 + math.exp(math.lgamma(a + 0.5) - math.lgamma(a)) / (a * math.sqrt(math.pi))
+    assert 1.0 < slow < 1.0 + GPU_VARIABILITY_CV  # the slower of two is less than one sigma slower
+    runs = _write(tmp_path / "runs.csv", [FIXTURE[0]])
+    (o,) = pub.run(runs, tmp_path / "out", draw=False, effects=("gpu-variability",))
+    assert o.predicted == pytest.approx(200.0 / (slow + 1.0), rel=1e-5)
+
+
+def test_horovod_cycle_adds_half_a_cycle_to_a_horovod_exchange(tmp_path, toy_model):
+    # row a as horovod-nccl (toy: ring), exchanged after backprop: T = 1 s + 1 s + 5 ms / 2
+    row = dict(FIXTURE[0], id="h", scheme="horovod-nccl")
+    runs = _write(tmp_path / "runs.csv", [row, FIXTURE[0]])
+    hvd, plain = pub.run(runs, tmp_path / "out", draw=False, effects=("horovod-cycle",))
+    assert hvd.predicted == pytest.approx(200.0 / (2.0 + pub.HOROVOD_CYCLE_S / 2))
+    assert plain.predicted == pytest.approx(100.0)  # not Horovod: no cycle
+
+
+def test_overlap_interference_sets_the_measured_efficiency():
+    row = _row(scheme="pytorch-ddp", comm_overlap="during-backward")
+    st = pub.build_strategy(row, effects=("overlap-interference",))
+    assert st.overlap_efficiency == pytest.approx(0.21) and st.straggler_cv == 0 and st.cycle_time_s == 0
+    st = pub.build_strategy(_row(scheme="horovod-nccl"), effects=tuple(pub.EFFECTS))
+    assert st.cycle_time_s == pytest.approx(0.005) and st.straggler_cv == pytest.approx(GPU_VARIABILITY_CV)
+
+
+def test_effects_and_held_out_half():
+    assert pub.parse_effects("all") == tuple(pub.EFFECTS) and pub.parse_effects("none") == ()
+    assert pub.parse_effects("horovod-cycle") == ("horovod-cycle",)
+    with pytest.raises(pub.PublishedError, match="unknown effect"):
+        pub.parse_effects("magic")
+    dev = {"source": "DLPerf benchmark test report v1.0"}
+    held = {"source": "NVIDIA DeepLearningExamples PyTorch BERT README"}
+    assert pub.is_dev(dev) and not pub.is_dev(held)
+    out = [pub.Outcome(dict(dev, nodes=2, samples_per_s=10.0, single_gpu_samples_per_s=1.0, gpus=16), 11.0),
+           pub.Outcome(dict(held, nodes=1, samples_per_s=10.0, single_gpu_samples_per_s=1.0, gpus=8), 9.0),
+           pub.Outcome(dict(held, nodes=2, samples_per_s=10.0, single_gpu_samples_per_s=1.0, gpus=16), 13.0)]
+    s = pub.summary(out)
+    assert s["held-out"]["rows"] == 2 and s["held-out"]["median_abs_error_pct"] == pytest.approx(20.0)  # 10, 30
+    assert s["held-out multi"]["median_abs_error_pct"] == pytest.approx(30.0)
+
+
 def test_accumulation_exchanges_once_per_k_micro_batches(tmp_path, toy_model):
     # row b with 3 micro-batches per exchange: T = 3 x 1 s + 3 s = 6 s for 4 x 300 samples -> 200/s
     runs = _write(tmp_path / "runs.csv", [dict(FIXTURE[1], accumulate="3")])
-    (o,) = pub.run(runs, tmp_path / "out", draw=False)
+    (o,) = pub.run(runs, tmp_path / "out", draw=False, effects=())
     assert o.predicted == pytest.approx(200.0)
 
 
@@ -191,9 +237,17 @@ def test_constant_overlap_hides_its_share_of_the_shorter_phase(tmp_path, toy_mod
     # row b, framework overlapping, constant overlap 0.5: hidden = 0.5 min(3 s, 1 s) = 0.5 s,
     # T = 1 + 3 - 0.5 = 3.5 s -> 400 / 3.5 samples/s; rows exchanging after backprop keep overlap 0
     runs = _write(tmp_path / "runs.csv", [dict(FIXTURE[1], id="b2", comm_overlap="during-backward"), FIXTURE[1]])
-    during, after = pub.run(runs, tmp_path / "out", draw=False, overlap=0.5)
+    during, after = pub.run(runs, tmp_path / "out", draw=False, overlap=0.5, effects=())
     assert during.predicted == pytest.approx(400 / 3.5)
     assert after.predicted == pytest.approx(100.0)
+
+
+def test_cli_unknown_effect_is_one_line_exit_2(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "reproduce.published", "--effects", "magic", "--out",
+                        str(tmp_path / "out"), "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "unknown effect" in p.stderr
+    assert not (tmp_path / "out" / "predictions.csv").exists()
 
 
 def test_cli_overlap_out_of_range_is_one_line_exit_2(tmp_path):

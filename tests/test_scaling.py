@@ -64,20 +64,59 @@ def test_paper_weak_and_strong_exactly_as_appendix_b():
         assert strong.throughput[0] == pytest.approx(1024 / t)
 
 
-def test_terngrad_paper_form_uses_one_workers_packed_bytes():
+def test_terngrad_paper_form_charges_the_pull_at_log2_levels():
+    # the trainers' defaults: the classifier layer (l2.weight, l2.bias: 40_010 elements) in fp32
     wl, cl = make_workload(), make_cluster()
     split = ternary_split(wl)
-    n = split.ternary_elems / 4 + 4 * len(SIZES)
-    assert float(terngrad_bytes(split)) == pytest.approx(n)
-    w = 64
+    assert (split.ternary_elems, split.ternary_tensors, split.fp32_elems) == (4_001_500, 4, 40_010)
+    w = 64  # 16 nodes x 4 GPUs; the pull carries sums of 64 ternary values: log2(129) bits each
+    n = split.ternary_elems * math.log2(129) / 8 + 4 * 4 + 4 * 40_010
+    assert float(terngrad_bytes(split, math.log2(129))) == pytest.approx(n)
     t_comm = n * 2 / 2e10 + n / 1e10 + (1e-5 + n / 1.25e9) * 4
     p = predict(wl, cl, Strategy("terngrad", allreduce="paper"), [w], batch=32)
     assert p.t_comm_s[0] == pytest.approx(t_comm)
+    with pytest.raises(SpecError, match="allgather cannot run on allreduce paper"):
+        Strategy("terngrad", allreduce="paper", terngrad_exchange="allgather")
+
+
+def _ring_by_hand(n, w, cl):
+    step = max(cl.intra.alpha + n / w * cl.intra.beta, cl.network.alpha + n / w * cl.network.beta)
+    return 2 * (w - 1) * step
+
+
+def test_terngrad_exchanges_bytes_and_times_by_hand():
+    wl, cl = make_workload(), make_cluster()  # 8 GPUs = 2 nodes x 4
+    w, e, fp32, scalers = 8, 4_001_500, 4 * 40_010, 4 * 4
+    dense = _ring_by_hand(scalers, w, cl) + _ring_by_hand(fp32, w, cl)
+    dense_sent = 2 * 7 / 8 * (scalers + fp32)
+    levels = predict(wl, cl, Strategy("terngrad", terngrad_exchange="levels"), [w], batch=32)
+    assert levels.bytes_per_gpu[0] == pytest.approx(dense_sent + 2 * 7 / 8 * e * 1)  # int8 sums
+    assert levels.t_comm_s[0] == pytest.approx(dense + _ring_by_hand(e, w, cl))
+    ps = predict(wl, cl, Strategy("terngrad", terngrad_exchange="ps"), [w], batch=32)
+    shard = 500_192  # ceil(4_001_500 / 8) = 500_188, rounded up to a multiple of 8
+    push, pull = shard / 4, shard * 5 / 8  # sums of 8 workers: 17 levels, 5 bits
+    assert ps.bytes_per_gpu[0] == pytest.approx(dense_sent + 7 * (push + pull))
+    alltoall = 3 * (2e-6 + push / 2e10) + 4 * (1e-5 + 4 * push / 1.25e9)  # 3 peers in the node, 4 outside
+    allgather = 7 * max(2e-6 + pull / 2e10, 1e-5 + pull / 1.25e9)
+    assert ps.t_comm_s[0] == pytest.approx(dense + alltoall + allgather)
+    gather = predict(wl, cl, Strategy("terngrad", terngrad_exchange="allgather"), [w], batch=32)
+    packed = 250_000 + 250 + 750_000 + 125  # ceil(n/4) per ternary tensor
+    assert gather.bytes_per_gpu[0] == pytest.approx(dense_sent + 7 * packed)
+    assert gather.t_comm_s[0] == pytest.approx(dense + 7 * max(2e-6 + packed / 2e10, 1e-5 + packed / 1.25e9))
+
+
+def test_terngrad_levels_switch_to_int16_above_127_workers():
+    wl, cl = make_workload(), make_cluster(g=1)
+    strategy = Strategy("terngrad", terngrad_exchange="levels")
+    p = predict(wl, cl, strategy, [127, 128], batch=32)
+    dense = 4 * 4 + 4 * 40_010
+    np.testing.assert_allclose(p.bytes_per_gpu, [2 * 126 / 127 * (4_001_500 * 1 + dense),
+                                                 2 * 127 / 128 * (4_001_500 * 2 + dense)])
 
 
 def test_terngrad_encode_and_decode_costs_by_hand():
     wl, cl = make_workload(), make_cluster()
-    elems = wl.parameters
+    elems = ternary_split(wl).ternary_elems
     free = predict(wl, cl, Strategy("terngrad", terngrad_exchange="allgather"), [8], batch=32)
     paid = predict(wl, cl, Strategy("terngrad", terngrad_exchange="allgather", terngrad_encode_elems_per_s=1e8,
                                     terngrad_decode_elems_per_s=2e8), [8], batch=32)

@@ -6,7 +6,7 @@ import pytest
 
 from perfmodel.cli import main
 from perfmodel.profile.schema import save_profile
-from perfmodel.validate import ValidateError, mape, measure_run, validate
+from perfmodel.validate import ValidateError, error_pct, mape, measure_run, median_ape, validate
 from test_profile_schema import ALPHA_OP, BW_OP, make_profile
 
 T0, T1 = 2e-3, 5e-5  # the synthetic profile's compute: t_c(b) = T0 + T1 b
@@ -188,3 +188,52 @@ def make_profile_path(tmp_path):
     path = tmp_path / "plain.json"
     save_profile(make_profile(), path)
     return str(path)
+
+
+@pytest.mark.parametrize("exchange,ranks,expect", [
+    # tiny model: ternary 0.weight, 0.bias (650 elements, 2 scalers); fc in fp32 (110 elements)
+    ("levels", 4, 2 * 3 / 4 * (650 * 1 + 4 * 2 + 4 * 110)),  # int8 sums, ring allreduce
+    ("ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),  # shard 168, 9 levels: 4 bits
+    ("allgather", 3, 2 * 2 / 3 * (4 * 2 + 4 * 110) + 2 * (160 + 3)),  # ceil(n/4) per tensor, 2 copies
+    (None, 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (160 + 3)),  # logs before the option: allgather
+])
+def test_bytes_per_step_measured_and_predicted(tmp_path, profile, capsys, exchange, ranks, expect):
+    cfg = {} if exchange is None else {"tern_exchange": exchange}
+    log = write_log(tmp_path / "t.jsonl", "terngrad", ranks, 32, [0.004] * 6, cfg=cfg,
+                    extra={i: {"bytes_sent": expect} for i in range(6)})
+    (row,) = validate([log], [profile], skip=1, cores=4)
+    assert row["measured_bytes_per_step"] == expect
+    assert row["predicted_bytes_per_step"] == pytest.approx(expect, rel=1e-12)
+    assert main(["validate", log, "--profile", profile, "--skip", "1", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)["runs"][0]
+    assert out["predicted_bytes_per_step"] == pytest.approx(expect, rel=1e-12)
+    assert main(["validate", log, "--profile", profile, "--skip", "1"]) == 0
+    assert "B/step" in capsys.readouterr().out
+
+
+def test_component_errors_by_hand(tmp_path, profile):
+    # the log measures compute 0.8 t and comm 0.2 t of t = 4 ms, no compression
+    log = write_log(tmp_path / "a.jsonl", "ssgd", 2, 32, [0.004] * 8)
+    (row,) = validate([log], [profile], skip=2, cores=2)
+    comm = ALPHA_OP + GRAD / BW_OP
+    assert row["comm_error_pct"] == pytest.approx(100 * (comm - 0.0008) / 0.0008, rel=1e-3)
+    assert row["compute_error_pct"] == pytest.approx(100 * ((T0 + T1 * 32) - 0.0032) / 0.0032, rel=1e-3)
+    assert row["compress_error_pct"] is None  # nothing measured: no error to report
+    assert error_pct(2.0, 3.0) == 50.0 and error_pct(0.0, 1.0) is None
+    assert median_ape([row, dict(row, comm_error_pct=-1.0), dict(row, comm_error_pct=None)]) == \
+        pytest.approx((abs(row["comm_error_pct"]) + 1.0) / 2)
+
+
+def test_terngrad_decoding_is_timed_as_communication():
+    from perfmodel.profile.schema import profile_workload
+    from perfmodel.specs import Strategy
+    from perfmodel.validate import _decode_in_comm
+
+    wl = profile_workload(make_profile())
+    elems = sum(wl.tensor_sizes)  # no fp32 last layer: every tensor is ternarized
+    tern = Strategy("terngrad", terngrad_exchange="allgather", terngrad_decode_elems_per_s=1e6,
+                    terngrad_fp32_last=False)
+    assert _decode_in_comm(wl, tern, 3) == pytest.approx(3 * elems / 1e6)  # every rank's copy
+    assert _decode_in_comm(wl, Strategy("terngrad", terngrad_exchange="levels", terngrad_decode_elems_per_s=1e6),
+                           3) == 0.0
+    assert _decode_in_comm(wl, Strategy("ssgd"), 3) == 0.0

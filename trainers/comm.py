@@ -1,5 +1,6 @@
 """MPI helpers for the synchronous trainers: fused flat buffers, DASO sub-communicators, bf16 sums,
-non-blocking allreduce, TernGrad exchange, abort on error.
+non-blocking allreduce, TernGrad exchanges (integer level allreduce, sharded parameter server, packed
+allgather) with their bytes on the wire, abort on error.
 
 Importing this module does not import mpi4py (so it never initializes MPI); each function that needs MPI
 imports it. All tensors are CPU tensors; MPI reads and writes their memory through numpy views.
@@ -40,13 +41,20 @@ __all__ = [
     "IallreduceHandle",
     "TernaryExchange",
     "abort_on_error",
+    "allgather_packed_sum",
     "allgather_ternary_mean",
+    "allreduce_levels",
+    "alltoall_bytes",
     "allreduce_bf16_mean",
     "allreduce_max",
     "bf16_bits_to_f32",
     "f32_to_bf16_bits",
     "iallreduce_start",
     "node_groups",
+    "ps_levels_sum",
+    "ps_shard_elems",
+    "ring_allgather_bytes",
+    "ring_allreduce_bytes",
 ]
 
 DEFAULT_BUCKET_BYTES = 25 * 2**20
@@ -342,6 +350,96 @@ def allgather_ternary_mean(comm: MPI.Comm, ternaries: Sequence[torch.Tensor], sc
         stacked = unpack2bit(block, p * nb * 4).view(p, nb * 4)[:, :n]
         means.append(ternary_mean(stacked, float(s)).view(t.shape))
     return TernaryExchange(means, total)
+
+
+# ------------------------------------------------------------- bytes on the wire, TernGrad exchanges
+#
+# "Bytes per step" (the run log's bytes_sent, the model's bytes_per_gpu): the bytes one rank sends
+# per step on the wire, counting each collective as the algorithm the model charges for it --
+# Allreduce as a ring (reduce-scatter then allgather: 2(p-1)/p of the buffer), Allgather as a ring
+# ((p-1) blocks), Alltoall pairwise ((p-1) blocks) -- over the gradient data and TernGrad's scalers;
+# the 4-byte loss the trainers fuse into a bucket is not counted. One rank sends nothing.
+
+
+def ring_allreduce_bytes(nbytes: float, p: int) -> float:
+    """Bytes one rank sends in a ring allreduce of an nbytes buffer over p ranks: 2(p-1)/p nbytes."""
+    return 2.0 * (p - 1) / p * nbytes if p > 1 else 0.0
+
+
+def ring_allgather_bytes(nbytes_each: float, p: int) -> float:
+    """Bytes one rank sends in a ring allgather of nbytes_each per rank: (p-1) nbytes_each."""
+    return float((p - 1) * nbytes_each)
+
+
+def alltoall_bytes(nbytes_per_peer: float, p: int) -> float:
+    """Bytes one rank sends in an alltoall of nbytes_per_peer to every other rank: (p-1) nbytes_per_peer."""
+    return float((p - 1) * nbytes_per_peer)
+
+
+def allreduce_levels(comm: MPI.Comm, codes: np.ndarray) -> float:
+    """Sum integer ternary codes over comm's ranks in place (MPI Allreduce SUM on codes' integer type,
+    which must hold -p..p: trainers.compress.level_dtype(p)); returns the bytes sent (ring count)."""
+    MPI = _mpi()
+    p = comm.Get_size()
+    if codes.dtype.kind != "i" or np.iinfo(codes.dtype).max < p:
+        raise ValueError(f"codes of dtype {codes.dtype} cannot hold sums of {p} ternary values")
+    if p > 1 and codes.size:
+        comm.Allreduce(MPI.IN_PLACE, codes, op=MPI.SUM)
+    return ring_allreduce_bytes(codes.nbytes, p)
+
+
+def ps_shard_elems(n: int, p: int) -> int:
+    """Elements each rank serves in the sharded parameter-server exchange of n ternary elements over p
+    ranks: ceil(n / p) rounded up to a multiple of 8, so 2-bit and b-bit shards end on byte boundaries."""
+    return -(-max(-(-n // p), 1) // 8) * 8
+
+
+def ps_levels_sum(comm: MPI.Comm, push: np.ndarray, shard: int, out: np.ndarray) -> float:
+    """TernGrad's parameter-server exchange with the servers sharded over the workers (rank k serves
+    elements [k*shard, (k+1)*shard)): push = Alltoall of 2-bit packed shards, each rank sums its shard
+    of the p workers' codes, packs the aggregate (offset by p, 0..2p) at ceil(log2(2p+1)) bits, pull =
+    Allgather of the packed aggregates. push: uint8, p*shard/4 bytes (trainers.compress.encode_packed
+    of the flat codes, padding code 1); out: int32 of p*shard, receives the integer sums. Returns the
+    bytes this rank sent."""
+    from trainers.compress import level_bits, pack_bits, unpack_bits, unpack_sum
+
+    p = comm.Get_size()
+    if shard % 8 or push.dtype != np.uint8 or push.size != p * shard // 4:
+        raise ValueError(f"push must be {p * shard // 4} uint8 bytes and shard a multiple of 8, got "
+                         f"{push.size} {push.dtype}, shard {shard}")
+    if out.dtype != np.int32 or out.size != p * shard:
+        raise ValueError(f"out must be an int32 array of {p * shard}")
+    recv = np.empty_like(push).reshape(p, shard // 4)
+    comm.Alltoall(push, recv)
+    mine = np.zeros(shard, dtype=np.int32)
+    unpack_sum(recv, shard, mine)
+    bits = level_bits(p)
+    packed = pack_bits(mine + p, bits)
+    gathered = np.empty((p, packed.size), dtype=np.uint8)
+    comm.Allgather(packed, gathered)
+    for r in range(p):
+        out[r * shard:(r + 1) * shard] = unpack_bits(gathered[r], bits, shard) - p
+    return alltoall_bytes(shard // 4, p) + ring_allgather_bytes(packed.size, p)
+
+
+def allgather_packed_sum(comm: MPI.Comm, send: np.ndarray, sizes: Sequence[int], out: np.ndarray) -> float:
+    """Allgather every rank's 2-bit packed tensors (ceil(n_k/4) bytes each, back to back in send) and
+    sum the p copies into out (int16/int32, sum n_k elements); returns the bytes sent. Each rank
+    receives p-1 copies: the bytes grow with the ranks (the exchange does not scale)."""
+    from trainers.compress import unpack_sum
+
+    p = comm.Get_size()
+    nbytes = [packed_nbytes(n) for n in sizes]
+    if send.dtype != np.uint8 or send.size != sum(nbytes):
+        raise ValueError(f"send must hold {sum(nbytes)} packed bytes")
+    recv = np.empty((p, send.size), dtype=np.uint8)
+    comm.Allgather(send, recv)
+    out[:] = 0
+    lo, at = 0, 0
+    for n, nb in zip(sizes, nbytes):
+        unpack_sum(np.ascontiguousarray(recv[:, lo:lo + nb]), n, out[at:at + n])
+        lo, at = lo + nb, at + n
+    return ring_allgather_bytes(send.size, p)
 
 
 # ------------------------------------------------------------------------------------------------ abort

@@ -1,7 +1,11 @@
 """TernGrad (Wen et al. 2017): per-tensor scalers, stochastic ternarization, 2-bit packing.
 
-No MPI here: this module turns float gradients into ternary tensors and back. The exchange over MPI
-(scaler sharing with allreduce(max), allgather of packed bytes) lives in ``trainers.comm``.
+No MPI here: this module turns float gradients into ternary tensors and back. The exchanges over MPI
+(scaler sharing with allreduce(max); integer level allreduce, sharded parameter server, allgather of
+packed bytes) live in ``trainers.comm``. Two encoders: ``ternarize`` (torch, a torch.Generator; the
+reference) and the trainer's fused ``encode_codes`` / ``encode_packed`` (one pass, numba, a
+counter-based splitmix64 stream; section "fused encode" below), with ``pack_bits`` for the
+ceil(log2(2p+1))-bit sums the parameter server sends back.
 
 Wire format (the authors' code): each ternary value ``t`` in {-1, 0, 1} is stored as ``t + 1`` in
 {0, 1, 2}, two bits each, four values per byte, the first value in the lowest two bits; the last
@@ -59,12 +63,16 @@ def scaler(g: torch.Tensor, clip: float | None = 2.5) -> float:
         raise ValueError(f"clip must be None or a finite number > 0, got {clip!r}")
     if g.numel() == 0:
         return 0.0
-    flat = g.detach().reshape(-1).to(torch.float64)
-    amax = float(flat.abs().max())
+    flat = g.detach().reshape(-1)
+    if _numba is not None and flat.dtype == torch.float32 and flat.device.type == "cpu":
+        amax, std = _moments_nb(flat.contiguous().numpy())  # one float64 pass each for mean, spread
+    else:
+        flat = flat.to(torch.float64)
+        amax, std = float(flat.abs().max()), float(flat.std(correction=0))
     if clip is None:
-        return amax
-    s = clip * float(flat.std(correction=0))
-    return s if s > 0.0 else amax
+        return float(amax)
+    s = clip * float(std)
+    return s if s > 0.0 else float(amax)
 
 
 def ternarize(g: torch.Tensor, s: float, generator: torch.Generator) -> torch.Tensor:
@@ -233,3 +241,238 @@ def _check_len(*seqs: Sequence) -> None:
     lengths = {len(s) for s in seqs}
     if len(lengths) != 1:
         raise ValueError(f"gradients, plan and scalers must have the same length, got {sorted(lengths)}")
+
+
+# ------------------------------------------------------------------ fused encode, counter-based stream
+#
+# The fast path the trainer uses. Element i of a stream keyed ``key`` gets the 64-bit random word
+# splitmix64(key + (counter + i + 1) * 0x9E3779B97F4A7C15) (Steele, Lea and Flood 2014, the seeding
+# generator of java.util.SplittableRandom; counter-based, so a step's draws depend only on the key, the
+# step's first counter and the element's index). Its top 53 bits r are uniform on 0..2**53-1, and the
+# element is kept when r < |g| * (2**53 / s) (float64): P(keep) = min(|g|/s, 1) up to the threshold's
+# rounding (relative 2**-52) and the 2**-53 grid, so E[s t] = g within about 2**-52 |g| + 2**-53 s per
+# element (the torch path above draws float32 uniforms: 2**-24). The loop has no branch, so LLVM
+# vectorizes it. The numba kernels and the numpy reference compute the same words and the same codes,
+# bit for bit; without numba the numpy reference runs.
+
+GOLDEN = 0x9E3779B97F4A7C15
+"""splitmix64's Weyl increment (2**64 / golden ratio, odd)."""
+
+_M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_TWO53 = 2.0**53
+
+
+def _thresholds(scalers: np.ndarray) -> np.ndarray:
+    """2**53 / s per segment (0 for s == 0: nothing is kept)."""
+    s = np.asarray(scalers, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(s > 0, _TWO53 / np.where(s > 0, s, 1.0), 0.0)
+
+
+def _splitmix_np(words: np.ndarray) -> np.ndarray:
+    """splitmix64's output mix of uint64 words (numpy, wrapping arithmetic)."""
+    z = words.copy()
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(_M1)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(_M2)
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def _codes_np(g: np.ndarray, starts: np.ndarray, scalers: np.ndarray, key: int, counter: int) -> np.ndarray:
+    """Reference encode (numpy): int8 codes in {-1, 0, 1} of the flat float32 g, segment k = g[starts[k]:
+    starts[k+1]] with scaler scalers[k] (0 only for an all-zero segment)."""
+    idx = np.arange(g.size, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        words = np.uint64(key) + (np.uint64(counter) + idx + np.uint64(1)) * np.uint64(GOLDEN)
+        r = (_splitmix_np(words) >> np.uint64(11)).astype(np.float64)
+    scale = np.repeat(_thresholds(scalers), np.diff(starts))
+    keep = r < np.abs(g.astype(np.float64)) * scale
+    return (keep.astype(np.int8) * ((g > 0).astype(np.int8) - (g < 0).astype(np.int8))).astype(np.int8)
+
+
+try:  # the fused kernels; numpy's reference above when numba is missing
+    import numba as _numba
+except ImportError:  # pragma: no cover - numba is a dependency of the trainers
+    _numba = None
+
+if _numba is not None:
+    _u64, _u32, _i8 = _numba.uint64, _numba.uint32, _numba.int8
+
+    @_numba.njit(cache=True, nogil=True)
+    def _codes_nb(g, scale, key, first, out):  # pragma: no cover - compiled
+        # element i draws word first + i + 1; range(g.size) keeps i >= 0, so the loop vectorizes
+        for i in range(g.size):
+            z = _u64(key) + (_u64(first) + _u64(i) + _u64(1)) * _u64(GOLDEN)
+            z = (z ^ (z >> _u64(30))) * _u64(_M1)
+            z = (z ^ (z >> _u64(27))) * _u64(_M2)
+            z = z ^ (z >> _u64(31))
+            x = g[i]
+            keep = _numba.float64(z >> _u64(11)) < abs(_numba.float64(x)) * scale
+            out[i] = _i8(keep) * (_i8(x > 0) - _i8(x < 0))
+
+    @_numba.njit(cache=True, nogil=True)
+    def _encode_codes_nb(g, starts, scales, key, counter, out):  # pragma: no cover - compiled
+        for k in range(scales.size):
+            lo, hi = starts[k], starts[k + 1]
+            _codes_nb(g[lo:hi], scales[k], key, _u64(counter) + _u64(lo), out[lo:hi])
+
+    @_numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+    def _moments_nb(g):  # pragma: no cover - compiled
+        # (max |g|, population std of g) with float64 accumulators: the mean first, then the spread;
+        # reassociated (vectorized) sums: the summation order differs from torch's, not the precision.
+        # max |g| as the largest float32 bit pattern with the sign bit cleared (same order for
+        # non-NaN floats; an integer max vectorizes, a float max with NaN rules does not)
+        bits = g.view(np.uint32)
+        top = _u32(0)
+        total = 0.0
+        for i in range(g.size):
+            total += _numba.float64(g[i])
+            b = bits[i] & _u32(0x7FFFFFFF)
+            top = b if b > top else top
+        mean = total / g.size
+        sq = 0.0
+        for i in range(g.size):
+            d = _numba.float64(g[i]) - mean
+            sq += d * d
+        amax = np.array([top], dtype=np.uint32).view(np.float32)[0]
+        return _numba.float64(amax), np.sqrt(sq / g.size)
+
+    @_numba.njit(cache=True, nogil=True)
+    def _pack_nb(codes, n, out):  # pragma: no cover - compiled
+        full = n // 4
+        for j in range(full):
+            b = 4 * j
+            out[j] = (_u32(codes[b] + 1) | (_u32(codes[b + 1] + 1) << 2) | (_u32(codes[b + 2] + 1) << 4)
+                      | (_u32(codes[b + 3] + 1) << 6))
+        for j in range(full, out.size):
+            byte = _u32(0)
+            for lane in range(4):
+                i = 4 * j + lane
+                byte |= _u32(codes[i] + 1 if i < n else 1) << (2 * lane)
+            out[j] = byte
+
+    @_numba.njit(cache=True, nogil=True)
+    def _unpack_sum_nb(packed, rows, n, out):  # pragma: no cover - compiled
+        # out[i] += sum over r of (2-bit code i of row r) - 1
+        for r in range(rows):
+            for i in range(n):
+                out[i] += ((packed[r, i >> 2] >> ((i & 3) << 1)) & 3) - 1
+
+
+def _segments(sizes: Sequence[int]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))]).astype(np.int64)
+
+
+def _check_flat(g: np.ndarray, starts: np.ndarray, scalers: np.ndarray) -> None:
+    if g.dtype != np.float32 or g.ndim != 1:
+        raise ValueError(f"g must be a 1-D float32 array, got {g.dtype} with {g.ndim} dims")
+    if starts.ndim != 1 or len(starts) != len(scalers) + 1 or starts[0] != 0 or starts[-1] != g.size \
+            or np.any(np.diff(starts) < 0):
+        raise ValueError("starts must rise from 0 to g.size with one segment per scaler")
+    if not np.all(np.isfinite(scalers)) or np.any(scalers < 0):
+        raise ValueError("scalers must be finite and >= 0")
+
+
+def encode_codes(g: np.ndarray, starts: np.ndarray, scalers: np.ndarray, key: int, counter: int,
+                 out: np.ndarray | None = None, *, fused: bool = True) -> np.ndarray:
+    """Stochastic ternary codes t in {-1, 0, 1} of a flat float32 gradient, in one pass.
+
+    g: 1-D float32; segment k = g[starts[k]:starts[k+1]] (one tensor) uses the shared scaler
+    scalers[k] (same unit as g). key, counter: the random stream (element i draws word counter+i+1;
+    advance counter by g.size per call). out: int8 or int16 array of g.size (e.g. the integer
+    allreduce buffer), written in place; a new int8 array when None. fused=False runs the numpy
+    reference (same codes bit for bit).
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    scalers = np.asarray(scalers, dtype=np.float64)
+    _check_flat(g, starts, scalers)
+    if out is None:
+        out = np.empty(g.size, dtype=np.int8)
+    if out.dtype not in (np.int8, np.int16, np.int32) or out.shape != (g.size,):
+        raise ValueError(f"out must be a 1-D int8/int16/int32 array of {g.size}, got {out.dtype} {out.shape}")
+    if fused and _numba is not None:
+        _encode_codes_nb(g, starts, _thresholds(scalers), np.uint64(key), np.uint64(counter), out)
+    else:
+        out[:] = _codes_np(g, starts, scalers, key, counter)
+    return out
+
+
+def encode_packed(g: np.ndarray, starts: np.ndarray, scalers: np.ndarray, key: int, counter: int,
+                  out: np.ndarray | None = None, scratch: np.ndarray | None = None, *,
+                  fused: bool = True) -> np.ndarray:
+    """encode_codes packed 2 bits per value (pack2bit's wire format): the same codes.
+
+    out: uint8 array of at least ceil(g.size / 4) bytes (bytes past the data hold padding code 1, value 0).
+    scratch: int8 array of g.size for the codes before packing (allocated when None; keep one per
+    exchange to avoid the allocation).
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    scalers = np.asarray(scalers, dtype=np.float64)
+    _check_flat(g, starts, scalers)
+    if out is None:
+        out = np.empty(packed_nbytes(g.size), dtype=np.uint8)
+    if out.dtype != np.uint8 or out.ndim != 1 or out.size < packed_nbytes(g.size):
+        raise ValueError(f"out must be a 1-D uint8 array of >= {packed_nbytes(g.size)} bytes")
+    if fused and _numba is not None:
+        codes = encode_codes(g, starts, scalers, key, counter,
+                             scratch if scratch is not None else np.empty(g.size, dtype=np.int8))
+        _pack_nb(codes, g.size, out)
+    else:
+        codes = torch.from_numpy(_codes_np(g, starts, scalers, key, counter))
+        out[:packed_nbytes(g.size)] = pack2bit(codes).numpy()
+        out[packed_nbytes(g.size):] = 0x55
+    return out
+
+
+def unpack_sum(packed: np.ndarray, n: int, out: np.ndarray) -> np.ndarray:
+    """Add the ternary values of every row of a (rows, >= ceil(n/4)) uint8 array of 2-bit codes into out
+    (int16 or wider, n elements), in place: the integer sum over rows of each element's value."""
+    if packed.dtype != np.uint8 or packed.ndim != 2 or packed.shape[1] < packed_nbytes(n):
+        raise ValueError(f"packed must be (rows, >= {packed_nbytes(n)}) uint8")
+    if out.shape != (n,) or out.dtype not in (np.int16, np.int32, np.int64):
+        raise ValueError(f"out must be a 1-D int16/int32/int64 array of {n}")
+    if _numba is not None:
+        _unpack_sum_nb(packed, packed.shape[0], n, out)
+    else:
+        for row in packed:
+            out += unpack2bit(torch.from_numpy(np.ascontiguousarray(row[:packed_nbytes(n)])), n).numpy()
+    return out
+
+
+def level_bits(workers: int) -> int:
+    """Bits per element of the sum of ``workers`` ternary values offset to 0..2W: ceil(log2(2W+1))."""
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    return int(2 * workers).bit_length()
+
+
+def level_dtype(workers: int) -> np.dtype:
+    """Smallest signed integer type holding -W..W: int8 up to 127 workers, int16 up to 32767, then int32."""
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    for dt in (np.int8, np.int16, np.int32):
+        if workers <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    raise ValueError(f"{workers} workers do not fit a 32-bit level sum")
+
+
+def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
+    """Pack non-negative integers < 2**bits at ``bits`` bits each, little-endian bit order (value i
+    takes bits [i*bits, (i+1)*bits) of the byte stream); len(values) * bits must be a multiple of 8."""
+    v = np.asarray(values)
+    if not 1 <= bits <= 32 or (v.size * bits) % 8:
+        raise ValueError(f"bits must be 1..32 and len(values) * bits a multiple of 8, got {bits}, {v.size}")
+    if v.size and (v.min() < 0 or int(v.max()) >= 1 << bits):
+        raise ValueError(f"values must lie in 0..{(1 << bits) - 1}")
+    planes = (v.astype(np.uint32)[:, None] >> np.arange(bits, dtype=np.uint32)) & np.uint32(1)
+    return np.packbits(planes.astype(np.uint8).reshape(-1), bitorder="little")
+
+
+def unpack_bits(packed: np.ndarray, bits: int, n: int) -> np.ndarray:
+    """Inverse of pack_bits: the first n values (int32)."""
+    if packed.dtype != np.uint8 or packed.size * 8 < n * bits:
+        raise ValueError(f"packed must be uint8 with >= {n * bits} bits")
+    planes = np.unpackbits(packed, count=n * bits, bitorder="little").reshape(n, bits).astype(np.int32)
+    return planes @ (np.int32(1) << np.arange(bits, dtype=np.int32))

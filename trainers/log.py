@@ -3,9 +3,16 @@
 Line types (key "type"):
     header   first line: schema, algo, config (the full command configuration), versions, ranks, start time
     step     step, epoch, loss, samples (this step, all ranks), t_compute, t_comm, t_compress, t_idle,
-             t_step (seconds, rank 0's view; the trainer may add per-rank maxima), bytes_sent (this rank)
+             t_step (seconds, rank 0's view; the trainer may add per-rank maxima), bytes_sent (this
+             rank's bytes per step, below)
     eval     step, epoch, test_loss, test_acc (fraction 0..1)
     summary  free-form totals at the end (e.g. the staleness histogram of a parameter server)
+Bytes per step (bytes_sent; the model's Prediction.bytes_per_gpu counts the same): the bytes one rank
+sends per step on the wire, for the algorithm each collective is charged as -- Allreduce as a ring,
+2(p-1)/p of the buffer; Allgather as a ring and Alltoall pairwise, (p-1) blocks -- over gradient data
+and TernGrad scalers (the 4-byte loss a trainer fuses into a bucket is not counted); 0 with one rank.
+The helpers are trainers.comm.ring_allreduce_bytes, ring_allgather_bytes and alltoall_bytes. A float:
+2(p-1)/p of a buffer need not be whole.
 A log is appended to, flushed line by line; a rerun that resumes reads it back, drops a torn last
 line, and continues after the last step it holds, so no logged step is lost or written twice.
 

@@ -84,6 +84,7 @@ BACKEND_CHOICES = ("auto", *_collectives.BACKENDS)
 OPTIMIZERS = ("sgd", "adam")
 DASO_RULES = ("paper", "code")
 DASO_DTYPES = ("bf16", "fp32")
+TERN_EXCHANGES = ("levels", "ps", "allgather")
 
 
 class CLIError(ValueError):
@@ -142,7 +143,8 @@ class RunConfig:
     eval_every in steps (0: checkpoint only at the end / evaluate at epoch ends only); bucket_mb in
     MiB; synthetic_n = training images of the synthetic dataset (its test split has a quarter).
     TernGrad: tern_clip (c of s = c*std, None = max|g|), tern_min_elems (smaller tensors travel in
-    fp32), tern_fp32_last (last layer in fp32). DASO: ranks_per_node forms the pretend nodes;
+    fp32), tern_fp32_last (last layer in fp32), tern_exchange (levels, ps or allgather; see
+    trainers.sync.TernGrad). DASO: ranks_per_node forms the pretend nodes;
     daso_global_dtype is the wire type of the warm-up/cool-down global syncs (cycling-phase syncs
     are fp32, as in HeAT); daso_warmup_epochs / daso_cooldown_epochs default to HeAT's 4 and 4;
     daso_b / daso_w fix B and W in the cycling phase (no plateau cycling); daso_rule = "paper" (halve
@@ -189,6 +191,7 @@ class RunConfig:
     tern_clip: float | None = 2.5
     tern_min_elems: int = 1
     tern_fp32_last: bool = True
+    tern_exchange: str = "levels"
     ranks_per_node: int = 1
     daso_global_dtype: str = "bf16"
     daso_warmup_epochs: int = 4
@@ -245,6 +248,7 @@ class RunConfig:
         _num("bucket_mb", self.bucket_mb, 0.0, strict=True)
         _num("tern_clip", self.tern_clip, 0.0, strict=True, none_ok=True)
         _int("tern_min_elems", self.tern_min_elems, 1)
+        _choice("tern_exchange", self.tern_exchange, TERN_EXCHANGES)
         _int("ranks_per_node", self.ranks_per_node, 1)
         _choice("daso_global_dtype", self.daso_global_dtype, DASO_DTYPES)
         _int("daso_warmup_epochs", self.daso_warmup_epochs, 0)
@@ -384,6 +388,9 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--tern-min-elems", type=_int_arg, default=1, help="TernGrad: smaller tensors travel in fp32")
     a("--tern-ternarize-last", dest="tern_fp32_last", action="store_false",
       help="TernGrad: ternarize the last layer too (default: it travels in fp32)")
+    a("--terngrad-exchange", dest="tern_exchange", default=None, choices=TERN_EXCHANGES,
+      help="TernGrad exchange: levels (integer allreduce, default), ps (sharded parameter server), "
+           "allgather (does not scale)")
     a("--ranks-per-node", type=_int_arg, default=1, help="ranks per (pretend) node, for DASO")
     a("--daso-global-dtype", default="bf16", choices=DASO_DTYPES,
       help="wire type of the warm-up/cool-down global syncs (cycling-phase syncs are always fp32, as HeAT's)")
@@ -419,6 +426,11 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     names = {f.name for f in dataclasses.fields(RunConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
     values["options"] = tuple(values.get("options") or ())
+    if values.get("tern_exchange") is None:
+        values["tern_exchange"] = "levels"
+    elif values.get("algo") != "terngrad":
+        raise CLIError(f"--terngrad-exchange {values['tern_exchange']} needs --algo terngrad (algorithm "
+                       f"{values.get('algo')} has no ternary exchange)")
     return RunConfig(**values)
 
 

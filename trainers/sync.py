@@ -8,10 +8,12 @@ step function)::
     ssgd      gradients fused into flat float32 buckets (backward writes straight into them, of
               loss / K) and summed with one in-place MPI Allreduce per bucket, like DDP's bucketed
               allreduce (benchmarks/ddp_vs_ours.py compares the two).
-    terngrad  per-tensor scalers (2.5 sigma clipping), scaler sharing by allreduce(max), stochastic
-              ternarization with a seeded per-rank generator, 2-bit packing and Allgather
-              (trainers.comm.allgather_ternary_mean); the last layer and tensors below
-              --tern-min-elems travel as float32; every rank applies the average itself
+    terngrad  per-tensor scalers (2.5 sigma clipping), scaler sharing by allreduce(max), fused
+              stochastic ternarization from a counter-based per-rank stream, then --terngrad-exchange:
+              levels (integer Allreduce of the codes, int8/int16), ps (sharded parameter server:
+              Alltoall of 2-bit codes, Allgather of ceil(log2(2p+1))-bit sums) or allgather (every
+              rank's 2-bit codes; does not scale); the last layer and tensors below --tern-min-elems
+              travel as float32 (bucketed Allreduce); every rank applies the average itself
               (parameter localization).
     daso      node-local gradient averaging every batch; every B batches one rotating global group
               (the i-th rank of every node) averages parameters -- blocking every batch in
@@ -38,8 +40,8 @@ K*b, which is what makes SSGD equal to the large-batch single-process run.
 The run log (trainers.log) gets one line per step: step (0-based), epoch, loss (mean over the
 ranks that averaged it: all ranks for ssgd/terngrad, the node for daso), samples (global batch),
 t_compute / t_comm / t_compress / t_idle / t_step (rank 0's StepTimer phases, seconds; t_idle
-includes fetching the batch), bytes_sent (payload bytes this rank handed to MPI in the step, 0 with
-one rank), lr, and algorithm extras; eval lines (test_loss, test_acc, train_loss at epoch ends);
+includes fetching the batch), bytes_sent (bytes per step as trainers.log defines them: what this rank
+sends on the wire, each collective counted as the model's algorithm for it; 0 with one rank), lr, and algorithm extras; eval lines (test_loss, test_acc, train_loss at epoch ends);
 a summary line at the end.
 """
 
@@ -64,7 +66,7 @@ from trainers import comm as tcomm
 from trainers.collectives import open_collectives, resolve_backend
 from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, load_checkpoint, restore_rng,
                                  rng_state, save_checkpoint)
-from trainers.compress import TernGradCodec
+from trainers.compress import TernGradCodec, encode_codes, encode_packed, level_dtype, packed_nbytes
 from trainers.data import (Dataset, DatasetError, batches, crop_flip, data_root, load_dataset, shard_indices,
                            synthetic)
 from trainers.device import describe as describe_device, select_device
@@ -761,7 +763,7 @@ class SSGD:
         self.buckets = GradBuckets(tr.params, tr.coll, bucket_bytes=tr.cfg.bucket_bytes, overlap=tr.cfg.overlap,
                                    op="sum", extra_numel=1)
         self.loss_slot = self.buckets.extra
-        self.nbytes = self.buckets.nbytes
+        self.nbytes = tcomm.ring_allreduce_bytes(4 * sum(p.numel() for p in tr.params), tr.world)  # loss slot not counted
         self.scale = 1.0 / tr.world
 
     def step(self, tr: Trainer, x: torch.Tensor, y: torch.Tensor, pos: StepPosition) -> StepResult:
@@ -804,13 +806,26 @@ class SSGD:
 
 
 class TernGrad:
-    """TernGrad (Wen et al. 2017) with scaler sharing, 2-bit packed Allgather and fp32 exceptions."""
+    """TernGrad (Wen et al. 2017): scaler sharing, fused stochastic ternarization, fp32 exceptions and
+    one of three exchanges of the ternary codes (``--terngrad-exchange``, docs/algorithms.md TernGrad):
+
+    levels     (default) the integer sum of the codes by MPI Allreduce(SUM) on the smallest integer
+               type holding -p..p (int8 up to 127 ranks, then int16), bucketed like SSGD;
+    ps         the paper's parameter server, sharded over the ranks: push = Alltoall of 2-bit packed
+               shards, rank k sums shard k and packs it at ceil(log2(2p+1)) bits, pull = Allgather;
+    allgather  every rank's 2-bit packed gradient to every rank: p-1 copies received, does not scale.
+
+    The codes of all three are drawn from the same counter-based stream (trainers.compress.encode_codes:
+    element i of step t draws word t*N + i of the rank's key), so the exchanges differ only in
+    transport, and every rank decodes the same integer sums into s * sum / p.
+    """
 
     name = "terngrad"
     replicated = True
 
     def __init__(self, tr: Trainer) -> None:
         cfg = tr.cfg
+        self.exchange = cfg.tern_exchange
         self.codec = TernGradCodec(clip=cfg.tern_clip, min_tensor_elems=cfg.tern_min_elems,
                                    keep_last_layer_fp32=cfg.tern_fp32_last)
         self.plan = self.codec.plan([(k, p.numel()) for k, p in tr.named_params])
@@ -820,37 +835,120 @@ class TernGrad:
                                       cfg.bucket_bytes)
         _bind(self.fp32_params, self.fp32.views)
         self.loss_slot = self.fp32.views[-1]
-        for p in self.tern_params:
-            p.grad = torch.zeros_like(p)
-        self.generator = torch.Generator().manual_seed(_derived_seed(cfg.seed, tr.rank, 3))
-        self.all_true = [True] * len(self.tern_params)
+        self.fp32_bytes = 4 * sum(p.numel() for p in self.fp32_params)  # the loss slot is not counted
+        # ternary gradients in flat float32 buffers: SSGD's buckets for levels, one buffer otherwise
+        cap = cfg.bucket_bytes if self.exchange == "levels" else 4 * max(sum(p.numel() for p in self.tern_params), 1)
+        zeros = [torch.zeros_like(p) for p in self.tern_params]
+        self.tern = tcomm.FlatBuckets(zeros, cap) if zeros else None
+        if self.tern is not None:
+            _bind(self.tern_params, self.tern.views)
+        self.sizes = [p.numel() for p in self.tern_params]
+        self.n_tern = sum(self.sizes)
+        # per bucket: first tensor index, segment starts inside the bucket, first element overall
+        self.groups: list[tuple[int, np.ndarray, int]] = []
+        first, at = 0, 0
+        for b in (self.tern.buckets if self.tern is not None else []):
+            count, n = 0, 0
+            starts = [0]
+            while first + count < len(self.sizes) and n + self.sizes[first + count] <= b.numel():
+                n += self.sizes[first + count]
+                starts.append(n)
+                count += 1
+            self.groups.append((first, np.asarray(starts, dtype=np.int64), at))
+            first, at = first + count, at + n
+        world = tr.world
+        self.level_dtype = level_dtype(world)
+        if self.exchange == "levels":
+            self.codes = [np.empty(b.numel(), dtype=self.level_dtype) for b in (self.tern.buckets if self.tern else [])]
+        elif self.exchange == "ps":
+            self.shard = tcomm.ps_shard_elems(self.n_tern, world)
+            self.push = np.empty(world * self.shard // 4, dtype=np.uint8)
+            self.sums = np.empty(world * self.shard, dtype=np.int32)
+            self.scratch = np.empty(self.n_tern, dtype=np.int8)
+        else:
+            self.send = np.empty(sum(packed_nbytes(n) for n in self.sizes), dtype=np.uint8)
+            self.sums = np.empty(self.n_tern, dtype=np.int32)
+            self.scratch = np.empty(max(self.sizes, default=0), dtype=np.int8)
+        self.key = _derived_seed(cfg.seed, tr.rank, 3)
+        self.counter = 0  # elements drawn so far from this rank's stream
         self.names = [k for (k, _), t in zip(tr.named_params, self.plan) if t]
+
+    def _exchange(self, tr: Trainer, shared: np.ndarray) -> float:
+        """Encode, exchange and decode the ternary gradients in place (the mean s * sum / p); bytes sent."""
+        timer, comm, p = tr.timer, tr.comm, tr.world
+        sent = 0.0
+        if self.tern is None:
+            return sent
+        inv = np.float32(p)
+        if self.exchange == "levels":
+            for (first, starts, at), flat, codes in zip(self.groups, self.tern.buckets, self.codes):
+                s = shared[first:first + len(starts) - 1]
+                with timer.phase("compress"):
+                    encode_codes(flat.numpy(), starts, s, self.key, self.counter + at, codes)
+                with timer.phase("comm"):
+                    sent += tcomm.allreduce_levels(comm, codes)
+                with timer.phase("compress"):
+                    self._decode(torch.from_numpy(codes), first, s, inv)
+            return sent
+        flat = self.tern.buckets[0]
+        starts = self.groups[0][1]
+        if self.exchange == "ps":
+            with timer.phase("compress"):
+                encode_packed(flat.numpy(), starts, shared, self.key, self.counter, self.push, self.scratch)
+            with timer.phase("comm"):
+                sent += tcomm.ps_levels_sum(comm, self.push, self.shard, self.sums)
+        else:
+            with timer.phase("compress"):
+                lo = 0
+                for k, n in enumerate(self.sizes):
+                    nb = packed_nbytes(n)
+                    a, b = int(starts[k]), int(starts[k + 1])
+                    encode_packed(flat.numpy()[a:b], np.array([0, n]), shared[k:k + 1], self.key, self.counter + a,
+                                  self.send[lo:lo + nb], self.scratch[:n])
+                    lo += nb
+            with timer.phase("comm"):
+                sent += tcomm.allgather_packed_sum(comm, self.send, self.sizes, self.sums)
+        with timer.phase("compress"):
+            self._decode(torch.from_numpy(self.sums[:self.n_tern]), 0, shared, inv)
+        return sent
+
+    def _decode(self, sums: torch.Tensor, first: int, shared: np.ndarray, p: np.float32) -> None:
+        """Gradient views first.. <- float32(sum) * s / p (the same operations on every rank)."""
+        at = 0
+        for k in range(len(shared)):
+            view = self.tern.views[first + k]
+            n = view.numel()
+            torch.mul(sums[at:at + n].view(view.shape), float(shared[k]), out=view)
+            view.div_(float(p))
+            at += n
 
     def step(self, tr: Trainer, x: torch.Tensor, y: torch.Tensor, pos: StepPosition) -> StepResult:
         timer = tr.timer
-        grads = [p.grad for p in self.tern_params]
         with timer.phase("compute"):
             for b in self.fp32.buckets:
                 b.zero_()
-            for g in grads:
-                g.zero_()
+            if self.tern is not None:
+                for b in self.tern.buckets:
+                    b.zero_()
             self.loss_slot.fill_(_forward_backward(tr, x, y))
+        grads = [p.grad for p in self.tern_params]
         with timer.phase("compress"):
-            local = self.codec.scalers(grads, self.all_true)
+            local = self.codec.scalers(grads, [True] * len(grads))
+        sent = 0.0
         with timer.phase("comm"):
-            shared = tcomm.allreduce_max(tr.comm, local) if tr.world > 1 else local
-        with timer.phase("compress"):
-            ternary = self.codec.encode(grads, self.all_true, shared, self.generator)
+            if tr.world > 1 and len(local):
+                shared = tcomm.allreduce_max(tr.comm, local)
+                sent += tcomm.ring_allreduce_bytes(local.nbytes, tr.world)
+            else:
+                shared = local
+        sent += self._exchange(tr, shared)
+        self.counter += self.n_tern
         with timer.phase("comm"):
-            exchange = tcomm.allgather_ternary_mean(tr.comm, ternary, [float(s) for s in shared])
             if tr.world > 1:
                 self.fp32.allreduce_mean(tr.comm)
-        with timer.phase("compress"):
-            for g, mean in zip(grads, exchange.means):
-                g.copy_(mean)
+                sent += tcomm.ring_allreduce_bytes(self.fp32_bytes, tr.world)
         with timer.phase("compute"):
             tr.optimizer.step()
-        sent = exchange.bytes_sent + 4 * len(grads) + self.fp32.nbytes if tr.world > 1 else 0
         return StepResult(float(self.loss_slot), sent)
 
     def end_epoch(self, tr: Trainer, epoch: int, loss: float) -> None:
@@ -860,16 +958,17 @@ class TernGrad:
         return {"clip": self.codec.clip, "min_tensor_elems": self.codec.min_tensor_elems,
                 "keep_last_layer_fp32": self.codec.keep_last_layer_fp32, "ternary_tensors": self.names,
                 "fp32_elements": sum(p.numel() for p in self.fp32_params),
-                "ternary_elements": sum(p.numel() for p in self.tern_params)}
+                "ternary_elements": self.n_tern, "exchange": self.exchange,
+                "level_dtype": str(self.level_dtype)}
 
     def rank_state(self) -> dict[str, Any]:
-        return {"generator": self.generator.get_state()}
+        return {"stream_counter": self.counter}
 
     def shared_state(self) -> dict[str, Any]:
         return {}
 
     def load_state(self, shared: dict[str, Any], rank: dict[str, Any]) -> None:
-        self.generator.set_state(rank["generator"])
+        self.counter = int(rank["stream_counter"])
 
 
 # -------------------------------------------------------------------------------------------- DASO

@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 from perfmodel.launcher import Launcher, flavor_of, launcher_version, resolve_launcher
 from perfmodel.specs import SpecError
 
+from ..emulate import ENV_MPIEXEC_ARGS
 from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION, comm_profile_from_dict,
                      load_profile, save_profile)
 
@@ -87,7 +88,9 @@ def add_profile_parser(subparsers: Any) -> None:
                    help="command that starts the ranks, e.g. 'srun --mpi=pmix' (default $DSGD_LAUNCHER, then mpiexec)")
     p.add_argument("--hostfile", default=None, help="hostfile handed to the launcher")
     p.add_argument("--mpiexec", default=None, help="mpiexec to use (older spelling of --launcher PATH)")
-    p.add_argument("--mpiexec-args", default="", help="extra launcher arguments, e.g. '--mca btl tcp,self'")
+    p.add_argument("--mpiexec-args", default=os.environ.get(ENV_MPIEXEC_ARGS, ""),
+                   help="extra launcher arguments, e.g. '--mca btl tcp,self' (default: $PERFMODEL_MPIEXEC_ARGS, "
+                        "which `perfmodel emulate` sets to place the ranks on its emulated nodes)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per mpiexec run (default 600)")
     p.add_argument("--no-compute", action="store_true", help="skip the compute measurements")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")

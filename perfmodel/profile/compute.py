@@ -202,7 +202,7 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
     else:
         name = _cpu_model()
     codec = time_terngrad_codec([(k, p.numel()) for k, p in model.named_parameters() if p.requires_grad],
-                                repeats=repeats, device=dev)
+                                repeats=repeats)
     return ComputeProfile(device=dev, key=device_key(name) if dev == "cuda" else "cpu", device_name=name,
                           threads=torch.get_num_threads(), warmup=warmup, repeats=repeats,
                           optimizer=f"SGD(lr={lr}, momentum=0.9), CrossEntropyLoss", rows=tuple(rows),
@@ -210,14 +210,19 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
 
 
 def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int = 10, workers: int = 4,
-                        device: str = "cpu", seed: int = 0) -> CodecTimes | None:
+                        seed: int = 0) -> CodecTimes | None:
     """Time the MPI trainer's TernGrad path on gradients of these tensor sizes (trainers.compress, with
-    the trainer's defaults: 2.5-sigma clipping, last layer in fp32): encode = scalers + ternarize + pack;
-    decode = unpack ``workers`` copies and average them. None when the trainers package is absent."""
+    the trainer's defaults: 2.5-sigma clipping, last layer in fp32): encode = scalers + the fused
+    counter-based ternarize-and-pack (encode_packed) of the flat gradient; decode = the integer sum of
+    ``workers`` packed copies (unpack_sum) and its conversion to the float mean, s * sum / p, as the
+    trainer's allgather exchange decodes (a levels exchange skips the unpacking: its decode is cheaper
+    than one copy's share of this). The trainers' codec runs on host memory (numba or numpy), on CPU and
+GPU runs alike. None when the trainers package is absent."""
     try:
+        import numpy as np
         import torch
 
-        from trainers.compress import TernGradCodec, pack2bit, packed_nbytes, ternary_mean, unpack2bit
+        from trainers.compress import TernGradCodec, encode_packed, packed_nbytes, unpack_sum
     except ImportError:
         return None
     codec = TernGradCodec()
@@ -226,27 +231,32 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     if not sizes:
         return None
     gen = torch.Generator().manual_seed(seed)
-    grads = [torch.randn(n, generator=gen).to(device) * 1e-2 for n in sizes]
-    all_true = [True] * len(grads)
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    grads = [torch.randn(n, generator=gen) * 1e-2 for n in sizes]
+    flat = torch.cat(grads).numpy()
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = flat.size
+    packed = np.empty(packed_nbytes(n), dtype=np.uint8)
+    scratch = np.empty(n, dtype=np.int8)
+    sums = np.empty(n, dtype=np.int32)
+    mean = torch.empty(n)
     enc_t, dec_t = [], []
     for it in range(repeats + 2):
-        sync()
         t0 = time.perf_counter()
-        shared = codec.scalers(grads, all_true)
-        packed = [pack2bit(t) for t in codec.encode(grads, all_true, shared, gen)]
-        sync()
+        shared = codec.scalers(grads, [True] * len(grads))
+        encode_packed(flat, starts, shared, seed, it * n, packed, scratch)
         t1 = time.perf_counter()
-        for pk, n, s in zip(packed, sizes, shared):
-            block = pk.repeat(workers)
-            nb = packed_nbytes(n)
-            ternary_mean(unpack2bit(block, workers * nb * 4).view(workers, nb * 4)[:, :n], float(s))
-        sync()
+        received = np.tile(packed, (workers, 1))  # what an Allgather leaves in the receive buffer
+        sums[:] = 0
+        t1b = time.perf_counter()
+        unpack_sum(received, n, sums)
+        for k in range(len(sizes)):
+            a, b = int(starts[k]), int(starts[k + 1])
+            torch.mul(torch.from_numpy(sums[a:b]), float(shared[k]) / workers, out=mean[a:b])
         t2 = time.perf_counter()
         if it >= 2:
             enc_t.append(t1 - t0)
-            dec_t.append(t2 - t1)
-    return CodecTimes(elements=int(sum(sizes)), encode=Stats.of(enc_t), decode=Stats.of(dec_t), workers=workers)
+            dec_t.append(t2 - t1b)
+    return CodecTimes(elements=int(n), encode=Stats.of(enc_t), decode=Stats.of(dec_t), workers=workers)
 
 
 def time_copies(nbytes: int, *, warmup: int = 2, repeats: int = 10):

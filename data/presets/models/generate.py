@@ -13,7 +13,8 @@ FLOPs that belong to no weight (attention score/value matmuls) appear only in ``
 except in nn.MultiheadAttention (torchvision's ViT), whose own FLOPs, attention included, go to its
 in_proj_weight.
 
-Inputs (one sample): ImageNet models one 3x224x224 image (inception-v3: 3x299x299); the papers'
+Inputs (one sample): ImageNet models one 3x224x224 image (inception-v3: 3x299x299,
+efficientnet-b4: 3x380x380); the papers'
 networks their own input shape (trainers.models.input_shape); BERT one sequence of 128 tokens
 (pre-training phase 1 length, Devlin et al. 2019 sec. A.2) with the masked-LM and next-sentence
 heads (BertForPreTraining); GPT-2 one sequence of 1024 tokens (its context length) with the LM head.
@@ -32,6 +33,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 OUT = Path(__file__).resolve().parent
 IMAGENET = (3, 224, 224)
+# models trained at another resolution: inception-v3 at 299 (Szegedy et al. 2016); efficientnet-b4 at 380
+# (Tan & Le 2019, Table 1 lists B4's resolution; torchvision's efficientnet_b4 weights use crop 380)
+INPUT_SHAPE = {"inception-v3": (3, 299, 299), "efficientnet-b4": (3, 380, 380)}
 
 # library name -> torchvision constructor name (input 3x224x224 unless said)
 TORCHVISION = {
@@ -40,7 +44,8 @@ TORCHVISION = {
     "vgg11": "vgg11", "vgg13": "vgg13", "vgg16": "vgg16", "vgg19": "vgg19", "vgg16-bn": "vgg16_bn",
     "inception-v3": "inception_v3", "densenet121": "densenet121", "densenet169": "densenet169",
     "densenet201": "densenet201", "mobilenet-v2": "mobilenet_v2", "mobilenet-v3-large": "mobilenet_v3_large",
-    "efficientnet-b0": "efficientnet_b0", "shufflenet-v2-x1-0": "shufflenet_v2_x1_0",
+    "efficientnet-b0": "efficientnet_b0", "efficientnet-b4": "efficientnet_b4",
+    "shufflenet-v2-x1-0": "shufflenet_v2_x1_0",
     "squeezenet1-0": "squeezenet1_0", "vit-b-16": "vit_b_16", "convnext-tiny": "convnext_tiny",
 }
 # the papers' networks (trainers.models); alexnet, googlenet and resnet50 there are the torchvision layouts
@@ -116,7 +121,7 @@ def build(name: str) -> dict:
         ctor = TORCHVISION[name]
         with torch.device("meta"):
             model = getattr(models, ctor)(weights=None)
-        shape = (3, 299, 299) if name == "inception-v3" else IMAGENET
+        shape = INPUT_SHAPE.get(name, IMAGENET)
         x = torch.empty(SAMPLES, *shape, device="meta")
         extra = " with the auxiliary classifier (its default; trained with it)" if name == "inception-v3" else ""
         return record(name, model, (x,), f"one {'x'.join(map(str, shape))} image",

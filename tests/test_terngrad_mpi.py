@@ -1,0 +1,96 @@
+"""TernGrad exchanges under mpiexec: exact against a float reference (tests/mpi_tern/exchange_check.py),
+and the trainer's bytes per step equal to the model's for each exchange at 2, 3 and 4 ranks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfmodel.scaling import predict
+from perfmodel.specs import Cluster, ComputeTime, Link, Workload
+from perfmodel.validate import measure_run, run_strategies
+from trainers.log import read_run_log
+from trainers.models import tensor_sizes
+
+REPO = Path(__file__).resolve().parents[1]
+MPIEXEC = shutil.which("mpiexec")
+pytestmark = [pytest.mark.mpi, pytest.mark.slow,
+              pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")]
+
+
+def run_mpi(n: int, argv: list[str], timeout: float = 180.0) -> tuple[int | None, str]:
+    """mpiexec -n n python ARGV in its own session (killed as a group on timeout)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable, *argv]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out.decode(errors="replace")
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_exchanges_are_exact_against_the_float_reference(ranks: int) -> None:
+    code, out = run_mpi(ranks, [str(REPO / "tests" / "mpi_tern" / "exchange_check.py")])
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert code == 0, out[-3000:]
+    assert [r["exchange"] for r in rows] == ["levels", "ps", "allgather"]
+    assert all(r["exact"] and r["bytes"] == r["expected_bytes"] for r in rows), rows
+
+
+def _lenet() -> Workload:
+    sizes = tensor_sizes("lenet")
+    return Workload("lenet", tuple(n for _, n in sizes), {"cpu": ComputeTime("linear", t1_s=1e-3)},
+                    tensor_names=tuple(k for k, _ in sizes), classifier_tensors=2)
+
+
+def _train(tmp_path: Path, ranks: int, algo: str, exchange: str | None) -> Path:
+    log = tmp_path / f"{algo}-{exchange}-{ranks}.jsonl"
+    args = ["-m", "trainers.run", "run", "--algo", algo, "--model", "lenet", "--dataset", "synthetic",
+            "--synthetic-n", "128", "--batch", "4", "--steps", "3", "--seed", "5", "--no-progress", "--log", str(log)]
+    if exchange:
+        args += ["--terngrad-exchange", exchange]
+    code, out = run_mpi(ranks, args)
+    assert code == 0, out[-3000:]
+    return log
+
+
+def _predicted_bytes(log: Path) -> float:
+    run = measure_run(log, skip=0)
+    link = Link(1e-5, 1e9)
+    cluster = Cluster("local", 1, link, link, link, gpu="cpu")
+    ((strategy, _),) = run_strategies(run)
+    return float(predict(_lenet(), cluster, strategy, [run.ranks], batch=run.batch).bytes_per_gpu[0])
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_trainer_bytes_per_step_equal_the_model_for_each_exchange(tmp_path: Path, ranks: int) -> None:
+    losses = {}
+    for exchange in ("levels", "ps", "allgather"):
+        log = _train(tmp_path, ranks, "terngrad", exchange)
+        steps = read_run_log(log).steps
+        measured = {s["bytes_sent"] for s in steps}
+        assert len(measured) == 1
+        assert measured.pop() == pytest.approx(_predicted_bytes(log), rel=1e-12), exchange
+        losses[exchange] = [s["loss"] for s in steps]
+    # the three exchanges sum the same codes exactly: bit-identical training
+    assert losses["levels"] == losses["ps"] == losses["allgather"]
+    if ranks == 4:
+        ssgd = read_run_log(_train(tmp_path, 4, "ssgd", None)).steps[0]["bytes_sent"]
+        levels = read_run_log(tmp_path / "terngrad-levels-4.jsonl").steps[0]["bytes_sent"]
+        # LeNet: 431_080 parameters, ip2 (5_010) in fp32; ring allreduce sends 2 * 3/4 of each buffer
+        assert ssgd == 1.5 * 4 * 431_080
+        assert levels == 1.5 * (426_070 * 1 + 4 * 6 + 4 * 5_010)
+        assert ssgd / levels == pytest.approx(3.865, abs=1e-3)
