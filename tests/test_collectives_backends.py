@@ -186,6 +186,15 @@ def _check_backend_result(res: dict, ranks: int, exact: bool, grad_rtol: float =
         np.testing.assert_array_equal(np.asarray(c["allgather_int8"]).reshape(ranks, 5),
                                       np.stack([inputs.levels(r, np.int8)[:5] for r in range(ranks)]))
         np.testing.assert_array_equal(c["broadcast_last"], f[-1])
+        a2a = np.concatenate([np.arange(3 * rank, 3 * rank + 3) + 100 * r for r in range(ranks)])
+        np.testing.assert_array_equal(c["alltoall"], a2a)  # chunk r: rank r's chunk number `rank`
+        if "buffercomm" in c:
+            bc = c["buffercomm"]
+            assert (bc["size"], bc["rank"]) == (ranks, rank)
+            np.testing.assert_array_equal(bc["max"], exp["allreduce_max"])
+            np.testing.assert_array_equal(bc["levels"], exp["allreduce_sum_int8"])
+            np.testing.assert_array_equal(bc["allgather"], np.stack([a[:7] for a in f]).reshape(-1))
+            np.testing.assert_array_equal(bc["alltoall"], a2a)
         if ranks == 2:  # one rounding of the float32 sum of two bf16 values
             np.testing.assert_array_equal(c["allreduce_sum_bf16"], _bf16(_bf16(f[0]) + _bf16(f[1])))
         if ranks % 2 == 0:

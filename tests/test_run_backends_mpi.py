@@ -1,5 +1,5 @@
-"""`trainers run --backend --device --overlap` under mpiexec: gloo and MPI give the same SSGD (2 ranks)
-and DASO (4 ranks) loss trajectories, overlap on and off give the same one, the run log holds the exposed communication time,
+"""`trainers run --backend --device --overlap` under mpiexec: gloo and MPI give the same SSGD (2 ranks),
+TernGrad (every exchange, 2 ranks) and DASO (4 ranks) loss trajectories, overlap on and off give the same one, the run log holds the exposed communication time,
 and bad device/backend choices end every rank with status 2 and one line."""
 
 from __future__ import annotations
@@ -76,6 +76,26 @@ def test_gloo_and_mpi_give_the_same_loss_trajectory(tmp_path: Path) -> None:
     for steps in runs.values():
         for s in steps:
             assert 0 <= s["t_comm_exposed"] and 0 <= s["t_comm_full"]
+
+
+@pytest.mark.slow
+def test_terngrad_every_exchange_on_gloo_gives_mpis_loss_trajectory(tmp_path: Path) -> None:
+    """The three TernGrad exchanges through gloo (trainers.collectives.buffers.BufferComm) against MPI: the
+    codes are the same integers, so the sums and the losses are the same."""
+    tern = [a if a != "ssgd" else "terngrad" for a in TRAIN]
+    runs = {}
+    for backend, exchange in (("mpi", "levels"), ("gloo", "levels"), ("gloo", "ps"), ("gloo", "allgather")):
+        log = tmp_path / f"{backend}-{exchange}.jsonl"
+        code, out = _mpirun(2, [*tern, "--backend", backend, "--terngrad-exchange", exchange, "--log", str(log)],
+                            timeout=240)
+        assert code == 0, out[-3000:]
+        header, steps = _read(log)
+        assert header["backend"] == backend and header["algorithm"]["exchange"] == exchange
+        runs[backend, exchange] = [s["loss"] for s in steps]
+    mpi = runs["mpi", "levels"]
+    assert len(mpi) == 20 and mpi[-1] < mpi[0]
+    for key, losses in runs.items():
+        assert losses == pytest.approx(mpi, rel=1e-5), key
 
 
 DASO = ["--algo", "daso", "--ranks-per-node", "2", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "512",

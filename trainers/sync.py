@@ -64,6 +64,7 @@ import torch.nn.functional as F
 from perfmodel.profile.timers import StepTimer
 from trainers import comm as tcomm
 from trainers.collectives import open_collectives, resolve_backend
+from trainers.collectives.buffers import BufferComm
 from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, load_checkpoint, restore_rng,
                                  rng_state, save_checkpoint)
 from trainers.compress import TernGradCodec, encode_codes, encode_packed, level_dtype, packed_nbytes
@@ -446,9 +447,11 @@ class Trainer:
         """--device and --backend: (this rank's device, its trainers.collectives world group)."""
         cfg = self.cfg
         gpu_ready = cfg.algo in _GPU_READY
-        if not gpu_ready and (cfg.device == "cuda" or cfg.backend not in ("auto", "mpi")):
-            raise UsageError(f"--algo {cfg.algo} runs on --device cpu with --backend mpi so far "
-                             f"(--device and --backend other than those: {', '.join(_GPU_READY)})")
+        if not gpu_ready and cfg.device == "cuda":
+            raise UsageError(f"--algo {cfg.algo} runs on CPU ranks so far (its encoder works on host memory); "
+                             f"--device cuda: {', '.join(_GPU_READY)}")
+        if not gpu_ready and cfg.backend == "nccl":
+            raise UsageError(f"--algo {cfg.algo} exchanges host memory: --backend mpi or gloo")
         device = select_device(cfg.device if gpu_ready else "cpu", self.comm)
         return device, open_collectives(resolve_backend(cfg.backend, device.type), self.comm, device)
 
@@ -825,6 +828,8 @@ class TernGrad:
 
     def __init__(self, tr: Trainer) -> None:
         cfg = tr.cfg
+        # the exchanges work on host numpy buffers: MPI directly, other backends through BufferComm
+        self.comm = tr.comm if tr.coll.name == "mpi" else BufferComm(tr.coll)
         self.exchange = cfg.tern_exchange
         self.codec = TernGradCodec(clip=cfg.tern_clip, min_tensor_elems=cfg.tern_min_elems,
                                    keep_last_layer_fp32=cfg.tern_fp32_last)
@@ -875,7 +880,7 @@ class TernGrad:
 
     def _exchange(self, tr: Trainer, shared: np.ndarray) -> float:
         """Encode, exchange and decode the ternary gradients in place (the mean s * sum / p); bytes sent."""
-        timer, comm, p = tr.timer, tr.comm, tr.world
+        timer, comm, p = tr.timer, self.comm, tr.world
         sent = 0.0
         if self.tern is None:
             return sent
@@ -937,7 +942,7 @@ class TernGrad:
         sent = 0.0
         with timer.phase("comm"):
             if tr.world > 1 and len(local):
-                shared = tcomm.allreduce_max(tr.comm, local)
+                shared = tcomm.allreduce_max(self.comm, local)
                 sent += tcomm.ring_allreduce_bytes(local.nbytes, tr.world)
             else:
                 shared = local
@@ -945,7 +950,7 @@ class TernGrad:
         self.counter += self.n_tern
         with timer.phase("comm"):
             if tr.world > 1:
-                self.fp32.allreduce_mean(tr.comm)
+                self.fp32.allreduce_mean(self.comm)
                 sent += tcomm.ring_allreduce_bytes(self.fp32_bytes, tr.world)
         with timer.phase("compute"):
             tr.optimizer.step()
@@ -1160,8 +1165,8 @@ class DASO:
 SYNC_ALGORITHMS: dict[str, Callable[[Trainer], SyncAlgorithm]] = {"ssgd": SSGD, "terngrad": TernGrad, "daso": DASO}
 
 _GPU_READY = ("ssgd", "daso")
-"""Algorithms whose exchanges go through trainers.collectives (any --device, any --backend); the others
-reduce CPU tensors with MPI."""
+"""Algorithms that run on any --device with any --backend; TernGrad's encoder and exchanges work on host
+memory (CPU ranks; --backend mpi, or gloo through trainers.collectives.buffers.BufferComm)."""
 
 
 def _run(name: str, cfg: RunConfig, comm: Any) -> None:

@@ -51,6 +51,25 @@ def collectives(coll: Any, rank: int, device: torch.device) -> dict[str, Any]:
     out["async_completed"] = h.test() and h.completed_at is not None and h.completed_at >= h.started_at
     out["allgather"] = _list(coll.allgather(_t(inputs.floats(rank)[:7], device)))
     out["allgather_int8"] = _list(coll.allgather(_t(inputs.levels(rank, np.int8)[:5], device)))
+    a2a = np.arange(3 * coll.size, dtype=np.int32) + 100 * rank
+    out["alltoall"] = _list(coll.alltoall(_t(a2a, device)))
+    if device.type == "cpu":  # mpi4py's buffer calls on the group (trainers.comm's exchanges use them)
+        from mpi4py import MPI
+
+        from trainers.collectives.buffers import BufferComm
+
+        bc = BufferComm(coll)
+        mx = np.empty(inputs.N, dtype=np.float32)
+        bc.Allreduce(inputs.floats(rank), mx, op=MPI.MAX)
+        lv = inputs.levels(rank, np.int8).copy()
+        bc.Allreduce(MPI.IN_PLACE, lv, op=MPI.SUM)
+        ga = np.empty((coll.size, 7), dtype=np.float32)
+        bc.Allgather(inputs.floats(rank)[:7], ga)
+        tt = np.empty_like(a2a)
+        bc.Alltoall(a2a, tt)
+        out["buffercomm"] = {"max": mx.astype(np.float64).tolist(), "levels": lv.astype(np.int64).tolist(),
+                             "allgather": ga.reshape(-1).astype(np.float64).tolist(), "alltoall": tt.tolist(),
+                             "size": bc.Get_size(), "rank": bc.Get_rank()}
     root = coll.size - 1
     t = _t(inputs.floats(rank), device)
     coll.broadcast(t, root)

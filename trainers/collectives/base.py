@@ -6,6 +6,8 @@ contiguous tensors of that device (or of the CPU), in the group's rank order:
     allreduce(t, op)          t <- op over ranks of t; op "sum", "mean" (floating point only) or "max"
     allreduce_async(t, op)    the same, non-blocking: a :class:`Handle` whose wait() completes it
     allgather(t)              a new tensor (size, *t.shape): row r is rank r's t
+    alltoall(t)               a new tensor like t: chunk r (of size equal chunks) comes from rank r's chunk
+                              of this rank
     broadcast(t, root)        t <- root's t (root: rank in this group)
     split(color)              the sub-group of the ranks passing the same color, members in rank order
     barrier(), close()
@@ -138,6 +140,11 @@ class Collectives(ABC):
     @abstractmethod
     def allgather(self, t: torch.Tensor) -> torch.Tensor:
         """A new tensor of shape (size, *t.shape) on t's device; row r holds rank r's t."""
+
+    @abstractmethod
+    def alltoall(self, t: torch.Tensor) -> torch.Tensor:
+        """A new tensor like t (numel divisible by size): its r-th of size equal chunks is rank r's chunk
+        number ``self.rank``."""
 
     @abstractmethod
     def broadcast(self, t: torch.Tensor, root: int = 0) -> None:

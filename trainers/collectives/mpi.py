@@ -147,6 +147,18 @@ class MPICollectives(Collectives):
             self.comm.Allgather(buf.mpi(), out)
         return out.to(t.device, t.dtype)
 
+    def alltoall(self, t: torch.Tensor) -> torch.Tensor:
+        check_tensor(t)
+        if t.numel() % self.size:
+            raise ValueError(f"alltoall needs a numel divisible by {self.size}, got {t.numel()}")
+        buf = _Buffer(t, self.cuda_aware)
+        out = torch.empty_like(buf.work)
+        if out.device.type == "cpu":
+            self.comm.Alltoall(buf.mpi(), out.numpy())
+        else:
+            self.comm.Alltoall(buf.mpi(), out)
+        return out.to(t.device, t.dtype)
+
     def broadcast(self, t: torch.Tensor, root: int = 0) -> None:
         check_tensor(t)
         self._check_root(root)

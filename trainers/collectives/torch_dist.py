@@ -151,6 +151,17 @@ class TorchCollectives(Collectives):
         dist.all_gather(rows, work, group=self.group)
         return torch.stack(rows).to(t.dtype)
 
+    def alltoall(self, t: torch.Tensor) -> torch.Tensor:
+        import torch.distributed as dist
+
+        check_tensor(t)
+        if t.numel() % self.size:
+            raise ValueError(f"alltoall needs a numel divisible by {self.size}, got {t.numel()}")
+        work = self._wire(t)
+        out = torch.empty_like(work)
+        dist.all_to_all_single(out, work, group=self.group)
+        return out.to(t.dtype)
+
     def broadcast(self, t: torch.Tensor, root: int = 0) -> None:
         import torch.distributed as dist
 
