@@ -1,4 +1,8 @@
-"""Synchronous data-parallel training over MPI: SSGD, TernGrad and DASO (docs/algorithms.md sections 2 and 5).
+"""Synchronous data-parallel training: SSGD, TernGrad and DASO (docs/algorithms.md sections 2 and 5).
+
+MPI starts the ranks and carries the control plane; the gradient collectives go through the
+``--backend`` (trainers.collectives: mpi, gloo, nccl) on the ``--device`` (trainers.device: one GPU per
+rank, or the CPU).
 
 One :class:`Trainer` owns what every algorithm shares -- data order, model, optimizer, learning-rate
 schedule, step timer, run log, evaluation, checkpoints, progress bar -- and calls one small algorithm
@@ -6,8 +10,8 @@ object per step (the shape of ``torch.distributed.algorithms.ddp_comm_hooks``: a
 step function)::
 
     ssgd      gradients fused into flat float32 buckets (backward writes straight into them, of
-              loss / K) and summed with one in-place MPI Allreduce per bucket, like DDP's bucketed
-              allreduce (benchmarks/ddp_vs_ours.py compares the two).
+              loss / K), each summed by the backend's allreduce as soon as backprop has produced it
+              (--overlap on; trainers.grad_buckets), like DDP (benchmarks/ddp_vs_ours.py compares the two).
     terngrad  per-tensor scalers (2.5 sigma clipping), scaler sharing by allreduce(max), fused
               stochastic ternarization from a counter-based per-rank stream, then --terngrad-exchange:
               levels (integer Allreduce of the codes, int8/int16), ps (sharded parameter server:
@@ -15,7 +19,8 @@ step function)::
               rank's 2-bit codes; does not scale); the last layer and tensors below --tern-min-elems
               travel as float32 (bucketed Allreduce); every rank applies the average itself
               (parameter localization).
-    daso      node-local gradient averaging every batch; every B batches one rotating global group
+    daso      node-local gradient averaging every batch (buckets during backprop, on the node's
+              sub-group of the backend); every B batches one rotating global group
               (the i-th rank of every node) averages parameters -- blocking every batch in
               warm-up/cool-down (bf16 on the wire, or fp32 with --daso-global-dtype fp32), blocking
               fp32 in the cycling phase at epoch ends and when W = 0 (HeAT's DASO casts only while
