@@ -1,5 +1,6 @@
 """`trainers run --backend --device --overlap` under mpiexec: gloo and MPI give the same SSGD (2 ranks),
-TernGrad (every exchange, 2 ranks) and DASO (4 ranks) loss trajectories, overlap on and off give the same one, the run log holds the exposed communication time,
+TernGrad (every exchange, 2 ranks) and DASO (4 ranks) loss trajectories, overlap on and off give the
+same one, the run log holds the exposed communication time,
 and bad device/backend choices end every rank with status 2 and one line."""
 
 from __future__ import annotations

@@ -771,7 +771,8 @@ class SSGD:
         self.buckets = GradBuckets(tr.params, tr.coll, bucket_bytes=tr.cfg.bucket_bytes, overlap=tr.cfg.overlap,
                                    op="sum", extra_numel=1)
         self.loss_slot = self.buckets.extra
-        self.nbytes = tcomm.ring_allreduce_bytes(4 * sum(p.numel() for p in tr.params), tr.world)  # loss slot not counted
+        # ring bytes per step; the loss slot is not counted
+        self.nbytes = tcomm.ring_allreduce_bytes(4 * sum(p.numel() for p in tr.params), tr.world)
         self.scale = 1.0 / tr.world
 
     def step(self, tr: Trainer, x: torch.Tensor, y: torch.Tensor, pos: StepPosition) -> StepResult:
