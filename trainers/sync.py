@@ -66,7 +66,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from perfmodel.profile.timers import StepTimer
+from trainers.timers import StepTimer
 from trainers import comm as tcomm
 from trainers.collectives import open_collectives, resolve_backend
 from trainers.collectives.buffers import BufferComm
