@@ -356,6 +356,14 @@ class SyncAlgorithm(Protocol):
     def load_state(self, shared: dict[str, Any], rank: dict[str, Any]) -> None: ...
 
 
+def _inject_failure(tr: Trainer, step: int) -> None:
+    """Test hook of --fail-at-step / --fail-rank: raise on that rank (default: the last) at that step."""
+    cfg = tr.cfg
+    fail_rank = cfg.fail_rank if cfg.fail_rank is not None else tr.world - 1
+    if cfg.fail_at_step == step and tr.rank == fail_rank:
+        raise RuntimeError(f"injected failure at step {step} on rank {tr.rank} (t={time.time():.3f})")
+
+
 def _derived_seed(*parts: int) -> int:
     """A 63-bit seed derived from integers (numpy SeedSequence), for per-rank generators."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> 1)
@@ -445,6 +453,10 @@ class Trainer:
             self._restore(ckpt)
         self.log: RunLog | None = _collective(comm, self._open_log)
         self._perm_epoch, self._perm = -1, np.empty(0, dtype=np.int64)
+        # called with (trainer, step) before every step: test hooks (--fail-at-step registers one)
+        self.before_step: list[Callable[[Trainer, int], None]] = []
+        if cfg.fail_at_step is not None:
+            self.before_step.append(_inject_failure)
 
     # ------------------------------------------------------------------ setup helpers
 
@@ -619,13 +631,12 @@ class Trainer:
 
         bar = tqdm(total=self.total_steps, initial=self.start_step, disable=not (cfg.progress and self.rank == 0),
                    desc=f"{cfg.algo} x{self.world}", unit="step", mininterval=1.0, file=sys.stderr)
-        fail_rank = cfg.fail_rank if cfg.fail_rank is not None else self.world - 1
         wall0, steps_run, bytes_total = time.perf_counter(), 0, 0
         try:
             for step in range(self.start_step, self.total_steps):
                 pos = self._position(step)
-                if cfg.fail_at_step == step and self.rank == fail_rank:
-                    raise RuntimeError(f"injected failure at step {step} on rank {self.rank} (t={time.time():.3f})")
+                for hook in self.before_step:
+                    hook(self, step)
                 self.timer.start()
                 x, y = self.batch(pos.epoch, pos.index)
                 lr = self.lr_schedule.lr_at(step / self.steps_per_epoch)
