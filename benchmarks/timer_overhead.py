@@ -1,4 +1,4 @@
-"""Overhead of perfmodel.profile.timers.StepTimer relative to one LeNet training step.
+"""Overhead of trainers.timers.StepTimer relative to one LeNet training step.
 
     python benchmarks/timer_overhead.py [--batch 64] [--steps 30] [--threads 1]
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perfmodel.profile.timers import overhead_per_step  # noqa: E402
+from trainers.timers import overhead_per_step  # noqa: E402
 
 
 def lenet_step_seconds(batch: int, steps: int, threads: int) -> float:

@@ -1,4 +1,24 @@
-"""The one line worth showing from a failed ``mpiexec`` job, without the launcher's banner.
+"""The launcher that starts ranks: its command line, and the one line worth showing when a job fails.
+
+How ranks are started: ``--launcher "srun --mpi=pmix"``, or the ``DSGD_LAUNCHER`` environment variable,
+default ``mpiexec``; a hostfile passes through. Used by everything that starts ranks (``perfmodel
+profile``, reproduce/, benchmarks/).
+
+    launcher = resolve_launcher(args.launcher, hostfile=args.hostfile)      # option > env > mpiexec
+    argv = launcher.command(4, [sys.executable, "-m", "trainers.run", "run", ...])
+
+The command is ``LAUNCHER [ITS ARGS] [flavour flags] [hostfile] -n RANKS PROGRAM...``. Flavour flags,
+by the launcher found (``srun`` by name, MPI launchers by their ``--version`` text):
+
+    openmpi  --oversubscribe (start more ranks than the hostfile's slots; this suite runs more ranks
+             than cores on small machines), --allow-run-as-root when running as root, optionally
+             ``--bind-to core`` when the ranks fit the usable cores (``none`` otherwise) unless the
+             user's arguments place ranks themselves; hostfile: ``--hostfile FILE``
+    mpich    (Hydra) hostfile: ``-f FILE``
+    slurm    srun places ranks on the job's allocation: no hostfile (an error); ``-n RANKS``
+    other    ``-n RANKS``; no hostfile (an error: its flag is unknown)
+
+Failed jobs: the one line worth showing from a failed ``mpiexec`` job, without the launcher's banner.
 
 When a rank exits with a non-zero status, Open MPI's launcher (``mpiexec``/``prterun``) prints a
 boxed banner after the rank's own output ("prterun detected that one or more processes exited with
@@ -6,11 +26,154 @@ non-zero status ... Process name ... Exit code"; older versions: "Primary job te
 1 process returned a non-zero exit code"). Our launches capture the job's output and report the ranks'
 own one-line error (``<prog>: error: ...``) instead; a user who starts ``mpiexec`` by hand sees that
 line first and the banner below it.
+
+This module imports neither torch nor mpi4py. Errors are :class:`perfmodel.specs.SpecError`.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from perfmodel.specs import SpecError
+
+__all__ = ["LAUNCHER_ENV", "DEFAULT_LAUNCHER", "FLAVORS", "Launcher", "flavor_of", "resolve_launcher",
+           "launcher_version", "error_line"]
+
+LAUNCHER_ENV = "DSGD_LAUNCHER"
+"""Environment variable holding the launcher command line when ``--launcher`` is not given."""
+
+DEFAULT_LAUNCHER = "mpiexec"
+
+FLAVORS = ("openmpi", "mpich", "slurm", "other")
+
+_PLACEMENT_FLAGS = ("--bind-to", "--map-by", "--rankfile", "--hostfile", "--host", "-H", "--cpu-set")
+
+
+@functools.lru_cache(maxsize=16)
+def launcher_version(executable: str) -> str:
+    """First non-empty line of ``EXECUTABLE --version`` ("" when it cannot be run); remembered per path."""
+    try:
+        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
+    return lines[0] if lines else ""
+
+
+def flavor_of(executable: str, version: str) -> str:
+    """"slurm" for srun, else the MPI launcher's family from its --version text."""
+    if os.path.basename(executable) == "srun":
+        return "slurm"
+    v = version.lower()
+    if "open mpi" in v or "openrte" in v or "prte" in v:
+        return "openmpi"
+    if "hydra" in v or "mpich" in v or "intel" in v:
+        return "mpich"
+    return "other"
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """A launcher command line (``argv``: executable and its own arguments), its flavour and a hostfile.
+
+    ``is_root`` and ``usable_cpus`` describe the machine the command will run on (filled in by
+    :func:`resolve_launcher`; given explicitly in tests)."""
+
+    argv: tuple[str, ...]
+    flavor: str
+    hostfile: str | None = None
+    is_root: bool = False
+    usable_cpus: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.argv or not all(isinstance(a, str) and a for a in self.argv):
+            raise SpecError(f"launcher must be a non-empty command line, got {self.argv!r}")
+        if self.flavor not in FLAVORS:
+            raise SpecError(f"launcher flavor must be one of {', '.join(FLAVORS)}, got {self.flavor!r}")
+        if self.hostfile is not None and self.flavor in ("slurm", "other"):
+            where = ("srun places ranks on the job's allocation (give nodes in --launcher, e.g. "
+                     "'srun --nodelist=...')" if self.flavor == "slurm"
+                     else f"the flag of {self.argv[0]} for it is unknown (put it in --launcher)")
+            raise SpecError(f"--hostfile does not apply: {where}")
+        if isinstance(self.usable_cpus, bool) or not isinstance(self.usable_cpus, int) or self.usable_cpus < 1:
+            raise SpecError(f"usable_cpus must be a positive integer, got {self.usable_cpus!r}")
+
+    def text(self) -> str:
+        """The launcher part as one shell-quoted string (for run records)."""
+        return shlex.join(self.argv)
+
+    def flags(self, ranks: int, *, bind: bool = False) -> list[str]:
+        """The flavour's flags and the hostfile for ``ranks`` ranks (see the module docstring)."""
+        out: list[str] = []
+        if self.flavor == "openmpi":
+            out.append("--oversubscribe")
+            if self.is_root:
+                out.append("--allow-run-as-root")
+            placed = self.hostfile is not None or any(a.startswith(_PLACEMENT_FLAGS) for a in self.argv[1:])
+            if bind and not placed:
+                out += ["--bind-to", "core" if ranks <= self.usable_cpus else "none"]
+            if self.hostfile is not None:
+                out += ["--hostfile", self.hostfile]
+        elif self.flavor == "mpich" and self.hostfile is not None:
+            out += ["-f", self.hostfile]
+        return out
+
+    def command(self, ranks: int, program: Sequence[str], *, bind: bool = False) -> list[str]:
+        """argv that starts ``program`` on ``ranks`` ranks."""
+        if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
+            raise SpecError(f"ranks must be a positive integer, got {ranks!r}")
+        if not program:
+            raise SpecError("program to launch is empty")
+        return [*self.argv, *self.flags(ranks, bind=bind), "-n", str(ranks), *program]
+
+
+def resolve_launcher(option: str | None = None, *, hostfile: str | None = None,
+                     env: Mapping[str, str] | None = None,
+                     which: Callable[[str], str | None] = shutil.which,
+                     version_of: Callable[[str], str] = launcher_version) -> Launcher:
+    """The launcher from ``option`` (``--launcher``), else ``$DSGD_LAUNCHER``, else ``mpiexec``.
+
+    The executable must be on PATH (or a path to an executable); SpecError names what is missing.
+    ``which`` and ``version_of`` are injectable for tests."""
+    env = os.environ if env is None else env
+    text = option if option is not None and option.strip() else env.get(LAUNCHER_ENV, "").strip() or DEFAULT_LAUNCHER
+    source = "--launcher" if option is not None and option.strip() else (
+        LAUNCHER_ENV if env.get(LAUNCHER_ENV, "").strip() else "default launcher")
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise SpecError(f"{source} {text!r} is not a valid command line: {exc}") from None
+    if not argv:
+        raise SpecError(f"{source} is empty")
+    exe = which(argv[0])
+    if exe is None:
+        hint = " (install Open MPI or MPICH, or pass --launcher)" if argv[0] == DEFAULT_LAUNCHER else ""
+        raise SpecError(f"{source}: {argv[0]} not found on PATH{hint}")
+    if hostfile is not None and not os.path.isfile(hostfile):
+        raise SpecError(f"--hostfile {hostfile} is not a file")
+    flavor = flavor_of(argv[0], "" if os.path.basename(argv[0]) == "srun" else version_of(exe))
+    return Launcher(tuple([exe, *argv[1:]]), flavor, hostfile, _is_root(), _usable_cpus())
+
+
+# ---------------------------------------------------------------- failed jobs
 
 #: a line of the launcher's banner, or of its per-rank prefixes, not of our programs
 _BANNER = re.compile(

@@ -139,8 +139,13 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
     the iallreduce/allreduce factor).
     """
     cfg = run.config
-    # our trainers (trainers/sync.py) allreduce after the backward pass: nothing is hidden behind it
+    # SSGD with --overlap on (run logs that say so) starts each bucket's allreduce during backprop
+    # (trainers/grad_buckets.py): the model computes the hidden share from the same buckets; without
+    # it (and in older logs) the trainer allreduces after backward: nothing is hidden
     if run.algo == "ssgd":
+        if cfg.get("overlap"):
+            return [(Strategy("ssgd", allreduce="ring", overlap=None,
+                              bucket_mb=float(cfg.get("bucket_mb", 25.0))), run.steps)]
         return [(Strategy("ssgd", allreduce="ring", overlap=0.0), run.steps)]
     if run.algo == "terngrad":
         # logs written before the exchange option existed used the allgather exchange
@@ -153,7 +158,10 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
     if run.algo == "daso":
         phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
         fields = daso_strategy_fields(daso)
-        return [(Strategy("daso", allreduce="ring", overlap=0.0, daso_B=b, daso_W=w, **fields), n)
+        # --overlap on: DASO's node-local buckets start during backprop, as the model's DASO assumes
+        overlap = {"overlap": None, "bucket_mb": float(cfg.get("bucket_mb", 25.0))} if cfg.get("overlap") \
+            else {"overlap": 0.0}
+        return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w, **overlap, **fields), n)
                 for (b, w), n in sorted(phases.items())]
     raise ValidateError(f"run log {run.path}: algo {run.algo!r} is not one the model validates "
                         f"(ssgd, terngrad, daso)")
@@ -193,7 +201,8 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
         t_iter += n * float(p.t_iter_s[0])
         t_comp += n * float(p.t_compute_s[0])
         decode = _decode_in_comm(wl, strategy, run.ranks)
-        t_comm += n * (float(p.t_comm_s[0]) + decode)
+        # the trainer's comm phase is the communication left after backward: the model's exposed part
+        t_comm += n * (float(p.t_comm_s[0] - p.extra.get("t_hidden_s", [0.0])[0]) + decode)
         t_compress += n * (float(p.extra.get("t_compress_s", [0.0])[0]) - decode)
         sent += n * float(p.bytes_per_gpu[0])
         total += n

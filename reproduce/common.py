@@ -128,6 +128,10 @@ def parser(paper: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--seeds", default=None, type=_seed_list,
                    help="comma list of seeds for the tables that repeat runs (default: the scale's own)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--launcher", default=None,
+                   help="command that starts the ranks of real runs, e.g. 'srun --mpi=pmix' (default $DSGD_LAUNCHER, "
+                        "then mpiexec)")
+    p.add_argument("--hostfile", default=None, help="hostfile handed to the launcher")
     return p
 
 
@@ -136,6 +140,9 @@ def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path]
     """Run the selected tables of one paper; bad input or missing data is one line and exit 2."""
     out = Path(args.out) if args.out else default_results_dir()
     wanted = list(tables) if not args.only else [t.strip() for t in args.only.split(",") if t.strip()]
+    from reproduce.runs import use_launcher
+
+    use_launcher(getattr(args, "launcher", None), getattr(args, "hostfile", None))
     unknown = [t for t in wanted if t not in tables]
     try:
         if unknown:

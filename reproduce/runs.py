@@ -1,5 +1,5 @@
-"""Real runs for the reproduce scripts: start `trainers run` under mpiexec, reuse finished run logs,
-read what the logs measured.
+"""Real runs for the reproduce scripts: start `trainers run` with the launcher (``--launcher``,
+``$DSGD_LAUNCHER``, else mpiexec: perfmodel.launcher), reuse finished run logs, read what the logs measured.
 
 A run is skipped when its log is complete (summary and final evaluation present) and its header
 configuration equals the one wanted, so an interrupted reproduce script redoes only unfinished runs.
@@ -11,13 +11,21 @@ import argparse
 import math
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from reproduce.common import ReproduceError
+
+_LAUNCH: dict[str, str | None] = {"launcher": None, "hostfile": None}
+
+
+def use_launcher(launcher: str | None, hostfile: str | None = None) -> None:
+    """Start the runs with this launcher command line and hostfile (the scripts' --launcher/--hostfile;
+    None: $DSGD_LAUNCHER, else mpiexec)."""
+    _LAUNCH.update(launcher=launcher, hostfile=hostfile)
+
 
 #: header-config keys that do not change what a run computes
 IGNORED_CONFIG = ("log", "data_root", "progress", "checkpoint", "checkpoint_every", "resume", "no_progress")
@@ -103,14 +111,21 @@ def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: s
 
 def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("trainers.run", "run"),
                 extra: list[str] = ()) -> list[str]:
-    """mpiexec -n ranks python -m <entry> ... (default `trainers run`; ("trainers.ps",) for the parameter
-    server); extra: further mpiexec arguments (e.g. an emulated cluster's placement); ReproduceError
-    when mpiexec is missing."""
-    mpiexec = shutil.which("mpiexec")
-    if mpiexec is None:
-        raise ReproduceError("mpiexec not found; the real-run tables need Open MPI (or pass --only for model tables)")
-    return [mpiexec, "--oversubscribe", "--allow-run-as-root", *extra, "-n", str(ranks), sys.executable, "-m",
-            *entry, *train_args]
+    """LAUNCHER -n ranks python -m <entry> ... (default `trainers run`; ("trainers.ps",) for the parameter
+    server), LAUNCHER as :func:`use_launcher` set it; extra: further launcher arguments (e.g. an emulated
+    cluster's placement); ReproduceError when the launcher is missing."""
+    from dataclasses import replace
+
+    from perfmodel.launcher import resolve_launcher
+    from perfmodel.specs import SpecError
+
+    try:
+        launcher = resolve_launcher(_LAUNCH["launcher"], hostfile=_LAUNCH["hostfile"])
+    except SpecError as exc:
+        raise ReproduceError(f"{exc}; the real-run tables need MPI (or pass --only for model tables)") from None
+    if extra:
+        launcher = replace(launcher, argv=(*launcher.argv, *extra))
+    return launcher.command(ranks, [sys.executable, "-m", *entry, *train_args])
 
 
 def train_args(cfg: dict) -> list[str]:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from perfmodel.profile.timers import PHASES, StepTimer, overhead_per_step
+from trainers.timers import PHASES, StepTimer, overhead_per_step
 
 
 class FakeClock:

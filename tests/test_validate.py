@@ -50,6 +50,34 @@ def test_ssgd_prediction_by_hand(tmp_path, profile):
     assert mape([row]) == pytest.approx(abs(row["step_error_pct"]))
 
 
+def test_ssgd_with_overlap_is_predicted_with_the_models_hidden_share(tmp_path, profile):
+    def row(name, algo, ranks, cfg, **kw):
+        extra = {i: {"B": 1, "W": 0} for i in range(11)} if algo == "daso" else None
+        log = write_log(tmp_path / name, algo, ranks, 16 if algo == "daso" else 32, [0.004] * 11, extra=extra, cfg=cfg)
+        return validate([log], [profile], skip=2, cores=ranks)[0]
+
+    small = {"overlap": True, "bucket_mb": 400 / 2**20}
+    off = row("off.jsonl", "ssgd", 2, {"overlap": False})
+    # one 25 MiB bucket is ready only when backward ends: nothing to hide, the same as overlap off
+    one = row("one.jsonl", "ssgd", 2, {"overlap": True, "bucket_mb": 25.0})
+    assert one["predicted_step_s"] == pytest.approx(off["predicted_step_s"], rel=1e-12)
+    # buckets of 400 B on the tiny model (tensors 640, 10, 100, 10 floats, taken from the last):
+    # 40 + 400 B closes the first; the second (40 + 2560 B) is ready only when backward ends
+    on = row("on.jsonl", "ssgd", 2, small)
+    assert on["predicted_compute_s"] == pytest.approx(off["predicted_compute_s"])
+    # the comm the trainer logs (t_comm) is what is left after backward: the model's exposed part
+    assert on["predicted_step_s"] == pytest.approx(on["predicted_compute_s"] + on["predicted_comm_s"])
+    # the last bucket is never hidden; the first one can be, so less than both buckets' cost is left
+    assert ALPHA_OP + 4 * (640 + 10) / BW_OP - 1e-12 <= on["predicted_comm_s"] < 2 * ALPHA_OP + GRAD / BW_OP
+    # DASO's node-local buckets likewise (2 pretend nodes x 2 ranks, B = 1, W = 0)
+    d_off = row("doff.jsonl", "daso", 4, {"ranks_per_node": 2})
+    d_one = row("done.jsonl", "daso", 4, {"ranks_per_node": 2, "overlap": True, "bucket_mb": 25.0})
+    d_on = row("don.jsonl", "daso", 4, {"ranks_per_node": 2, **small})
+    assert d_one["predicted_step_s"] == pytest.approx(d_off["predicted_step_s"], rel=1e-12)
+    assert d_on["predicted_compute_s"] == pytest.approx(d_off["predicted_compute_s"])
+    assert d_on["predicted_step_s"] != d_off["predicted_step_s"]  # the overlap reaches the model
+
+
 def test_oversubscribed_ranks_share_the_cores(tmp_path, profile):
     # 4 ranks on 2 cores: compute stretched 2x; the 2-rank Allreduce link (alpha', beta') used by a 4-rank ring
     a, b = ALPHA_OP / 2, (1 / BW_OP) * 2 / 2

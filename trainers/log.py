@@ -4,7 +4,9 @@ Line types (key "type"):
     header   first line: schema, algo, config (the full command configuration), versions, ranks, start time
     step     step, epoch, loss, samples (this step, all ranks), t_compute, t_comm, t_compress, t_idle,
              t_step (seconds, rank 0's view; the trainer may add per-rank maxima), bytes_sent (this
-             rank's bytes per step, below)
+             rank's bytes per step, below); SSGD adds t_comm_exposed (communication left after
+             backward, = t_comm) and t_comm_full (the time the backend was busy with the step's
+             gradient buckets, overlapped with backprop or not; trainers/grad_buckets.py)
     eval     step, epoch, test_loss, test_acc (fraction 0..1)
     summary  free-form totals at the end (e.g. the staleness histogram of a parameter server)
 Bytes per step (bytes_sent; the model's Prediction.bytes_per_gpu counts the same): the bytes one rank

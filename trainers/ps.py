@@ -86,7 +86,8 @@ class PSOptions:
     """Server-only options. log: run-log path (rank 0 writes it); replay_order: JSON file with
     {"order": [worker, ...]}; worker_timeout: seconds a worker may stay silent while the server
     waits for it; poll_s: sleep between polls of a pending receive (idle ranks do not spin);
-    threads: torch threads per rank (1 matches the simulator bit for bit);
+    threads: torch threads per rank (1 matches the simulator bit for bit); device: where the workers
+    compute gradients (trainers.device: cpu, cuda, auto; the server stays on the CPU);
     save_params: .npy file for the final central parameters; fail_worker / fail_after / fail_mode:
     testing only, worker fail_worker fails before its fail_after-th gradient, by exiting at once
     ("exit", status 17), hanging ("hang") or raising ("raise"), or pushes that gradient with one
@@ -101,6 +102,7 @@ class PSOptions:
     fail_after: int = 0
     fail_mode: str = "exit"
     threads: int = 1
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if not (isinstance(self.worker_timeout, (int, float)) and self.worker_timeout > 0):
@@ -356,12 +358,12 @@ def _fail(mode: str, w: int) -> None:
     raise RuntimeError(f"worker {w}: deliberate failure")
 
 
-def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions) -> None:
+def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions, device: torch.device | None = None) -> None:
     from mpi4py import MPI
 
     w = comm.Get_rank() - 1
     train, _ = load_data(cfg, test=False)
-    fm = FlatModel.build(cfg)
+    fm = FlatModel.build(cfg, device or "cpu")  # parameters arrive and gradients leave on the CPU
     stream = BatchStream(train, cfg, w) if train is not None else None
     delays = DelaySchedule(cfg) if cfg.delays != "none" and opt.replay_order is None else None
     wr = build_worker_rule(cfg)
@@ -440,10 +442,13 @@ def run_ps(cfg: AsyncConfig, comm: Any, options: PSOptions | None = None) -> PSR
     torch.set_num_threads(opt.threads)
     from trainers.comm import abort_on_error
 
+    from trainers.device import select_worker_device
+
+    device = select_worker_device(opt.device, comm)  # UsageError on every rank alike
     with abort_on_error(comm):
         if comm.Get_rank() == 0:
             return _Server(cfg, comm, opt).run()
-        _work(cfg, comm, opt)
+        _work(cfg, comm, opt, device)
         return None
 
 
@@ -496,7 +501,7 @@ def run_from_run_config(cfg: Any, comm: Any) -> None:
                             worker_timeout=opts.get("worker_timeout", PSOptions.worker_timeout),
                             poll_s=opts.get("poll", PSOptions.poll_s), save_params=opts.get("save_params"),
                             fail_worker=None if cfg.fail_rank is None else cfg.fail_rank - 1,
-                            fail_after=cfg.fail_at_step or 0, threads=cfg.threads)
+                            fail_after=cfg.fail_at_step or 0, threads=cfg.threads, device=cfg.device)
         if options.replay_order:
             load_order(options.replay_order, acfg.workers)
         if acfg.model != "none":
@@ -542,6 +547,8 @@ def add_ps_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a worker may be silent before the server aborts the job")
     parser.add_argument("--poll", type=float, default=PSOptions.poll_s, help="seconds between receive polls")
     parser.add_argument("--save-params", default=None, metavar="FILE.npy", help="write the final parameters")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"),
+                        help="where the workers compute gradients (one GPU per worker; the server stays on the CPU)")
     parser.add_argument("--allow-divergence", action="store_true",
                         help="a diverged run is an outcome, not an error: exit 0 (default: exit 3)")
     parser.add_argument("--fail-worker", type=int, default=None, help=argparse.SUPPRESS)
@@ -580,7 +587,7 @@ def ps_from_args(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
         opt = PSOptions(log=args.log, replay_order=args.replay_order, worker_timeout=args.worker_timeout,
                         poll_s=args.poll, save_params=args.save_params, fail_worker=args.fail_worker,
-                        fail_after=args.fail_after, fail_mode=args.fail_mode)
+                        fail_after=args.fail_after, fail_mode=args.fail_mode, device=args.device)
         if opt.replay_order:
             load_order(opt.replay_order, cfg.workers)
         if opt.fail_worker is not None and opt.fail_worker >= cfg.workers:
@@ -593,7 +600,14 @@ def ps_from_args(args: argparse.Namespace) -> int:
         return 2
     from mpi4py import MPI
 
-    result = run_ps(cfg, MPI.COMM_WORLD, opt)
+    from trainers.run import UsageError
+
+    try:
+        result = run_ps(cfg, MPI.COMM_WORLD, opt)
+    except UsageError as exc:  # raised on every rank alike (e.g. --device cuda without a GPU)
+        if rank == 0:
+            print(f"error: {exc}", file=sys.stderr)
+        return 2
     if _diverged_everywhere(MPI.COMM_WORLD, result) and not args.allow_divergence:
         from trainers.run import DIVERGED_STATUS
 

@@ -42,6 +42,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainers import collectives as _collectives
+from trainers import device as _devices
+
 __all__ = [
     "ALGORITHMS",
     "COMMANDS",
@@ -76,6 +79,8 @@ ALGORITHMS.update({name: ("trainers.ps", "run_from_run_config") for name in ASYN
 COMMANDS["simulate"] = ("trainers.simulate", "simulate_main", "event-driven simulation of N asynchronous workers")
 
 DATASET_CHOICES = ("mnist", "cifar10", "cifar100", "synthetic")
+DEVICES = _devices.DEVICES
+BACKEND_CHOICES = ("auto", *_collectives.BACKENDS)
 OPTIMIZERS = ("sgd", "adam")
 DASO_RULES = ("paper", "code")
 DASO_DTYPES = ("bf16", "fp32")
@@ -148,7 +153,10 @@ class RunConfig:
     fail_rank inject a failure (tests). options: extra ``key=value`` settings for registered
     algorithms. mpi_yield: ranks waiting in MPI yield the CPU (Open MPI ``mpi_yield_when_idle``, set
     before MPI starts unless the environment sets it) instead of busy-polling, which steals cores
-    from CPU training when ranks share them.
+    from CPU training when ranks share them. device: "cpu", "cuda" (one GPU per
+    rank, by local rank) or "auto" (trainers.device); backend: what moves gradients -- "mpi", "gloo",
+    "nccl" or "auto" (nccl on GPUs, mpi on CPUs; trainers.collectives); overlap: reduce gradient buckets
+    while backprop runs (trainers.grad_buckets).
     """
 
     algo: str
@@ -196,6 +204,9 @@ class RunConfig:
     daso_plateau_threshold: float = 0.05
     fail_at_step: int | None = None
     fail_rank: int | None = None
+    device: str = "auto"
+    backend: str = "auto"
+    overlap: bool = True
     options: tuple[tuple[str, str], ...] = field(default=())
 
     def __post_init__(self) -> None:
@@ -254,6 +265,13 @@ class RunConfig:
             raise ValueError(f"daso_plateau_threshold must be in [0, 1), got {self.daso_plateau_threshold!r}")
         _int("fail_at_step", self.fail_at_step, 0, none_ok=True)
         _int("fail_rank", self.fail_rank, 0, none_ok=True)
+        _choice("device", self.device, DEVICES)
+        _choice("backend", self.backend, BACKEND_CHOICES)
+        if self.algo in ASYNC_ALGORITHMS and self.backend not in ("auto", "mpi"):
+            raise ValueError(f"the parameter server ({self.algo}) moves parameters and gradients with MPI: "
+                             f"--backend mpi (or auto)")
+        if not isinstance(self.overlap, bool):
+            raise ValueError(f"overlap must be a bool, got {self.overlap!r}")
         opts = tuple((str(k), str(v)) for k, v in self.options)
         if any(not k for k, _ in opts):
             raise ValueError("options need a non-empty key (key=value)")
@@ -320,6 +338,12 @@ def _milestones(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated epochs like 80,120, got {text!r}") from None
 
 
+def _on_off(text: str) -> bool:
+    if text not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
+    return text == "on"
+
+
 def _option(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -381,6 +405,13 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--daso-plateau-patience", type=_int_arg, default=2,
       help="a plateau is more than this many epochs without relative improvement")
     a("--daso-plateau-threshold", type=float, default=0.05, help="relative improvement that counts")
+    a("--device", default="auto", choices=DEVICES,
+      help="cpu, cuda (one GPU per rank, chosen by the local rank) or auto (cuda when each rank has a GPU)")
+    a("--backend", default="auto", choices=BACKEND_CHOICES,
+      help="gradient collectives: mpi, gloo, nccl (torch.distributed, rendezvous over MPI) or auto "
+           "(nccl on GPUs, mpi on CPUs)")
+    a("--overlap", type=_on_off, default=True, metavar="on|off",
+      help="reduce gradient buckets while backprop runs (default on; ssgd)")
     a("--opt", dest="options", type=_option, action="append", default=[],
       help="key=value setting for a registered algorithm (repeatable)")
     a("--allow-divergence", action="store_true",

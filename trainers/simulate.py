@@ -53,6 +53,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from trainers.device import DEVICES
 from trainers.log import RunLog
 from trainers.run import DIVERGED_STATUS
 from trainers.worker_step import (
@@ -177,12 +178,16 @@ def speedup_table(workers: Sequence[int], kinds: Sequence[str] = ("homogeneous",
 # --------------------------------------------------------------------------- the event loop
 
 
-def simulate(cfg: AsyncConfig, *, log_path: str | os.PathLike | None = None) -> SimResult:
-    """Run the simulation of ``cfg``; write the JSONL run log to ``log_path`` if given."""
+def simulate(cfg: AsyncConfig, *, log_path: str | os.PathLike | None = None, device: str = "cpu") -> SimResult:
+    """Run the simulation of ``cfg``; write the JSONL run log to ``log_path`` if given. ``device``: where
+    the gradients are computed (trainers.device: cpu, cuda, auto; UsageError when unavailable)."""
+    from trainers.device import describe, select_device
+
     torch.set_num_threads(1)
+    dev = select_device(device)
     train, test = load_data(cfg)
     plan = make_plan(cfg, train)
-    fm = FlatModel.build(cfg)
+    fm = FlatModel.build(cfg, dev)
     rule = build_rule(cfg, fm.initial, fm.segments)
     schedule = build_schedule(cfg)
     wrules = [build_worker_rule(cfg) for _ in range(cfg.workers)]
@@ -193,7 +198,8 @@ def simulate(cfg: AsyncConfig, *, log_path: str | os.PathLike | None = None) -> 
     itemsize = fm.initial.element_size()
     log = None
     if log_path is not None:
-        log = RunLog(log_path, header_fields(cfg, fm, train, simulated=True, ranks=1, plan=plan))
+        log = RunLog(log_path, {**header_fields(cfg, fm, train, simulated=True, ranks=1, plan=plan),
+                                "device": describe(dev)})
     log_every = cfg.log_every or max(1, plan.expected_total // 1000)
     window = StepWindow(bytes_per_push=fm.numel * itemsize)
     wstats = WindowStats()
@@ -319,6 +325,8 @@ def _fill_parser(p: argparse.ArgumentParser) -> None:
                    help="print the simulated async-over-sync speedup for these worker counts and exit")
     p.add_argument("--speedup-steps", type=int, default=100, help="gradients per worker in --speedup-table runs")
     p.add_argument("--speedup-seeds", type=int, default=3, help="seeds per --speedup-table entry")
+    p.add_argument("--device", default="cpu", choices=DEVICES,
+                   help="where gradients are computed: cpu (default; bitwise replayable by trainers.ps), cuda, auto")
 
 
 def _print_speedup_table(args: argparse.Namespace) -> int:
@@ -341,7 +349,7 @@ def simulate_from_args(args: argparse.Namespace) -> int:
         return _print_speedup_table(args)
     try:
         cfg = config_from_args(args)
-        result = simulate(cfg, log_path=args.log)
+        result = simulate(cfg, log_path=args.log, device=getattr(args, "device", "cpu"))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,8 @@
-"""Synchronous data-parallel training over MPI: SSGD, TernGrad and DASO (docs/algorithms.md sections 2 and 5).
+"""Synchronous data-parallel training: SSGD, TernGrad and DASO (docs/algorithms.md sections 2 and 5).
+
+MPI starts the ranks and carries the control plane; the gradient collectives go through the
+``--backend`` (trainers.collectives: mpi, gloo, nccl) on the ``--device`` (trainers.device: one GPU per
+rank, or the CPU).
 
 One :class:`Trainer` owns what every algorithm shares -- data order, model, optimizer, learning-rate
 schedule, step timer, run log, evaluation, checkpoints, progress bar -- and calls one small algorithm
@@ -6,8 +10,8 @@ object per step (the shape of ``torch.distributed.algorithms.ddp_comm_hooks``: a
 step function)::
 
     ssgd      gradients fused into flat float32 buckets (backward writes straight into them, of
-              loss / K) and summed with one in-place MPI Allreduce per bucket, like DDP's bucketed
-              allreduce (benchmarks/ddp_vs_ours.py compares the two).
+              loss / K), each summed by the backend's allreduce as soon as backprop has produced it
+              (--overlap on; trainers.grad_buckets), like DDP (benchmarks/ddp_vs_ours.py compares the two).
     terngrad  per-tensor scalers (2.5 sigma clipping), scaler sharing by allreduce(max), fused
               stochastic ternarization from a counter-based per-rank stream, then --terngrad-exchange:
               levels (integer Allreduce of the codes, int8/int16), ps (sharded parameter server:
@@ -15,7 +19,8 @@ step function)::
               rank's 2-bit codes; does not scale); the last layer and tensors below --tern-min-elems
               travel as float32 (bucketed Allreduce); every rank applies the average itself
               (parameter localization).
-    daso      node-local gradient averaging every batch; every B batches one rotating global group
+    daso      node-local gradient averaging every batch (buckets during backprop, on the node's
+              sub-group of the backend); every B batches one rotating global group
               (the i-th rank of every node) averages parameters -- blocking every batch in
               warm-up/cool-down (bf16 on the wire, or fp32 with --daso-global-dtype fp32), blocking
               fp32 in the cycling phase at epoch ends and when W = 0 (HeAT's DASO casts only while
@@ -61,13 +66,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from perfmodel.profile.timers import StepTimer
+from trainers.timers import StepTimer
 from trainers import comm as tcomm
+from trainers.collectives import open_collectives, resolve_backend
+from trainers.collectives.buffers import BufferComm
 from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, load_checkpoint, restore_rng,
                                  rng_state, save_checkpoint)
 from trainers.compress import TernGradCodec, encode_codes, encode_packed, level_dtype, packed_nbytes
 from trainers.data import (Dataset, DatasetError, batches, crop_flip, data_root, load_dataset, shard_indices,
                            synthetic)
+from trainers.device import describe as describe_device, select_device
+from trainers.grad_buckets import GradBuckets
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
 from trainers.run import DivergenceError, RunConfig, UsageError
@@ -347,6 +356,14 @@ class SyncAlgorithm(Protocol):
     def load_state(self, shared: dict[str, Any], rank: dict[str, Any]) -> None: ...
 
 
+def _inject_failure(tr: Trainer, step: int) -> None:
+    """Test hook of --fail-at-step / --fail-rank: raise on that rank (default: the last) at that step."""
+    cfg = tr.cfg
+    fail_rank = cfg.fail_rank if cfg.fail_rank is not None else tr.world - 1
+    if cfg.fail_at_step == step and tr.rank == fail_rank:
+        raise RuntimeError(f"injected failure at step {step} on rank {tr.rank} (t={time.time():.3f})")
+
+
 def _derived_seed(*parts: int) -> int:
     """A 63-bit seed derived from integers (numpy SeedSequence), for per-rank generators."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> 1)
@@ -399,6 +416,7 @@ class Trainer:
         self.cfg, self.comm = cfg, comm
         self.rank, self.world = comm.Get_rank(), comm.Get_size()
         torch.set_num_threads(cfg.threads)
+        self.device, self.coll = _collective(comm, self._open_backend)
         self.train_set, self.test_set = _collective(comm, self._load_data)
         n = len(self.train_set)
         self.steps_per_epoch = steps_per_epoch(n, cfg.batch, self.world)
@@ -414,6 +432,7 @@ class Trainer:
         for t in self.model.state_dict().values():
             if t.is_floating_point():
                 comm.Bcast(t.detach().numpy(), root=0)
+        self.model.to(self.device)
         torch.manual_seed(_derived_seed(cfg.seed, self.rank, 1))
         self.aug_gen = torch.Generator().manual_seed(_derived_seed(cfg.seed, self.rank, 2))
         self.named_params = [(k, p) for k, p in self.model.named_parameters() if p.requires_grad]
@@ -422,7 +441,8 @@ class Trainer:
         self.optimizer = OPTIMIZERS[cfg.optimizer](self.params, cfg)
         self.lr_schedule = LRSchedule(base_lr=cfg.lr, n_workers=self.world, warmup_epochs=cfg.lr_warmup_epochs,
                                       milestones=cfg.lr_milestones, gamma=cfg.lr_gamma)
-        self.timer = StepTimer()
+        self.timer = StepTimer(sync=(lambda: torch.cuda.synchronize(self.device)) if self.device.type == "cuda"
+                               else None)
         self.start_step = 0
         self.epoch_loss_sum, self.epoch_loss_count = 0.0, 0
         self.last_eval_step = -1
@@ -433,8 +453,24 @@ class Trainer:
             self._restore(ckpt)
         self.log: RunLog | None = _collective(comm, self._open_log)
         self._perm_epoch, self._perm = -1, np.empty(0, dtype=np.int64)
+        # called with (trainer, step) before every step: test hooks (--fail-at-step registers one)
+        self.before_step: list[Callable[[Trainer, int], None]] = []
+        if cfg.fail_at_step is not None:
+            self.before_step.append(_inject_failure)
 
     # ------------------------------------------------------------------ setup helpers
+
+    def _open_backend(self) -> tuple[torch.device, Any]:
+        """--device and --backend: (this rank's device, its trainers.collectives world group)."""
+        cfg = self.cfg
+        gpu_ready = cfg.algo in _GPU_READY
+        if not gpu_ready and cfg.device == "cuda":
+            raise UsageError(f"--algo {cfg.algo} runs on CPU ranks so far (its encoder works on host memory); "
+                             f"--device cuda: {', '.join(_GPU_READY)}")
+        if not gpu_ready and cfg.backend == "nccl":
+            raise UsageError(f"--algo {cfg.algo} exchanges host memory: --backend mpi or gloo")
+        device = select_device(cfg.device if gpu_ready else "cpu", self.comm)
+        return device, open_collectives(resolve_backend(cfg.backend, device.type), self.comm, device)
 
     def _load_data(self) -> tuple[Dataset, Dataset]:
         cfg = self.cfg
@@ -488,6 +524,7 @@ class Trainer:
                                           else str(data_root(self.cfg.data_root)))},
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
                 "samples_per_step": self.cfg.batch * self.world, "command": " ".join(sys.argv),
+                "device": describe_device(self.device), "backend": self.coll.name, "backend_library": self.coll.library,
                 "algorithm": self.algo.header()}
 
     # ------------------------------------------------------------------ data
@@ -507,7 +544,7 @@ class Trainer:
             self._perm, self._perm_epoch = epoch_permutation(len(self.train_set), self.cfg.seed, epoch), epoch
         idx = batch_indices(self._perm, self.cfg.batch, self.rank, self.world, index)
         x, y = self.train_set[torch.from_numpy(idx)]
-        return self._prepare(x, True), y
+        return self._prepare(x, True).to(self.device), y.to(self.device)
 
     # ------------------------------------------------------------------ evaluation, buffers
 
@@ -515,7 +552,7 @@ class Trainer:
         """Collective: average floating-point buffers (BatchNorm running statistics) over all ranks."""
         bufs = [b for b in self.model.buffers() if b.is_floating_point()]
         if bufs and self.world > 1:
-            flat = torch.cat([b.reshape(-1) for b in bufs])
+            flat = torch.cat([b.reshape(-1) for b in bufs]).cpu()
             self.comm.Allreduce(_mpi_in_place(), flat.numpy(), op=_mpi_sum())
             flat /= self.world
             off = 0
@@ -529,7 +566,8 @@ class Trainer:
         self.model.eval()
         total, correct, n = 0.0, 0, 0
         for x, y in batches(self.test_set, np.arange(len(self.test_set)), self.cfg.eval_batch):
-            out = self.model(self._prepare(x, False))
+            y = y.to(self.device)
+            out = self.model(self._prepare(x, False).to(self.device))
             total += float(F.cross_entropy(out, y, reduction="sum"))
             correct += int((out.argmax(1) == y).sum())
             n += len(y)
@@ -593,13 +631,12 @@ class Trainer:
 
         bar = tqdm(total=self.total_steps, initial=self.start_step, disable=not (cfg.progress and self.rank == 0),
                    desc=f"{cfg.algo} x{self.world}", unit="step", mininterval=1.0, file=sys.stderr)
-        fail_rank = cfg.fail_rank if cfg.fail_rank is not None else self.world - 1
         wall0, steps_run, bytes_total = time.perf_counter(), 0, 0
         try:
             for step in range(self.start_step, self.total_steps):
                 pos = self._position(step)
-                if cfg.fail_at_step == step and self.rank == fail_rank:
-                    raise RuntimeError(f"injected failure at step {step} on rank {self.rank} (t={time.time():.3f})")
+                for hook in self.before_step:
+                    hook(self, step)
                 self.timer.start()
                 x, y = self.batch(pos.epoch, pos.index)
                 lr = self.lr_schedule.lr_at(step / self.steps_per_epoch)
@@ -643,6 +680,7 @@ class Trainer:
                     self.save(step + 1)
         finally:
             bar.close()
+        self.coll.close()
         if self.log is not None:
             self._summary(steps_run, wall0, bytes_total)
             self.log.close()
@@ -726,43 +764,53 @@ def _allreduce_sum(comm: Any, buckets: tcomm.FlatBuckets) -> None:
 
 
 class SSGD:
-    """Synchronous SGD: backward writes into fused float32 buckets, one Allreduce(SUM) per bucket.
+    """Synchronous SGD: backward writes into fused float32 buckets (trainers.grad_buckets), each bucket
+    summed by the --backend's allreduce as soon as backprop has produced it (--overlap on) or after
+    backward (off); waited for before the optimizer step.
 
     Each rank back-propagates loss / K (the factor rides on the first backward operation), so the
-    sum over ranks is already the mean gradient and no pass over the buckets follows the reduction
-    (FlatBuckets.allreduce_mean would divide afterwards). For K a power of two this is bit-identical
-    to averaging after the sum."""
+    sum over ranks is already the mean gradient and no pass over the buckets follows the reduction.
+    For K a power of two this is bit-identical to averaging after the sum. The loss / K rides in one
+    extra slot of the last bucket. Logged per step: t_comm (the timer's comm phase: waiting after
+    backward, i.e. the exposed communication), t_comm_exposed (the same, from GradBuckets) and
+    t_comm_full (the time the backend was busy with the step's buckets, overlapped or not)."""
 
     name = "ssgd"
     replicated = True
 
     def __init__(self, tr: Trainer) -> None:
-        tensors = [torch.zeros_like(p) for p in tr.params] + [torch.zeros(1)]
-        self.buckets = tcomm.FlatBuckets(tensors, tr.cfg.bucket_bytes)
-        _bind(tr.params, self.buckets.views)
-        self.loss_slot = self.buckets.views[-1]
-        self.nbytes = tcomm.ring_allreduce_bytes(4 * sum(p.numel() for p in tr.params), tr.world)  # loss slot not counted
+        self.buckets = GradBuckets(tr.params, tr.coll, bucket_bytes=tr.cfg.bucket_bytes, overlap=tr.cfg.overlap,
+                                   op="sum", extra_numel=1)
+        self.loss_slot = self.buckets.extra
+        # ring bytes per step; the loss slot is not counted
+        self.nbytes = tcomm.ring_allreduce_bytes(4 * sum(p.numel() for p in tr.params), tr.world)
         self.scale = 1.0 / tr.world
 
     def step(self, tr: Trainer, x: torch.Tensor, y: torch.Tensor, pos: StepPosition) -> StepResult:
+        reduce = tr.world > 1
         with tr.timer.phase("compute"):
-            for b in self.buckets.buckets:
-                b.zero_()
-            self.loss_slot.fill_(_forward_backward(tr, x, y, self.scale) * self.scale)
-        sent = 0
-        if tr.world > 1:
+            self.buckets.zero_grad()
+            loss = F.cross_entropy(tr.model(x), y)
+            self.loss_slot.copy_(loss.detach().reshape(1) * self.scale)
+            if reduce:
+                self.buckets.begin()
+            (loss * self.scale).backward()
+        sent, extra = 0, {}
+        if reduce:
             with tr.timer.phase("comm"):
-                _allreduce_sum(tr.comm, self.buckets)
+                times = self.buckets.finish()
             sent = self.nbytes
+            extra = {"t_comm_exposed": times.exposed_s, "t_comm_full": times.comm_s}
         with tr.timer.phase("compute"):
             tr.optimizer.step()
-        return StepResult(float(self.loss_slot), sent)
+        return StepResult(float(self.loss_slot), sent, extra)
 
     def end_epoch(self, tr: Trainer, epoch: int, loss: float) -> None:
         pass
 
     def header(self) -> dict[str, Any]:
-        return {"buckets": len(self.buckets.buckets), "bucket_bytes": [b.numel() * 4 for b in self.buckets.buckets]}
+        return {"buckets": len(self.buckets.buckets), "bucket_bytes": [b.numel() * 4 for b in self.buckets.buckets],
+                "overlap": self.buckets.overlap}
 
     def rank_state(self) -> dict[str, Any]:
         return {}
@@ -797,6 +845,8 @@ class TernGrad:
 
     def __init__(self, tr: Trainer) -> None:
         cfg = tr.cfg
+        # the exchanges work on host numpy buffers: MPI directly, other backends through BufferComm
+        self.comm = tr.comm if tr.coll.name == "mpi" else BufferComm(tr.coll)
         self.exchange = cfg.tern_exchange
         self.codec = TernGradCodec(clip=cfg.tern_clip, min_tensor_elems=cfg.tern_min_elems,
                                    keep_last_layer_fp32=cfg.tern_fp32_last)
@@ -847,7 +897,7 @@ class TernGrad:
 
     def _exchange(self, tr: Trainer, shared: np.ndarray) -> float:
         """Encode, exchange and decode the ternary gradients in place (the mean s * sum / p); bytes sent."""
-        timer, comm, p = tr.timer, tr.comm, tr.world
+        timer, comm, p = tr.timer, self.comm, tr.world
         sent = 0.0
         if self.tern is None:
             return sent
@@ -909,7 +959,7 @@ class TernGrad:
         sent = 0.0
         with timer.phase("comm"):
             if tr.world > 1 and len(local):
-                shared = tcomm.allreduce_max(tr.comm, local)
+                shared = tcomm.allreduce_max(self.comm, local)
                 sent += tcomm.ring_allreduce_bytes(local.nbytes, tr.world)
             else:
                 shared = local
@@ -917,7 +967,7 @@ class TernGrad:
         self.counter += self.n_tern
         with timer.phase("comm"):
             if tr.world > 1:
-                self.fp32.allreduce_mean(tr.comm)
+                self.fp32.allreduce_mean(self.comm)
                 sent += tcomm.ring_allreduce_bytes(self.fp32_bytes, tr.world)
         with timer.phase("compute"):
             tr.optimizer.step()
@@ -953,7 +1003,22 @@ class _PendingSync:
     due: int
     group: int
     waited: int
-    handle: tcomm.IallreduceHandle | None  # on the group's members only
+    handle: _Reduction | None  # on the group's members only
+
+
+class _Reduction:
+    """A non-blocking sum of a copy of ``x`` over a group (``x`` may change meanwhile); ``sent`` keeps
+    what was sent (for checkpoints of in-flight syncs)."""
+
+    def __init__(self, coll: Any, x: torch.Tensor) -> None:
+        self.sent = x.detach().clone()
+        self.total = self.sent.clone()
+        self.handle = coll.allreduce_async(self.total, "sum")
+
+    def wait(self) -> torch.Tensor:
+        """The element-wise sum over the group."""
+        self.handle.wait()
+        return self.total
 
 
 class DASO:
@@ -967,20 +1032,23 @@ class DASO:
         cfg = tr.cfg
         if tr.world % cfg.ranks_per_node:
             raise UsageError(f"--ranks-per-node {cfg.ranks_per_node} does not divide the {tr.world} ranks")
-        self.local, self.glob = tcomm.node_groups(tr.comm, cfg.ranks_per_node)
         self.per_node = cfg.ranks_per_node
         self.nodes = tr.world // cfg.ranks_per_node
         self.local_rank = tr.rank % cfg.ranks_per_node
-        # parameters live in one flat float32 buffer (syncs and broadcasts need no packing)
-        n = sum(p.numel() for p in tr.params)
-        self.pflat = tcomm.FlatBuckets([p.detach() for p in tr.params], max(4 * n, 4))
-        for p, v in zip(tr.params, self.pflat.views):
-            p.data = v
-        self.flat = self.pflat.buckets[0]
-        self.grads = tcomm.FlatBuckets([torch.zeros_like(p) for p in tr.params] + [torch.zeros(1)],
-                                       cfg.bucket_bytes)
-        _bind(tr.params, self.grads.views)
-        self.loss_slot = self.grads.views[-1]
+        # node-local and global groups of the --backend (trainers.collectives): node = rank // ranks_per_node
+        # in rank order, global = the ranks with the same position on every node, in node order
+        self.local = tr.coll.split(tr.rank // cfg.ranks_per_node)
+        self.glob = tr.coll.split(self.local_rank)
+        # parameters live in one flat float32 buffer on the device (syncs and broadcasts need no packing)
+        self.flat = torch.cat([p.detach().reshape(-1) for p in tr.params])
+        offset = 0
+        for p in tr.params:
+            p.data = self.flat[offset:offset + p.numel()].view_as(p)
+            offset += p.numel()
+        # node-local gradient averaging: buckets reduced over the node as backprop produces them (--overlap)
+        self.grads = GradBuckets(tr.params, self.local, bucket_bytes=cfg.bucket_bytes, overlap=cfg.overlap,
+                                 op="mean", extra_numel=1)
+        self.loss_slot = self.grads.extra
         fixed = (cfg.daso_b, cfg.daso_w) if cfg.daso_b is not None else None
         self.schedule = DasoSchedule(DasoScheduleConfig(
             total_epochs=tr.total_epochs, warmup_epochs=cfg.daso_warmup_epochs,
@@ -996,7 +1064,7 @@ class DASO:
         """The node's member of `group` sends its parameters to the rest of the node."""
         if self.per_node == 1:
             return 0
-        self.local.Bcast(self.flat.numpy(), root=group)
+        self.local.broadcast(self.flat, root=group)
         return 4 * self.flat.numel() if self.local_rank == group else 0
 
     def _blocking(self, group: int, wire: str) -> int:
@@ -1004,18 +1072,29 @@ class DASO:
         sent = 0
         if self.local_rank == group and self.nodes > 1:
             if wire == "bf16":
-                self.flat.copy_(tcomm.allreduce_bf16_mean(self.glob, self.flat))
+                self._bf16_mean()
                 sent = 2 * self.flat.numel()
             else:
-                self.glob.Allreduce(_mpi_in_place(), self.flat.numpy(), op=_mpi_sum())
+                self.glob.allreduce(self.flat, "sum")
                 self.flat.div_(self.nodes)
                 sent = 4 * self.flat.numel()
         return sent + self._bcast(group)
 
+    def _bf16_mean(self) -> None:
+        """flat <- mean over the nodes with bf16 on the wire: MPI sums bf16 bit patterns with a user-defined
+        operation (trainers.comm.allreduce_bf16_mean); gloo and NCCL sum bfloat16 natively. Both add two
+        bf16 operands in float32 and round the sum to bf16."""
+        if self.glob.name == "mpi":
+            self.flat.copy_(tcomm.allreduce_bf16_mean(self.glob.comm, self.flat.cpu()))
+        else:
+            wire = self.flat.to(torch.bfloat16)
+            self.glob.allreduce(wire, "sum")
+            self.flat.copy_(wire.float().div_(self.nodes))
+
     def _start(self, group: int, due: int, waited: int) -> int:
         handle = None
         if self.local_rank == group:
-            handle = tcomm.iallreduce_start(self.glob, self.flat)
+            handle = _Reduction(self.glob, self.flat)
         self.pending.append(_PendingSync(due, group, waited, handle))
         return 4 * self.flat.numel() if handle is not None and self.nodes > 1 else 0
 
@@ -1036,13 +1115,16 @@ class DASO:
         # HeAT sends bf16 only in warm-up/cool-down; every cycling-phase sync (W = 0, epoch ends) is fp32
         wire = "fp32" if cycling else self.global_dtype
         with timer.phase("compute"):
-            for buf in self.grads.buckets:
-                buf.zero_()
-            self.loss_slot.fill_(_forward_backward(tr, x, y))
+            self.grads.zero_grad()
+            loss = F.cross_entropy(tr.model(x), y)
+            self.loss_slot.copy_(loss.detach().reshape(1))
+            if self.per_node > 1:
+                self.grads.begin()
+            loss.backward()
         sent = 0
         if self.per_node > 1:
             with timer.phase("comm"):
-                self.grads.allreduce_mean(self.local)
+                self.grads.finish()
             sent += self.grads.nbytes
         with timer.phase("compute"):
             tr.optimizer.step()
@@ -1080,7 +1162,7 @@ class DASO:
     def rank_state(self) -> dict[str, Any]:
         return {"syncs": self.syncs,
                 "pending": [(p.due, p.group, p.waited,
-                             None if p.handle is None else torch.from_numpy(p.handle.send.copy()))
+                             None if p.handle is None else p.handle.sent.cpu())
                             for p in self.pending]}
 
     def shared_state(self) -> dict[str, Any]:
@@ -1091,13 +1173,17 @@ class DASO:
         self.syncs = int(rank["syncs"])
         self.pending = []
         for due, group, waited, send in rank["pending"]:  # re-issue the reductions in their original order
-            handle = tcomm.iallreduce_start(self.glob, send) if send is not None else None
+            handle = _Reduction(self.glob, send.to(self.flat.device)) if send is not None else None
             self.pending.append(_PendingSync(int(due), int(group), int(waited), handle))
 
 
 # ----------------------------------------------------------------------------------- entry points
 
 SYNC_ALGORITHMS: dict[str, Callable[[Trainer], SyncAlgorithm]] = {"ssgd": SSGD, "terngrad": TernGrad, "daso": DASO}
+
+_GPU_READY = ("ssgd", "daso")
+"""Algorithms that run on any --device with any --backend; TernGrad's encoder and exchanges work on host
+memory (CPU ranks; --backend mpi, or gloo through trainers.collectives.buffers.BufferComm)."""
 
 
 def _run(name: str, cfg: RunConfig, comm: Any) -> None:

@@ -383,16 +383,19 @@ class FlatModel:
     ``gradient(params, x, y, seed)`` copies ``params`` into the model (one copy), runs forward and
     backward in train mode under ``torch.manual_seed(seed)`` and returns (flat gradient, loss).
     The returned gradient is the live buffer: the next call overwrites it. Memory beyond the
-    model is two vectors, so a simulator holds only its workers' flat parameters.
+    model is two vectors, so a simulator holds only its workers' flat parameters. On a GPU
+    (``device``) the model and its two vectors live there; ``params`` come from and the gradient goes
+    back to the CPU (one copy each way per gradient), where the master rules keep their vectors.
     """
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.model = model
+    def __init__(self, model: torch.nn.Module, device: torch.device | str = "cpu") -> None:
+        self.device = torch.device(device)
+        self.model = model.to(self.device)
         params = [p for p in model.parameters() if p.requires_grad]
         self.segments = tuple((name, p.numel()) for name, p in model.named_parameters() if p.requires_grad)
         self.numel = sum(p.numel() for p in params)
-        self.flat = torch.empty(self.numel, dtype=torch.float32)
-        self.flat_grad = torch.zeros(self.numel, dtype=torch.float32)
+        self.flat = torch.empty(self.numel, dtype=torch.float32, device=self.device)
+        self.flat_grad = torch.zeros(self.numel, dtype=torch.float32, device=self.device)
         offset = 0
         for p in params:
             n = p.numel()
@@ -400,13 +403,13 @@ class FlatModel:
             p.data = self.flat[offset:offset + n].view_as(p)
             p.grad = self.flat_grad[offset:offset + n].view_as(p)
             offset += n
-        self.initial = self.flat.clone()
+        self.initial = self.flat.cpu().clone()
         self.has_batchnorm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
 
     @classmethod
-    def build(cls, cfg: AsyncConfig) -> FlatModel | NullModel:
-        """FlatModel of cfg.model with the run's initial weights, or NullModel for model "none"."""
-        return NullModel() if cfg.model == NO_MODEL else cls(build_model_for(cfg))
+    def build(cls, cfg: AsyncConfig, device: torch.device | str = "cpu") -> FlatModel | NullModel:
+        """FlatModel of cfg.model with the run's initial weights on ``device``, or NullModel for model "none"."""
+        return NullModel() if cfg.model == NO_MODEL else cls(build_model_for(cfg), device)
 
     def load(self, params: Tensor) -> None:
         """Copy a flat parameter vector into the model."""
@@ -418,9 +421,10 @@ class FlatModel:
         self.flat_grad.zero_()
         self.model.train()
         torch.manual_seed(seed)
-        loss = torch.nn.functional.cross_entropy(self.model(x), y)
+        loss = torch.nn.functional.cross_entropy(self.model(x.to(self.device)), y.to(self.device))
         loss.backward()
-        return self.flat_grad, float(loss.detach())
+        grad = self.flat_grad if self.device.type == "cpu" else self.flat_grad.cpu()
+        return grad, float(loss.detach())
 
 
 class NullModel:
@@ -549,14 +553,15 @@ def evaluate(fm: FlatModel | NullModel, params: Tensor, test: Dataset | None, cf
         model.train()
         idx = np.random.default_rng([cfg.seed, 11]).permutation(len(train))[:batch * calibration_batches]
         for x, _ in batches(train, idx, batch):
-            model(crop_flip(x, crop) if crop else x)
+            model((crop_flip(x, crop) if crop else x).to(fm.device))
         for m, mom in zip(bns, saved):
             m.momentum = mom
     model.eval()
     n = len(test) if cfg.eval_limit is None else min(cfg.eval_limit, len(test))
     total_loss, correct = 0.0, 0
     for x, y in batches(test, np.arange(n), batch):
-        out = model(crop_flip(x, crop) if crop else x)
+        out = model((crop_flip(x, crop) if crop else x).to(fm.device))
+        y = y.to(fm.device)
         total_loss += float(torch.nn.functional.cross_entropy(out, y, reduction="sum"))
         correct += int((out.argmax(1) == y).sum())
     model.train()

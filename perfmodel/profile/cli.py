@@ -4,7 +4,8 @@
     perfmodel profile --model mypkg.nets:small --input-shape 1,28,28 --batch 8,16 --ranks 1,2,4
 
 Compute is timed in this process (torch); communication by ``python -m perfmodel.profile.comm``
-started with mpiexec for every rank count above 1 (one rank moves nothing: recorded with no ops).
+started by the launcher (``--launcher "srun --mpi=pmix"``, ``$DSGD_LAUNCHER``, else mpiexec; see
+perfmodel.launcher) for every rank count above 1 (one rank moves nothing: recorded with no ops).
 With GPUs, an NCCL run through torch.distributed is added for rank counts the GPUs can hold.
 The file is written atomically; bad arguments or failures raise ProfileError (one line, exit 2).
 
@@ -28,6 +29,9 @@ import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+from perfmodel.launcher import Launcher, flavor_of, launcher_version, resolve_launcher
+from perfmodel.specs import SpecError
 
 from ..emulate import ENV_MPIEXEC_ARGS
 from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION, comm_profile_from_dict,
@@ -80,10 +84,13 @@ def add_profile_parser(subparsers: Any) -> None:
                         "estimate the undisturbed time on a machine shared with other jobs)")
     p.add_argument("--nccl", default="auto", choices=("auto", "on", "off"),
                    help="also time NCCL through torch.distributed (auto: when GPUs can hold the ranks)")
-    p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: the one on PATH)")
+    p.add_argument("--launcher", default=None,
+                   help="command that starts the ranks, e.g. 'srun --mpi=pmix' (default $DSGD_LAUNCHER, then mpiexec)")
+    p.add_argument("--hostfile", default=None, help="hostfile handed to the launcher")
+    p.add_argument("--mpiexec", default=None, help="mpiexec to use (older spelling of --launcher PATH)")
     p.add_argument("--mpiexec-args", default=os.environ.get(ENV_MPIEXEC_ARGS, ""),
-                   help="extra mpiexec arguments, e.g. '--hostfile hosts' (default: $PERFMODEL_MPIEXEC_ARGS, which "
-                        "`perfmodel emulate` sets to place the ranks on its emulated nodes)")
+                   help="extra launcher arguments, e.g. '--mca btl tcp,self' (default: $PERFMODEL_MPIEXEC_ARGS, "
+                        "which `perfmodel emulate` sets to place the ranks on its emulated nodes)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per mpiexec run (default 600)")
     p.add_argument("--no-compute", action="store_true", help="skip the compute measurements")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
@@ -94,14 +101,7 @@ def add_profile_parser(subparsers: Any) -> None:
 
 
 def _mpiexec_version(mpiexec: str | None) -> str:
-    if not mpiexec:
-        return ""
-    try:
-        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
-    return lines[0] if lines else ""
+    return launcher_version(mpiexec) if mpiexec else ""
 
 
 def _package_version(name: str) -> str:
@@ -134,13 +134,19 @@ def describe_machine(*, mpiexec: str | None, mpi_library: str = "") -> Machine:
 # ---------------------------------------------------------------- mpiexec
 
 
-def _flavor(version: str) -> str:
-    v = version.lower()
-    if "open mpi" in v or "openrte" in v or "prte" in v:
-        return "openmpi"
-    if "hydra" in v or "mpich" in v or "intel" in v:
-        return "mpich"
-    return "other"
+def mpiexec_command(mpiexec: str, ranks: int, module_args: Sequence[str], *, extra: Sequence[str] = (),
+                    version: str = "") -> list[str]:
+    """The argv that starts ``python -m perfmodel.profile.comm`` on ``ranks`` ranks with launcher ``mpiexec``
+    and its arguments ``extra`` (flavour flags and core binding as perfmodel.launcher makes them)."""
+    launcher = Launcher((mpiexec, *extra), flavor_of(mpiexec, version or launcher_version(mpiexec)),
+                        is_root=hasattr(os, "geteuid") and os.geteuid() == 0, usable_cpus=_usable_cpus())
+    return _comm_command(launcher, ranks, module_args)
+
+
+def _comm_command(launcher: Launcher, ranks: int, module_args: Sequence[str]) -> list[str]:
+    # one core per rank when they fit: with --oversubscribe Open MPI leaves ranks unbound, and two
+    # busy-polling ranks the scheduler puts on one core time each other in milliseconds
+    return launcher.command(ranks, [sys.executable, "-m", "perfmodel.profile.comm", *module_args], bind=True)
 
 
 def _usable_cpus() -> int:
@@ -148,34 +154,6 @@ def _usable_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
-
-
-def _openmpi_flags(ranks: int, extra: Sequence[str]) -> list[str]:
-    """Open MPI: --oversubscribe (start more ranks than slots), --allow-run-as-root when root, and
-    one core per rank when they fit (with --oversubscribe Open MPI leaves ranks unbound, and two
-    busy-polling ranks the scheduler puts on one core time each other in milliseconds)."""
-    flags = ["--oversubscribe"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        flags.append("--allow-run-as-root")
-    if not any(a.startswith(("--bind-to", "--map-by", "--rankfile", "--hostfile", "--host")) for a in extra):
-        flags += ["--bind-to", "core" if ranks <= _usable_cpus() else "none"]
-    return flags
-
-
-# Flags each mpiexec flavour needs to start K ranks on this machine, given the user's extra arguments.
-_FLAVOR_FLAGS: dict[str, Callable[[int, Sequence[str]], list[str]]] = {
-    "openmpi": _openmpi_flags,
-    "mpich": lambda ranks, extra: [],
-    "other": lambda ranks, extra: [],
-}
-
-
-def mpiexec_command(mpiexec: str, ranks: int, module_args: Sequence[str], *, extra: Sequence[str] = (),
-                    version: str = "") -> list[str]:
-    """The argv that starts ``python -m perfmodel.profile.comm`` on ``ranks`` ranks."""
-    flags = _FLAVOR_FLAGS[_flavor(version or _mpiexec_version(mpiexec))](ranks, extra)
-    return [mpiexec, *flags, "-n", str(ranks), *extra, sys.executable, "-m", "perfmodel.profile.comm",
-            *module_args]
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -192,13 +170,19 @@ def _kill_group(proc: subprocess.Popen) -> None:
             continue
 
 
-def run_comm(mpiexec: str, ranks: int, *, backend: str, module_args: Sequence[str], extra: Sequence[str],
-             version: str, timeout: float, on_progress: Callable[[], None] | None = None) -> CommProfile:
-    """Run the comm benchmark under mpiexec on ``ranks`` ranks and return its CommProfile."""
+def run_comm(mpiexec: str | None, ranks: int, *, backend: str, module_args: Sequence[str], extra: Sequence[str] = (),
+             version: str = "", timeout: float, on_progress: Callable[[], None] | None = None,
+             launcher: Launcher | None = None) -> CommProfile:
+    """Run the comm benchmark on ``ranks`` ranks (started by ``launcher``, else by ``mpiexec`` with its
+    arguments ``extra``) and return its CommProfile."""
     with tempfile.TemporaryDirectory(prefix="perfmodel-comm-") as tmp:
         out = os.path.join(tmp, "comm.json")
-        argv = mpiexec_command(mpiexec, ranks, [*module_args, "--backend", backend, "--out", out, "--progress"],
-                               extra=extra, version=version)
+        args = [*module_args, "--backend", backend, "--out", out, "--progress"]
+        if launcher is not None:
+            argv = _comm_command(launcher, ranks, args)
+        else:
+            argv = mpiexec_command(str(mpiexec), ranks, args, extra=extra, version=version)
+        mpiexec = argv[0]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
         stderr_path = os.path.join(tmp, "stderr.txt")
@@ -297,14 +281,24 @@ def run_profile_command(args: argparse.Namespace) -> int:
     input_shape = None
     if args.input_shape:
         input_shape = tuple(_int_list(args.input_shape, "input-shape"))
-    mpiexec = args.mpiexec or shutil.which("mpiexec")
     multi = [r for r in ranks if r > 1]
-    if multi and not mpiexec:
-        raise ProfileError("mpiexec not found on PATH (install openmpi or mpich, or pass --ranks 1)")
-    if mpiexec and not shutil.which(mpiexec):
-        raise ProfileError(f"--mpiexec {mpiexec} is not an executable")
-    extra = shlex.split(args.mpiexec_args)
-    version = _mpiexec_version(mpiexec) if multi else ""
+    if args.launcher and args.mpiexec:
+        raise ProfileError("give --launcher or --mpiexec, not both")
+    launcher = None
+    if multi:
+        option = args.launcher or (shlex.quote(args.mpiexec) if args.mpiexec else None)
+        if args.mpiexec_args.strip():
+            base = option or os.environ.get("DSGD_LAUNCHER", "").strip() or "mpiexec"
+            option = f"{base} {args.mpiexec_args}"
+        try:
+            launcher = resolve_launcher(option, hostfile=args.hostfile)
+        except SpecError as exc:
+            raise ProfileError(f"{exc} (or pass --ranks 1)") from None
+    mpiexec = launcher.argv[0] if launcher is not None else shutil.which("mpiexec")
+    if not args.no_compute:
+        from .compute import resolve_device
+
+        resolve_device(args.device)  # --device cuda without a GPU: one line before any work
 
     gpus = 0
     if args.nccl != "off":
@@ -349,7 +343,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
             continue
         bar = _progress_bar(len(ops) * len(sizes), f"{backend} x{r}", args.quiet)
         with bar:
-            cp = run_comm(mpiexec, r, backend=backend, module_args=module_args, extra=extra, version=version,
+            cp = run_comm(None, r, backend=backend, module_args=module_args, launcher=launcher,
                           timeout=args.timeout, on_progress=lambda: bar.update(1))
         comm.append(cp)
         if backend == "mpi":

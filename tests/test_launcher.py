@@ -1,0 +1,150 @@
+"""perfmodel.launcher: the command lines it builds for mpiexec (Open MPI, MPICH), srun and others, from
+--launcher, DSGD_LAUNCHER or the default, with and without a hostfile."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfmodel.launcher import LAUNCHER_ENV, Launcher, flavor_of, resolve_launcher
+from perfmodel.specs import SpecError
+
+PROG = ["python", "-m", "trainers.run", "run", "--algo", "ssgd"]
+OMPI = "mpiexec (Open MPI) 5.0.11"
+HYDRA = "HYDRA build details:"
+
+
+def _which(name: str) -> str:
+    return f"/opt/bin/{Path(name).name}"
+
+
+def _resolve(option=None, env=None, version=OMPI, hostfile=None) -> Launcher:
+    return resolve_launcher(option, env=env or {}, hostfile=hostfile, which=_which, version_of=lambda exe: version)
+
+
+def test_default_is_mpiexec_with_open_mpi_flags() -> None:
+    launcher = _resolve()
+    assert launcher.flavor == "openmpi" and launcher.argv == ("/opt/bin/mpiexec",)
+    cmd = Launcher(launcher.argv, "openmpi", is_root=False).command(2, PROG)
+    assert cmd == ["/opt/bin/mpiexec", "--oversubscribe", "-n", "2", *PROG]
+    root = Launcher(launcher.argv, "openmpi", is_root=True).command(4, PROG)
+    assert root == ["/opt/bin/mpiexec", "--oversubscribe", "--allow-run-as-root", "-n", "4", *PROG]
+
+
+def test_option_beats_environment_beats_default() -> None:
+    env = {LAUNCHER_ENV: "mpirun --mca btl tcp,self"}
+    assert _resolve(env=env).argv == ("/opt/bin/mpirun", "--mca", "btl", "tcp,self")
+    assert _resolve("srun --mpi=pmix", env=env).argv == ("/opt/bin/srun", "--mpi=pmix")
+    assert _resolve("  ", env=env).argv[0] == "/opt/bin/mpirun"  # blank option: not given
+
+
+def test_srun_command_and_no_hostfile(tmp_path: Path) -> None:
+    launcher = _resolve("srun --mpi=pmix", version="")
+    assert launcher.flavor == "slurm"
+    assert launcher.command(8, PROG) == ["/opt/bin/srun", "--mpi=pmix", "-n", "8", *PROG]
+    hosts = tmp_path / "hosts"
+    hosts.write_text("node1 slots=4\n")
+    with pytest.raises(SpecError, match="srun places ranks"):
+        _resolve("srun", hostfile=str(hosts))
+
+
+def test_hostfile_passes_through(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("node1 slots=4\nnode2 slots=4\n")
+    ompi = Launcher(("/opt/bin/mpiexec",), "openmpi", str(hosts), is_root=False)
+    assert ompi.command(8, PROG, bind=True) == ["/opt/bin/mpiexec", "--oversubscribe", "--hostfile", str(hosts),
+                                                 "-n", "8", *PROG]  # the hostfile places ranks: no binding
+    hydra = _resolve(version=HYDRA, hostfile=str(hosts))
+    assert hydra.flavor == "mpich"
+    assert hydra.command(8, PROG) == ["/opt/bin/mpiexec", "-f", str(hosts), "-n", "8", *PROG]
+    with pytest.raises(SpecError, match="not a file"):
+        _resolve(hostfile=str(tmp_path / "missing"))
+
+
+def test_binding_follows_the_usable_cores_unless_the_user_places_ranks() -> None:
+    two = Launcher(("mpiexec",), "openmpi", usable_cpus=2)
+    assert two.command(2, PROG, bind=True)[:4] == ["mpiexec", "--oversubscribe", "--bind-to", "core"]
+    assert two.command(3, PROG, bind=True)[:4] == ["mpiexec", "--oversubscribe", "--bind-to", "none"]
+    user = Launcher(("mpiexec", "--map-by", "socket"), "openmpi", usable_cpus=2)
+    assert user.command(2, PROG, bind=True) == ["mpiexec", "--map-by", "socket", "--oversubscribe", "-n", "2", *PROG]
+
+
+def test_flavors_from_version_text() -> None:
+    assert flavor_of("/usr/bin/mpiexec", OMPI) == "openmpi"
+    assert flavor_of("/usr/bin/mpiexec", "prterun (Open MPI) 5.0") == "openmpi"
+    assert flavor_of("mpiexec.hydra", HYDRA) == "mpich"
+    assert flavor_of("/usr/bin/srun", "") == "slurm"
+    assert flavor_of("aprun", "") == "other"
+    assert Launcher(("aprun",), "other").command(2, PROG) == ["aprun", "-n", "2", *PROG]
+
+
+def test_bad_input_is_one_spec_error() -> None:
+    with pytest.raises(SpecError, match="not found on PATH"):
+        resolve_launcher("no-such-launcher-xyz", env={}, which=lambda n: None)
+    with pytest.raises(SpecError, match="not a valid command line"):
+        _resolve("srun 'unclosed")
+    with pytest.raises(SpecError, match="positive integer"):
+        Launcher(("mpiexec",), "openmpi").command(0, PROG)
+    with pytest.raises(SpecError, match="flavor"):
+        Launcher(("mpiexec",), "lam")
+
+
+def test_real_mpiexec_is_found_and_recognised() -> None:
+    if shutil.which("mpiexec") is None:
+        pytest.skip("mpiexec not found")
+    launcher = resolve_launcher(None, env={})
+    assert launcher.flavor in ("openmpi", "mpich")
+    out = subprocess.run(launcher.command(1, [sys.executable, "-c", "print('ok')"]), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok"
+
+
+def test_import_pulls_in_neither_torch_nor_mpi4py() -> None:
+    code = "import sys, perfmodel.launcher; print('torch' in sys.modules, 'mpi4py' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_reproduce_runs_start_through_the_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("mpiexec") is None:
+        pytest.skip("mpiexec not found")
+    from reproduce.common import ReproduceError
+    from reproduce.runs import mpi_command, use_launcher
+
+    monkeypatch.setenv(LAUNCHER_ENV, "mpiexec --bind-to none")
+    try:
+        use_launcher(None)
+        cmd = mpi_command(2, ["--algo", "ssgd"])
+        assert cmd[0] == shutil.which("mpiexec") and cmd[1:3] == ["--bind-to", "none"]
+        assert cmd[-8:] == ["-n", "2", sys.executable, "-m", "trainers.run", "run", "--algo", "ssgd"]
+        use_launcher("no-such-launcher-xyz")
+        with pytest.raises(ReproduceError, match="no-such-launcher-xyz not found"):
+            mpi_command(2, [])
+    finally:
+        use_launcher(None)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--launcher", "no-such-launcher-xyz", "--ranks", "1,2", "--no-compute"], "no-such-launcher-xyz not found"),
+    (["--launcher", "mpiexec", "--mpiexec", "mpiexec", "--ranks", "1,2", "--no-compute"], "not both"),
+    (["--device", "cuda", "--workload", "lenet", "--ranks", "1"], "no CUDA GPU"),
+])
+def test_profile_launcher_and_device_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    if "cuda" in args:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("CUDA is present: --device cuda is valid here")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-m", "perfmodel.cli", "profile", *args, "--out", str(tmp_path / "p.json")],
+                         capture_output=True, text=True, timeout=120, cwd=root,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("perfmodel: error:")]
+    assert out.returncode == 2 and len(lines) == 1 and message in lines[0], out.stderr[-2000:]
+    assert "Traceback" not in out.stderr
