@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .launcher import stop_group
 from .mpi_algorithms import FORCED, mca_args
 from .specs import SpecError
 
@@ -393,20 +394,6 @@ def cleanup_stale() -> list[str]:
 # ---------------------------------------------------------------- running a command on it
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
-    """End the process group of a command this module started (by its id): SIGTERM, then SIGKILL."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=10)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def run_in_cluster(spec: EmulationSpec, argv: list[str], *, quiet: bool = False) -> int:
     """Run ``argv`` with the emulated cluster up (its mpiexec arguments in $PERFMODEL_MPIEXEC_ARGS, N x R
     in $PERFMODEL_EMULATED_RANKS); the command's exit status. The cluster is torn down afterwards, also
@@ -425,5 +412,5 @@ def run_in_cluster(spec: EmulationSpec, argv: list[str], *, quiet: bool = False)
         try:
             return proc.wait()
         except BaseException:
-            _stop_group(proc)
+            stop_group(proc)
             raise

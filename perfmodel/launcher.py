@@ -37,6 +37,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -194,3 +195,18 @@ def error_line(output: str, default: str = "(no output)") -> str:
         return ours[-1]
     rest = [ln for ln in lines if not _BANNER.match(ln)]
     return rest[-1] if rest else default
+
+
+def stop_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """End the process group of a command started with ``start_new_session`` (mpiexec and its ranks), by
+    its id: SIGTERM, then SIGKILL if it has not ended within ``timeout`` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=timeout)
+            return
+        except subprocess.TimeoutExpired:
+            continue

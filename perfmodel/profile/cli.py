@@ -21,7 +21,6 @@ import os
 import platform
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from perfmodel.launcher import Launcher, flavor_of, launcher_version, resolve_launcher
+from perfmodel.launcher import Launcher, flavor_of, launcher_version, resolve_launcher, stop_group
 from perfmodel.specs import SpecError
 
 from ..emulate import ENV_MPIEXEC_ARGS
@@ -156,20 +155,6 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Stop the process group this module started (mpiexec and its ranks), by its id."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=5)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def run_comm(mpiexec: str | None, ranks: int, *, backend: str, module_args: Sequence[str], extra: Sequence[str] = (),
              version: str = "", timeout: float, on_progress: Callable[[], None] | None = None,
              launcher: Launcher | None = None) -> CommProfile:
@@ -209,11 +194,11 @@ def run_comm(mpiexec: str | None, ranks: int, *, backend: str, module_args: Sequ
             try:
                 rc = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _kill_group(proc)
+                stop_group(proc, timeout=5)
                 raise ProfileError(f"{backend} benchmark on {ranks} ranks did not finish within {timeout:g} s "
                                    f"(raise --timeout or lower --max-bytes)") from None
             except BaseException:
-                _kill_group(proc)
+                stop_group(proc, timeout=5)
                 raise
             reader.join(timeout=5)
             err.seek(0)
