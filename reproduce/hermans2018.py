@@ -149,7 +149,8 @@ def thin_log(path: Path, max_steps: int = MAX_STEP_LINES) -> None:
 
     Header, eval and summary lines stay. Keeps the committed logs of per-gradient runs small."""
     import json
-    import os
+
+    from perfmodel.fileio import atomic_write_text
 
     lines = path.read_text().splitlines()
     kinds = [json.loads(line).get("type") for line in lines]
@@ -157,9 +158,7 @@ def thin_log(path: Path, max_steps: int = MAX_STEP_LINES) -> None:
     if len(steps) <= max_steps:
         return
     keep = set(steps[::-(-len(steps) // max_steps)]) | {steps[-1]}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(line for i, line in enumerate(lines) if kinds[i] != "step" or i in keep) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, "\n".join(line for i, line in enumerate(lines) if kinds[i] != "step" or i in keep) + "\n")
 
 
 def outcome(summary: dict, losses: list[float]) -> str:

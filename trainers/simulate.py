@@ -46,7 +46,6 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -357,10 +356,9 @@ def simulate_from_args(args: argparse.Namespace) -> int:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     if args.record_order:
-        path = Path(args.record_order)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps({"config": cfg.to_dict(), "order": result.order}))
-        os.replace(tmp, path)
+        from perfmodel.fileio import atomic_write_text
+
+        atomic_write_text(args.record_order, json.dumps({"config": cfg.to_dict(), "order": result.order}))
     s = result.summary
     if s["diverged"] and not args.allow_divergence:
         print(f"error: training diverged: non-finite loss or gradient in gradient {s['diverged_at']} (after "

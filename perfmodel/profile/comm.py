@@ -410,10 +410,9 @@ def config_from_args(args: argparse.Namespace) -> CommConfig:
 
 
 def _write_json(obj: Any, path: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh, indent=1, allow_nan=False)
-    os.replace(tmp, path)
+    from ..fileio import atomic_write_text
+
+    atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
