@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from perfmodel.mpi_algorithms import mca_args
 from perfmodel.scaling import predict
 from perfmodel.specs import Cluster, ComputeTime, Link, Workload
 from perfmodel.validate import measure_run, run_strategies
@@ -25,11 +26,11 @@ pytestmark = [pytest.mark.mpi, pytest.mark.slow,
               pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")]
 
 
-def run_mpi(n: int, argv: list[str], timeout: float = 180.0) -> tuple[int | None, str]:
-    """mpiexec -n n python ARGV in its own session (killed as a group on timeout)."""
+def run_mpi(n: int, argv: list[str], timeout: float = 180.0, mca: list[str] | None = None) -> tuple[int | None, str]:
+    """mpiexec [MCA] -n n python ARGV in its own session (killed as a group on timeout)."""
     env = dict(os.environ, OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable, *argv]
+    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", *(mca or []), "-n", str(n), sys.executable, *argv]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
@@ -46,8 +47,20 @@ def test_exchanges_are_exact_against_the_float_reference(ranks: int) -> None:
     code, out = run_mpi(ranks, [str(REPO / "tests" / "mpi_tern" / "exchange_check.py")])
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert code == 0, out[-3000:]
-    assert [r["exchange"] for r in rows] == ["levels", "ps", "allgather"]
+    assert [r["exchange"] for r in rows] == ["levels", "levels-lanes4", "ps", "allgather"]
+    # sums of 2..4 ternary codes reach beyond 1 in magnitude: the lanes carry multi-level values
+    assert all(r["max_abs_sum"] >= 2 for r in rows)
     assert all(r["exact"] and r["bytes"] == r["expected_bytes"] for r in rows), rows
+
+
+def test_lanes4_sum_is_exact_on_the_forced_ring_allreduce() -> None:
+    # the emulated runs force Open MPI's ring (perfmodel.mpi_algorithms): it cuts the byte buffer into
+    # 3 uneven segments and applies the user-defined lane op to each; the sums must stay exact
+    code, out = run_mpi(3, [str(REPO / "tests" / "mpi_tern" / "exchange_check.py")], mca=mca_args())
+    rows = {r["exchange"]: r for r in (json.loads(line) for line in out.splitlines() if line.startswith("{"))}
+    assert code == 0, out[-3000:]
+    lanes = rows["levels-lanes4"]
+    assert lanes["exact"] and lanes["bytes"] == lanes["expected_bytes"] == pytest.approx(2 * 2 / 3 * 1523)
 
 
 def _lenet() -> Workload:
