@@ -69,12 +69,14 @@ def _lenet() -> Workload:
                     tensor_names=tuple(k for k, _ in sizes), classifier_tensors=2)
 
 
-def _train(tmp_path: Path, ranks: int, algo: str, exchange: str | None) -> Path:
-    log = tmp_path / f"{algo}-{exchange}-{ranks}.jsonl"
+def _train(tmp_path: Path, ranks: int, algo: str, exchange: str | None, lanes: str | None = None) -> Path:
+    log = tmp_path / f"{algo}-{exchange}-{lanes}-{ranks}.jsonl"
     args = ["-m", "trainers.run", "run", "--algo", algo, "--model", "lenet", "--dataset", "synthetic",
             "--synthetic-n", "128", "--batch", "4", "--steps", "3", "--seed", "5", "--no-progress", "--log", str(log)]
     if exchange:
         args += ["--terngrad-exchange", exchange]
+    if lanes:
+        args += ["--terngrad-lanes", lanes]
     code, out = run_mpi(ranks, args)
     assert code == 0, out[-3000:]
     return log
@@ -102,8 +104,17 @@ def test_trainer_bytes_per_step_equal_the_model_for_each_exchange(tmp_path: Path
     assert losses["levels"] == losses["ps"] == losses["allgather"]
     if ranks == 4:
         ssgd = read_run_log(_train(tmp_path, 4, "ssgd", None)).steps[0]["bytes_sent"]
-        levels = read_run_log(tmp_path / "terngrad-levels-4.jsonl").steps[0]["bytes_sent"]
-        # LeNet: 431_080 parameters, ip2 (5_010) in fp32; ring allreduce sends 2 * 3/4 of each buffer
+        log = read_run_log(tmp_path / "terngrad-levels-None-4.jsonl")
+        levels = log.steps[0]["bytes_sent"]
+        assert (log.header["algorithm"]["level_lanes"], log.header["algorithm"]["level_lane_bits"]) == ("packed", 4)
+        # LeNet: 431_080 parameters, ip2 (5_010) in fp32; ring allreduce sends 2 * 3/4 of each buffer;
+        # the default lanes on MPI at 4 ranks: 4 bits (two sums per byte)
         assert ssgd == 1.5 * 4 * 431_080
-        assert levels == 1.5 * (426_070 * 1 + 4 * 6 + 4 * 5_010)
-        assert ssgd / levels == pytest.approx(3.865, abs=1e-3)
+        assert levels == 1.5 * (426_070 / 2 + 4 * 6 + 4 * 5_010)
+        assert ssgd / levels == pytest.approx(7.397, abs=1e-3)
+        # int8 lanes (what gloo and NCCL sum): twice the ternary bytes, the same training
+        int8_log = _train(tmp_path, 4, "terngrad", "levels", "int8")
+        steps = read_run_log(int8_log).steps
+        assert {s["bytes_sent"] for s in steps} == {1.5 * (426_070 * 1 + 4 * 6 + 4 * 5_010)}
+        assert steps[0]["bytes_sent"] == pytest.approx(_predicted_bytes(int8_log), rel=1e-12)
+        assert [s["loss"] for s in steps] == losses["levels"]
