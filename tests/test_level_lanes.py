@@ -20,6 +20,10 @@ def test_pack_unpack_round_trip_of_every_lane_value(n):
     out = np.full(n, 99, dtype=np.int8)
     assert unpack_lanes4(pack_lanes4(codes), n, out) is out
     np.testing.assert_array_equal(out, codes)
+    # buffers at odd addresses (the 16-bit pair words are then unaligned)
+    shifted = np.concatenate([[5], codes]).astype(np.int8)[1:]
+    dest = np.zeros(n + 1, dtype=np.int8)[1:]
+    np.testing.assert_array_equal(unpack_lanes4(pack_lanes4(shifted), n, dest), codes)
 
 
 def test_swar_add_is_lane_wise_addition_mod_16_for_all_byte_pairs():

@@ -32,6 +32,17 @@ _LOW8, _HIGH8 = np.uint8(0x77), np.uint8(0x88)
 _LOW64, _HIGH64 = np.uint64(0x7777_7777_7777_7777), np.uint64(0x8888_8888_8888_8888)
 
 
+def _pair_table() -> np.ndarray:
+    """Byte b of two lanes -> the two's-complement int8 values of its low and high nibble, as the
+    bytes (low first) of a little-endian uint16."""
+    b = np.arange(256)
+    low, high = ((b & 0xF) ^ 8) - 8, ((b >> 4) ^ 8) - 8  # sign-extend 4 bits
+    return ((low & 0xFF) | (high & 0xFF) << 8).astype("<u2")
+
+
+_PAIRS = _pair_table()
+
+
 def lanes_nbytes(n: int) -> int:
     """Bytes of n 4-bit lanes: ceil(n / 2)."""
     return (n + 1) // 2
@@ -48,12 +59,14 @@ def pack_lanes4(codes: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         out = np.empty(lanes_nbytes(n), dtype=np.uint8)
     if out.dtype != np.uint8 or out.shape != (lanes_nbytes(n),):
         raise ValueError(f"out must be a 1-D uint8 array of {lanes_nbytes(n)}, got {out.dtype} {out.shape}")
-    c = codes.view(np.uint8)
     half = n // 2
-    np.left_shift(c[1::2], 4, out=out[:half])
-    np.bitwise_or(out[:half], c[0:2 * half:2] & np.uint8(0x0F), out=out[:half])
+    # a pair of codes as one little-endian 16-bit word: low nibbles of both bytes, the second moved
+    # next to the first, the byte above dropped by the cast
+    pair = codes[:2 * half].view("<u2") & np.uint16(0x0F0F)
+    pair |= pair >> np.uint16(4)
+    np.copyto(out[:half], pair, casting="unsafe")
     if n % 2:
-        out[half] = c[n - 1] & 0x0F
+        out[half] = codes.view(np.uint8)[n - 1] & 0x0F
     return out
 
 
@@ -65,9 +78,11 @@ def unpack_lanes4(lanes: np.ndarray, n: int, out: np.ndarray | None = None) -> n
         out = np.empty(n, dtype=np.int8)
     if out.dtype != np.int8 or out.shape != (n,):
         raise ValueError(f"out must be a 1-D int8 array of {n}, got {out.dtype} {out.shape}")
-    # arithmetic right shift of an int8 sign-extends the nibble that sits in bits 4-7
-    np.right_shift(np.left_shift(lanes[:lanes_nbytes(n)], 4).view(np.int8), 4, out=out[0::2])
-    np.right_shift(lanes[:n // 2].view(np.int8), 4, out=out[1::2])
+    half = n // 2
+    # one table look-up per byte gives both signed values as a little-endian 16-bit word
+    np.take(_PAIRS, lanes[:half], out=out[:2 * half].view("<u2"))
+    if n % 2:
+        out[n - 1] = ((int(lanes[half]) & 0xF) ^ 8) - 8  # sign-extend the low nibble
     return out
 
 
