@@ -106,7 +106,7 @@ def resolve_level_lanes(requested: str, backend: str) -> str:
     return requested
 
 
-def levels_lane_bits(world, user_ops: bool):
+def levels_lane_bits(world: int | np.ndarray, user_ops: bool) -> int | np.ndarray:
     """Bits per element of the levels exchange's integer sum of ``world`` ternary codes (-W..W).
 
     With user-defined reduction operations (``user_ops``), 4 for 2 <= W <= 7: a 4-bit two's-complement
