@@ -307,7 +307,9 @@ class Strategy:
     and the gathered sum); elements per second, 0 means free. terngrad_exchange: the trainer's
     exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
     then int16; in 4-bit lanes at 2..7 workers when terngrad_lanes is "packed", which needs a transport
-    with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.compression.levels_lane_bits), "ps" pushes 2-bit shards (alltoall) and pulls ceil(log2(2p+1))-bit sums (allgather),
+    with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.compression.levels_lane_bits;
+    terngrad_lanes "int8", the default, is what NCCL and gloo sum), "ps" pushes 2-bit shards (alltoall)
+    and pulls ceil(log2(2p+1))-bit sums (allgather),
     "allgather" gathers every worker's 2-bit gradient (does not scale); with allreduce "paper" the
     paper's own parameter server is charged (|theta| = the pull, log2(2p+1) bits per element) and "allgather" is
     refused.

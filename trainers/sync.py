@@ -924,7 +924,8 @@ class TernGrad:
                     if lanes is not None:
                         pack_lanes4(codes, lanes)
                 with timer.phase("comm"):
-                    sent += tcomm.allreduce_levels(comm, codes) if lanes is None else tcomm.allreduce_lanes4(comm, lanes)
+                    sent += (tcomm.allreduce_levels(comm, codes) if lanes is None
+                             else tcomm.allreduce_lanes4(comm, lanes))
                 with timer.phase("compress"):
                     if lanes is not None:
                         unpack_lanes4(lanes, codes.size, codes)
