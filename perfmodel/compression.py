@@ -7,7 +7,7 @@ authors' code keeps both; so do the trainers by default). With scaler sharing th
 ternary tensors has at most 2p+1 levels, so a summed aggregate needs ceil(log2(2p+1)) bits per element
 (the paper: "the server-to-worker communication reduces by a factor of 32/log2(1+2N)").
 
-Per element on the wire, by exchange (trainers.sync.TernGrad sends exactly these):
+Per element on the wire, by exchange (trainers.sync.terngrad.TernGrad sends exactly these):
     levels     the integer sum in the smallest signed type holding -p..p: 1 byte up to 127 workers,
                2 up to 32767, then 4 (``level_bytes``), allreduced;
     ps         push 2 bits, pull ceil(log2(2p+1)) bits, over shards of ``ps_shard_elems`` elements

@@ -21,7 +21,7 @@ import torch
 from trainers.collectives import BACKENDS, check_backend, resolve_backend
 from trainers.collectives.base import check_tensor, wire_dtype
 from trainers.device import LOCAL_RANK_ENV, local_rank, select_device
-from trainers.run import UsageError
+from trainers.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "mpi_scripts"

@@ -6,7 +6,7 @@ The local rank (this rank's index among the ranks on its host) comes from the la
 (``Comm.Split_type(COMM_TYPE_SHARED)``), which every rank then performs alike.
 
 Bad requests (``cuda`` without CUDA, more ranks on a host than it has GPUs) are found on each rank and
-agreed over MPI, so that every rank raises the same :class:`trainers.run.UsageError` and the job ends with
+agreed over MPI, so that every rank raises the same :class:`trainers.errors.UsageError` and the job ends with
 status 2 instead of hanging in a collective that some ranks never reach. Importing this module does
 not import torch (``trainers.run`` reads :data:`DEVICES`).
 """
@@ -17,6 +17,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from trainers.errors import UsageError
+
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -24,12 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["DEVICES", "LOCAL_RANK_ENV", "local_rank", "choose_device", "select_device", "select_worker_device",
            "agree", "describe"]
 
-
-def _usage(message: str) -> Exception:
-    """trainers.run.UsageError (imported when needed: trainers.run imports this module)."""
-    from trainers.run import UsageError
-
-    return UsageError(message)
 
 DEVICES = ("cpu", "cuda", "auto")
 
@@ -60,7 +56,7 @@ def agree(comm: Any, problem: str | None) -> None:
     problems = [problem] if comm is None else comm.allgather(problem)
     for rank, p in enumerate(problems):
         if p is not None:
-            raise _usage(p if comm is None or comm.Get_size() == 1 else f"{p} (rank {rank})")
+            raise UsageError(p if comm is None or comm.Get_size() == 1 else f"{p} (rank {rank})")
 
 
 def choose_device(request: str, index: int) -> tuple[torch.device | None, str | None]:

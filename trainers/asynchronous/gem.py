@@ -19,12 +19,12 @@ Two protocols, i.e. which parameters s the shift d is measured from (``GEMConfig
   denominator is |Delta + eps| instead of |Delta| + eps. The gradient is taken at the same point
   in both (the central variable after the worker's own commit).
 
-Three named settings (``GEMConfig.named``; the ``gem_code`` of trainers.worker_step):
+Three named settings (``GEMConfig.named``; the ``gem_code`` of trainers.asynchronous.config):
 "paper" (paper protocol, eps 1e-16, no clamp), "paper-clamp" (paper protocol with the authors'
 clamp of pi to [0, 5] and eps 1e-12) and "authors" (authors' protocol, clamp [0, 5], eps 1e-12).
 
 Baselines of the paper: Downpour (commit Delta as is) and "adaptive staleness" (Delta / (tau + 1)).
-The master for all three is ``trainers.masters.make_rule("add", ...)``: theta <- theta + update.
+The master for all three is ``trainers.asynchronous.masters.make_rule("add", ...)``: theta <- theta + update.
 Everything here is transport-free: the simulator and the MPI parameter server drive these objects.
 
 All workers share one signature, ``commit(delta, stale=None, central_now=None, *, tau=None)``;

@@ -751,7 +751,7 @@ class Add(MasterRule):
     """theta <- theta + update: the master of GEM and Downpour (Hermans et al. 2018, sec. 4).
 
     The "grad" passed to ``apply`` is the worker's finished update (e.g. pi * Delta from
-    trainers.gem.GEMWorker, with Delta = -eta * gradient); no rate, decay or momentum here.
+    trainers.asynchronous.gem.GEMWorker, with Delta = -eta * gradient); no rate, decay or momentum here.
     ``staleness(worker)`` gives the tau that AdaptiveStalenessWorker needs before committing.
     """
 
