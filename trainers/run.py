@@ -100,6 +100,12 @@ def _sync_names() -> tuple[str, ...]:
     return tuple(SYNC_ALGORITHMS)
 
 
+def _optimizers() -> tuple[str, ...]:
+    from trainers.sync.optimizers import OPTIMIZERS  # no torch until an optimizer is built
+
+    return tuple(OPTIMIZERS)
+
+
 def _daso_rules() -> tuple[str, ...]:
     from trainers.sync.daso_schedule import DASO_RULES  # pure Python
 
@@ -109,7 +115,6 @@ def _daso_rules() -> tuple[str, ...]:
 DATASET_CHOICES = ("mnist", "cifar10", "cifar100", "synthetic")
 DEVICES = _devices.DEVICES
 BACKEND_CHOICES = ("auto", *_collectives.BACKENDS)
-OPTIMIZERS = ("sgd", "adam")
 DASO_DTYPES = ("bf16", "fp32")
 TERN_EXCHANGES = TERNGRAD_EXCHANGES  # the model's (perfmodel.specs) names of trainers.sync.terngrad's exchanges
 
@@ -208,7 +213,7 @@ class RunConfig:
         check_number("weight_decay", self.weight_decay, 0.0)
         if self.nesterov and self.momentum == 0:
             raise TrainerError("nesterov needs momentum > 0")
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("optimizer", self.optimizer, _optimizers())
         check_number("lr_warmup_epochs", self.lr_warmup_epochs, 0.0)
         ms = tuple(float(m) for m in self.lr_milestones)
         if any(not math.isfinite(m) or m < 0 for m in ms) or any(b <= a for a, b in zip(ms, ms[1:])):
@@ -345,7 +350,7 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--momentum", type=float, default=0.9, help="SGD momentum (0 for none)")
     a("--weight-decay", type=float, default=0.0, help="L2 weight decay")
     a("--nesterov", action="store_true", help="Nesterov momentum")
-    a("--optimizer", default="sgd", choices=OPTIMIZERS, help="local optimizer")
+    a("--optimizer", default="sgd", choices=_optimizers(), help="local optimizer")
     a("--lr-warmup-epochs", type=float, default=0.0, help="linear LR warm-up from lr/ranks to lr (epochs)")
     a("--lr-milestones", type=_milestones, default=(), help="epochs at which lr is multiplied by --lr-gamma")
     a("--lr-gamma", type=float, default=0.1, help="LR decay factor at each milestone")

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from perfmodel.stragglers import CVB_KINDS
 from trainers.asynchronous.gem import GEM_CODES, WORKERS
 from trainers.asynchronous.masters import GAP_MODES, RULES
 from trainers.data import Dataset
@@ -46,10 +47,9 @@ class AlgoSpec:
     worker: str | None = None
 
     def __post_init__(self) -> None:
-        if self.master not in RULES:
-            raise ValueError(f"master must be one of {', '.join(RULES)}, got {self.master!r}")
-        if self.worker is not None and self.worker not in WORKERS:
-            raise ValueError(f"worker must be None or one of {', '.join(WORKERS)}, got {self.worker!r}")
+        check_choice("master", self.master, RULES)
+        if self.worker is not None:
+            check_choice("worker", self.worker, WORKERS)
 
 
 ALGOS: dict[str, AlgoSpec] = {  # every master rule but "add", then "add" behind each worker rule
@@ -61,7 +61,7 @@ ALGOS: dict[str, AlgoSpec] = {  # every master rule but "add", then "add" behind
 }
 
 DATA_MODES = ("shard", "replicate")
-DELAY_KINDS = ("homogeneous", "heterogeneous", "none")
+DELAY_KINDS = (*CVB_KINDS, "none")  # the CVB model's named settings, or every batch delay_mean
 NO_MODEL = "none"
 
 

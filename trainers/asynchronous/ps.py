@@ -48,9 +48,11 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from trainers.device import DEVICES
 from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError
 from trainers.faults import FAIL_MODES, worker_hooks
 from trainers.log import RunLog
+from trainers.validators import check_choice, check_int, check_number
 from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args
 from trainers.asynchronous.config import AsyncConfig, make_plan
 from trainers.asynchronous.data_streams import BatchStream, DelaySchedule, load_data, step_seed
@@ -91,18 +93,12 @@ class PSOptions:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.worker_timeout, (int, float)) and self.worker_timeout > 0):
-            raise TrainerError(f"worker_timeout must be a number of seconds > 0, got {self.worker_timeout!r}")
-        if not (isinstance(self.poll_s, (int, float)) and 0 <= self.poll_s < 1):
-            raise TrainerError(f"poll_s must be in [0, 1) seconds, got {self.poll_s!r}")
-        if self.fail_mode not in FAIL_MODES:
-            raise TrainerError(f"fail_mode must be one of {', '.join(FAIL_MODES)}, got {self.fail_mode!r}")
-        if self.fail_worker is not None and (isinstance(self.fail_worker, bool) or self.fail_worker < 0):
-            raise TrainerError(f"fail_worker must be a worker index >= 0, got {self.fail_worker!r}")
-        if isinstance(self.fail_after, bool) or not isinstance(self.fail_after, int) or self.fail_after < 0:
-            raise TrainerError(f"fail_after must be an integer >= 0, got {self.fail_after!r}")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            raise TrainerError(f"threads must be an integer >= 1, got {self.threads!r}")
+        check_number("worker_timeout", self.worker_timeout, 0.0, lo_open=True)
+        check_number("poll_s", self.poll_s, 0.0, 1.0, hi_open=True)
+        check_choice("fail_mode", self.fail_mode, FAIL_MODES)
+        check_int("fail_worker", self.fail_worker, 0, none_ok=True)
+        check_int("fail_after", self.fail_after, 0)
+        check_int("threads", self.threads, 1)
 
 
 @dataclass
@@ -518,7 +514,7 @@ def add_ps_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a worker may be silent before the server aborts the job")
     parser.add_argument("--poll", type=float, default=PSOptions.poll_s, help="seconds between receive polls")
     parser.add_argument("--save-params", default=None, metavar="FILE.npy", help="write the final parameters")
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"),
+    parser.add_argument("--device", default="cpu", choices=DEVICES,
                         help="where the workers compute gradients (one GPU per worker; the server stays on the CPU)")
     parser.add_argument("--allow-divergence", action="store_true",
                         help="a diverged run is an outcome, not an error: exit 0 (default: exit 3)")

@@ -52,6 +52,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from perfmodel.stragglers import CVB_KINDS
 from trainers.device import DEVICES
 from trainers.log import RunLog
 from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args
@@ -137,7 +138,7 @@ def expected_speedup(workers: np.ndarray | int, kind: str) -> np.ndarray:
     return np.atleast_1d(sync_slowdown(np.atleast_1d(workers), model)) * async_speedup_factor(model)
 
 
-def speedup_table(workers: Sequence[int], kinds: Sequence[str] = ("homogeneous", "heterogeneous"),
+def speedup_table(workers: Sequence[int], kinds: Sequence[str] = CVB_KINDS,
                   steps_per_worker: int = 100, seeds: Sequence[int] = (0, 1, 2)) -> list[dict[str, Any]]:
     """Simulated async-over-sync speedup (mean and std over seeds) beside the closed form.
 

@@ -32,7 +32,8 @@ step function)::
 
 Layout: trainers.sync.loop (the :class:`Trainer` every algorithm shares, batch indexing),
 trainers.sync.ssgd, trainers.sync.terngrad, trainers.sync.daso (one algorithm each) and
-trainers.sync.daso_schedule (DASO's B/W schedule, pure Python). ``SYNC_ALGORITHMS`` below is the one
+trainers.sync.daso_schedule (DASO's B/W schedule, pure Python) and trainers.sync.optimizers (the local
+optimizers by name). ``SYNC_ALGORITHMS`` below is the one
 list of the family's names (``trainers run`` reads it); :func:`run` is the run function it registers
 for each. Importing this package imports neither torch nor mpi4py: the names exported below load their
 module on first use.
@@ -81,6 +82,7 @@ __all__ = [
     "DasoScheduleConfig",
     "DasoSchedule",
     "DASO_RULES",
+    "OPTIMIZERS",
 ]
 
 SYNC_ALGORITHMS: dict[str, tuple[str, str]] = {
@@ -96,6 +98,7 @@ _EXPORTS = {
     **{cls: module for module, cls in SYNC_ALGORITHMS.values()},
     **{name: "trainers.sync.daso_schedule" for name in ("PlateauDetector", "DasoScheduleConfig", "DasoSchedule",
                                                         "DASO_RULES")},
+    "OPTIMIZERS": "trainers.sync.optimizers",
 }
 
 

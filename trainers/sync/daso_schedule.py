@@ -1,7 +1,7 @@
 """The DASO schedule (Coquelin et al. 2021; docs/algorithms.md DASO): warm-up and cool-down epochs of
 blocking global syncs every batch, and between them a cycling phase whose B (batches between global
 syncs) and W (batches a non-blocking sync may wait) move on loss plateaus, by the paper's rule or by
-the authors' code (DASO_RULES). Pure Python: no torch, no MPI (``trainers run`` reads DASO_RULES
+the authors' code (DASO_RULES). Pure Python: no torch, no numpy, no MPI (``trainers run`` reads DASO_RULES
 without importing torch).
 """
 
@@ -11,6 +11,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from trainers.errors import TrainerError
+from trainers.validators import check_choice, check_int, check_number
 
 __all__ = ["PlateauDetector", "DasoScheduleConfig", "DasoSchedule", "DASO_RULES"]
 
@@ -23,10 +26,8 @@ class PlateauDetector:
     """
 
     def __init__(self, patience: int = 2, threshold: float = 0.05) -> None:
-        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
-            raise ValueError(f"patience must be an integer >= 0, got {patience!r}")
-        if not (isinstance(threshold, (int, float)) and 0 <= threshold < 1):
-            raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
+        check_int("patience", patience, 0)
+        check_number("threshold", threshold, 0.0, 1.0, hi_open=True)
         self.patience, self.threshold = patience, float(threshold)
         self.best = math.inf
         self.bad_epochs = 0
@@ -35,7 +36,7 @@ class PlateauDetector:
         """Feed one epoch's loss; True when this epoch completes a plateau."""
         loss = float(loss)
         if not math.isfinite(loss):
-            raise ValueError(f"loss must be finite, got {loss!r}")
+            raise TrainerError(f"loss must be finite, got {loss!r}")
         if loss < (self.best * (1 - self.threshold) if self.best >= 0 else self.best * (1 + self.threshold)):
             self.best, self.bad_epochs = loss, 0
             return False
@@ -114,21 +115,15 @@ class DasoScheduleConfig:
 
     def __post_init__(self) -> None:
         for name in ("total_epochs", "max_b"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+            check_int(name, getattr(self, name), 1)
         for name in ("warmup_epochs", "cooldown_epochs", "patience"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
-        if self.rule not in DASO_RULES:
-            raise ValueError(f"rule must be one of {', '.join(DASO_RULES)}; got {self.rule!r}")
+            check_int(name, getattr(self, name), 0)
+        check_choice("rule", self.rule, DASO_RULES)
         if self.fixed is not None:
             b, w = self.fixed
             if not (isinstance(b, int) and isinstance(w, int) and b >= 1 and w >= 0):
-                raise ValueError(f"fixed must be (B >= 1, W >= 0), got {self.fixed!r}")
-        if not 0 <= self.threshold < 1:
-            raise ValueError(f"threshold must be in [0, 1), got {self.threshold!r}")
+                raise TrainerError(f"fixed must be (B >= 1, W >= 0), got {self.fixed!r}")
+        check_number("threshold", self.threshold, 0.0, 1.0, hi_open=True)
 
 
 class DasoSchedule:

@@ -30,11 +30,12 @@ from trainers.collectives import open_collectives, resolve_backend
 from trainers.data import (Dataset, DatasetError, batches, crop_flip, data_root, load_dataset, shard_indices,
                            synthetic)
 from trainers.device import describe as describe_device, select_device
-from trainers.errors import DivergenceError, UsageError
+from trainers.errors import DivergenceError, TrainerError, UsageError
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
 from trainers.run import RunConfig
 from trainers.schedules import LRSchedule
+from trainers.sync.optimizers import OPTIMIZERS
 from trainers.timers import StepTimer
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "StepResult",
     "SyncAlgorithm",
     "Trainer",
-    "OPTIMIZERS",
 ]
 
 
@@ -64,7 +64,7 @@ def batch_indices(perm: np.ndarray, batch: int, rank: int, world: int, index: in
     perm[index*world*batch : (index+1)*world*batch]."""
     start = (index * world + rank) * batch
     if index < 0 or not 0 <= rank < world or start + batch > len(perm):
-        raise ValueError(f"step {index} of rank {rank}/{world} with batch {batch} is outside the epoch "
+        raise TrainerError(f"step {index} of rank {rank}/{world} with batch {batch} is outside the epoch "
                          f"({len(perm)} samples)")
     return perm[start:start + batch]
 
@@ -148,12 +148,6 @@ def _versions(comm: Any) -> dict[str, str]:
             "mpi4py": mpi4py.__version__, "mpi": MPI.Get_library_version().replace("\0", "").splitlines()[0].strip(),
             "host": socket.gethostname()}
 
-
-OPTIMIZERS: dict[str, Callable[[list[torch.nn.Parameter], RunConfig], torch.optim.Optimizer]] = {
-    "sgd": lambda params, cfg: torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum,
-                                               weight_decay=cfg.weight_decay, nesterov=cfg.nesterov),
-    "adam": lambda params, cfg: torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay),
-}
 
 _TIME_KEYS = ("t_compute", "t_comm", "t_compress", "t_idle", "t_step")  # StepTimer record keys logged per step
 
