@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -51,7 +50,7 @@ from perfmodel.specs import TERNGRAD_EXCHANGES
 from trainers import collectives as _collectives
 from trainers import device as _devices
 from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError
-from trainers.validators import check_choice, check_int, check_number
+from trainers.validators import check_choice, check_int, check_milestones, check_number
 
 __all__ = [
     "ALGORITHMS",
@@ -215,10 +214,7 @@ class RunConfig:
             raise TrainerError("nesterov needs momentum > 0")
         check_choice("optimizer", self.optimizer, _optimizers())
         check_number("lr_warmup_epochs", self.lr_warmup_epochs, 0.0)
-        ms = tuple(float(m) for m in self.lr_milestones)
-        if any(not math.isfinite(m) or m < 0 for m in ms) or any(b <= a for a, b in zip(ms, ms[1:])):
-            raise TrainerError(f"lr_milestones must be strictly increasing epochs >= 0, got {self.lr_milestones!r}")
-        object.__setattr__(self, "lr_milestones", ms)
+        object.__setattr__(self, "lr_milestones", check_milestones("lr_milestones", self.lr_milestones))
         check_number("lr_gamma", self.lr_gamma, 0.0, 1.0, lo_open=True)
         check_int("seed", self.seed, 0)
         check_int("synthetic_n", self.synthetic_n, 1)

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 
 from trainers.errors import TrainerError
-from trainers.validators import check_int, check_number
+from trainers.validators import check_int, check_milestones, check_number
 
 __all__ = ["LRSchedule"]
 
@@ -46,10 +46,7 @@ class LRSchedule:
         check_number("base_lr", self.base_lr, 0.0, lo_open=True)
         check_int("n_workers", self.n_workers, 1)
         check_number("warmup_epochs", self.warmup_epochs, 0.0)
-        ms = tuple(float(m) for m in self.milestones)
-        if any(not math.isfinite(m) or m < 0 for m in ms) or any(b <= a for a, b in zip(ms, ms[1:])):
-            raise TrainerError(f"milestones must be strictly increasing epochs >= 0, got {self.milestones!r}")
-        object.__setattr__(self, "milestones", ms)
+        object.__setattr__(self, "milestones", check_milestones("milestones", self.milestones))
         check_number("gamma", self.gamma, 0.0, 1.0, lo_open=True)
 
     def lr_at(self, epoch: float) -> float:

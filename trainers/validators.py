@@ -15,7 +15,7 @@ from typing import Any
 
 from trainers.errors import TrainerError
 
-__all__ = ["check_int", "check_number", "check_choice"]
+__all__ = ["check_int", "check_number", "check_choice", "check_milestones"]
 
 
 def check_int(name: str, value: Any, lo: int | None = None, *, none_ok: bool = False) -> None:
@@ -52,3 +52,14 @@ def check_choice(name: str, value: Any, allowed: Iterable[str]) -> None:
     allowed = tuple(allowed)
     if value not in allowed:
         raise TrainerError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def check_milestones(name: str, values: Iterable[Any]) -> tuple[float, ...]:
+    """``values`` as a tuple of floats: finite epochs >= 0, strictly increasing (learning-rate milestones)."""
+    try:
+        ms = tuple(float(m) for m in values)
+    except (TypeError, ValueError):
+        raise TrainerError(f"{name} must be strictly increasing epochs >= 0, got {values!r}") from None
+    if any(not math.isfinite(m) or m < 0 for m in ms) or any(b <= a for a, b in zip(ms, ms[1:])):
+        raise TrainerError(f"{name} must be strictly increasing epochs >= 0, got {values!r}")
+    return ms

@@ -32,7 +32,7 @@ from trainers.asynchronous.gem import GEM_CODES, WORKERS
 from trainers.asynchronous.masters import GAP_MODES, RULES
 from trainers.data import Dataset
 from trainers.errors import TrainerError
-from trainers.validators import check_choice, check_int, check_number
+from trainers.validators import check_choice, check_int, check_milestones, check_number
 
 __all__ = ["AlgoSpec", "ALGOS", "DATA_MODES", "DELAY_KINDS", "NO_MODEL", "AsyncConfig", "Plan", "make_plan"]
 
@@ -160,9 +160,7 @@ class AsyncConfig:
             check_int("steps", self.steps, 1)
         check_choice("data", self.data, DATA_MODES)
         check_number("warmup_epochs", self.warmup_epochs, 0.0)
-        object.__setattr__(self, "milestones", tuple(float(m) for m in self.milestones))
-        if any(b <= a for a, b in zip(self.milestones, self.milestones[1:])) or any(m < 0 for m in self.milestones):
-            raise TrainerError(f"milestones must be strictly increasing epochs >= 0, got {self.milestones!r}")
+        object.__setattr__(self, "milestones", check_milestones("milestones", self.milestones))
         check_number("lr_decay", self.lr_decay, 0.0, lo_open=True)
         check_choice("delays", self.delays, DELAY_KINDS)
         check_number("delay_mean", self.delay_mean, 0.0, lo_open=True)

@@ -1,7 +1,7 @@
 """Transport-free master update rules for asynchronous SGD (docs/algorithms.md sections 1, 3, 4).
 
-A rule is a plain object: the MPI parameter server (trainers/ps.py) and the simulator
-(trainers/simulate.py) both drive the same objects, one gradient at a time.
+A rule is a plain object: the MPI parameter server (ps.py) and the simulator
+(simulate.py) both drive the same objects, one gradient at a time.
 
     rule = make_rule("ga", params, n_workers=8, lr=0.1, weight_decay=5e-4)
     x = rule.initial_params_for(w)          # what worker w pulls at start
@@ -30,7 +30,7 @@ Registered rules (``RULES``), with the papers' names:
     adam      Alg. 9      adam-sa  Alg. 10 (g/d in the first moment only)
     adam-ga   Alg. 11 (g/G in the first moment only)
     add       theta <- theta + update: the GEM / Downpour master (Hermans et al. 2018); the
-              workers (trainers/gem.py) send already-scaled updates, no rate, no decay.
+              workers (gem.py) send already-scaled updates, no rate, no decay.
 
 Staleness. The master clock i counts weight updates (one per gradient, or one per c gradients for
 softsync). A worker sent parameters at clock j whose gradient arrives at clock i has staleness
