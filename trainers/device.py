@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 __all__ = ["DEVICES", "LOCAL_RANK_ENV", "local_rank", "choose_device", "select_device", "select_worker_device",
-           "agree", "describe"]
+           "agree", "describe", "WORLD_ENV", "env_world"]
 
 
 DEVICES = ("cpu", "cuda", "auto")
@@ -49,6 +49,23 @@ def local_rank(comm: Any = None, env: Mapping[str, str] | None = None) -> int:
         return int(node.Get_rank())
     finally:
         node.Free()
+
+
+WORLD_ENV = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMIX_RANK", "PMIX_SIZE"), ("PMI_RANK", "PMI_SIZE"),
+             ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"))
+"""(rank, size) environment variables of the launchers (Open MPI, PMIx, PMI, MVAPICH), in the order they are read."""
+
+
+def env_world(env: Mapping[str, str] | None = None) -> tuple[int, int | None]:
+    """(rank, size) of this process from the launcher's environment, without starting MPI: (0, 1)
+    outside a launcher; size None when the launcher sets only the rank."""
+    env = os.environ if env is None else env
+    for rank_key, size_key in WORLD_ENV:
+        rank = env.get(rank_key, "").strip()
+        if rank.isdigit():
+            size = env.get(size_key, "").strip()
+            return int(rank), int(size) if size.isdigit() else None
+    return 0, 1
 
 
 def agree(comm: Any, problem: str | None) -> None:

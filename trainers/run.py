@@ -453,19 +453,8 @@ def dispatch(cfg: RunConfig, comm: Any = None) -> None:
         raise usage
 
 
-def _env_rank() -> int:
-    """This process's MPI rank from the launcher's environment (0 when not under mpiexec)."""
-    for key in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"):
-        if key in os.environ:
-            try:
-                return int(os.environ[key])
-            except ValueError:
-                pass
-    return 0
-
-
 def _fail(message: str) -> int:
-    if _env_rank() == 0:
+    if _devices.env_world()[0] == 0:
         print(f"trainers: error: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
     return 2
 

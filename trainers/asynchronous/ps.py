@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from trainers.device import DEVICES
+from trainers.device import DEVICES, env_world
 from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError
 from trainers.faults import FAIL_MODES, worker_hooks
 from trainers.log import RunLog
@@ -523,22 +522,12 @@ def add_ps_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-mode", default="exit", help=argparse.SUPPRESS)
 
 
-def _world() -> tuple[int, int | None]:
-    """(rank, size) from the launcher's environment, without initializing MPI; size None if unknown."""
-    for rank_key, size_key in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"),
-                               ("PMIX_RANK", "PMIX_SIZE")):
-        if rank_key in os.environ:
-            size = os.environ.get(size_key)
-            return int(os.environ[rank_key]), int(size) if size else None
-    return 0, 1
-
-
 def ps_from_args(args: argparse.Namespace) -> int:
     """Run the parameter server from parsed add_ps_arguments options; exit status.
 
     The configuration is checked on every rank before MPI starts; a bad one prints one line (on
     rank 0) and returns 2 everywhere."""
-    rank, size = _world()
+    rank, size = env_world()
     try:
         if size is None:
             from mpi4py import MPI
@@ -589,7 +578,7 @@ def ps_main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except TrainerError as exc:
-        if _world()[0] == 0:
+        if env_world()[0] == 0:
             print(f"error: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help
