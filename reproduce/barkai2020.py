@@ -12,7 +12,8 @@ Tables (results/barkai2020/<table>.csv):
   fig4_gap_vs_delay  Figure 4 (App. C.8): mean Gap and mean delay (tau + 1) per segment of training for ga
                      and dana-ga, from the simulator's evaluation records.
   fig12_speedup      Figure 12 (App. D): async-over-sync speedup for homogeneous and heterogeneous gamma
-                     workers, N = 8..1024, simulated (trainers.asynchronous.simulate.speedup_table) beside the closed form
+                     workers, N = 8..1024, simulated (trainers.asynchronous.simulate.speedup_table) beside the
+                     closed form
                      (perfmodel.stragglers) and the paper's 21% / 6x.
 """
 

@@ -135,8 +135,8 @@ def test_bad_configuration_one_line_status_2(ranks: int, args: list[str], needle
 
 @pytest.mark.parametrize("mode,extra", [("exit", []), ("raise", []), ("hang", ["--worker-timeout", "3"])])
 def test_a_failing_worker_ends_the_job(mode: str, extra: list[str]) -> None:
-    code, out, secs = run_mpi(3, ["-m", "trainers.asynchronous.ps", "--algo", "asgd", "--model", "none", "--steps", "100000",
-                                  "--delays", "homogeneous", "--delay-mean", "0.005", "--fail-worker", "1",
+    code, out, secs = run_mpi(3, ["-m", "trainers.asynchronous.ps", "--algo", "asgd", "--model", "none",
+                                  "--steps", "100000", "--delays", "homogeneous", "--delay-mean", "0.005", "--fail-worker", "1",
                                   "--fail-after", "5", "--fail-mode", mode, *extra], timeout=90)
     assert code is not None, f"the job hung:\n{out}"
     assert code != 0, out
@@ -169,7 +169,8 @@ def test_a_diverging_parameter_server_run_stops_every_rank_with_status_3(tmp_pat
 def test_a_non_finite_push_with_a_finite_loss_is_divergence_too(tmp_path: Path) -> None:
     # worker 1 pushes its 4th gradient with one infinite element: the server applies none of it
     log = tmp_path / "ps.jsonl"
-    code, out, _ = run_mpi(3, ["-m", "trainers.asynchronous.ps", "--algo", "asgd", "--model", "lenet", "--dataset", "synthetic",
+    code, out, _ = run_mpi(3, ["-m", "trainers.asynchronous.ps", "--algo", "asgd", "--model", "lenet",
+                               "--dataset", "synthetic",
                                "--synthetic-n", "256", "--batch", "16", "--lr", "0.01", "--steps", "40",
                                "--fail-worker", "1", "--fail-after", "3", "--fail-mode", "inf-grad",
                                "--log", str(log), "--save-params", str(tmp_path / "p.npy")])

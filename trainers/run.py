@@ -30,9 +30,9 @@ Extending it (nothing is imported until used):
   ``cfg.options`` (``--opt key=value``, repeatable; read them with :meth:`RunConfig.option`).
 - ``COMMANDS[name] = (module path, function name, help)``: ``trainers name ARGS...`` calls
   ``function(argv: list[str]) -> int`` with the arguments after the name (e.g. ``"simulate":
-  ("trainers.asynchronous.simulate", "simulate_main", "...")``). Build its parser with :func:`make_parser` so that argparse
-  errors raise :class:`TrainerError`; a TrainerError or UsageError it raises becomes ``trainers: error: ...``
-  and exit status 2.
+  ("trainers.asynchronous.simulate", "simulate_main", "...")``). Build its parser with :func:`make_parser`
+  so that argparse errors raise :class:`TrainerError`; a TrainerError it raises becomes
+  ``trainers: error: ...`` and exit status 2.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ ALGORITHMS: dict[str, tuple[str, str]] = {}
 ``def run_<algo>(cfg: RunConfig, comm) -> None``. See :func:`algorithms` for the full list."""
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "simulate": ("trainers.asynchronous.simulate", "simulate_main", "event-driven simulation of N asynchronous workers"),
+    "simulate": ("trainers.asynchronous.simulate", "simulate_main",
+                 "event-driven simulation of N asynchronous workers"),
 }
 """Extra subcommand name -> (module, function, help); the function is ``def main(argv: list[str]) -> int``."""
 

@@ -5,12 +5,14 @@ error raises TrainerError, one line)."""
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from dataclasses import fields
 
 from trainers.asynchronous.config import ALGOS, NO_MODEL, AsyncConfig
 from trainers.errors import TrainerError
 
-__all__ = ["StrictParser", "add_async_arguments", "config_from_args"]
+__all__ = ["StrictParser", "add_async_arguments", "config_from_args", "parse_or_status"]
 
 
 class StrictParser(argparse.ArgumentParser):
@@ -75,3 +77,17 @@ def config_from_args(args: argparse.Namespace) -> AsyncConfig:
     if values.get("epochs") is None and values.get("steps") is None:
         raise TrainerError("give a budget: --epochs E or --steps S")
     return AsyncConfig(**values)
+
+
+def parse_or_status(parser: StrictParser, argv: Sequence[str] | None, *, show_error: bool = True
+                    ) -> argparse.Namespace | int:
+    """The parsed arguments, or the command's exit status: 2 for bad input (one line ``error: ...`` on
+    stderr when ``show_error``, e.g. on MPI rank 0 only), 0 after --help."""
+    try:
+        return parser.parse_args(argv)
+    except TrainerError as exc:
+        if show_error:
+            print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)

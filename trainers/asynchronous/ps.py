@@ -52,7 +52,7 @@ from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, Usag
 from trainers.faults import FAIL_MODES, worker_hooks
 from trainers.log import RunLog
 from trainers.validators import check_choice, check_int, check_number
-from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args
+from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args, parse_or_status
 from trainers.asynchronous.config import AsyncConfig, make_plan
 from trainers.asynchronous.data_streams import BatchStream, DelaySchedule, load_data, step_seed
 from trainers.asynchronous.evaluate import evaluate
@@ -404,7 +404,8 @@ def run_ps(cfg: AsyncConfig, comm: Any, options: PSOptions | None = None) -> PSR
     opt = options or PSOptions()
     size = comm.Get_size()
     if size < 2:
-        raise TrainerError(f"the parameter server needs at least 2 MPI ranks (rank 0 serves, the rest work); got {size}")
+        raise TrainerError(f"the parameter server needs at least 2 MPI ranks (rank 0 serves, the rest work); "
+                           f"got {size}")
     if cfg.workers != size - 1:
         raise TrainerError(f"workers must be the number of MPI ranks minus one ({size - 1}), got {cfg.workers}")
     if opt.fail_worker is not None and opt.fail_worker >= cfg.workers:
@@ -575,15 +576,8 @@ def ps_main(argv: Sequence[str] | None = None) -> int:
     """``mpiexec -n K python -m trainers.asynchronous.ps ARGS``; exit status (2: bad input, one line on rank 0)."""
     parser = StrictParser(prog="trainers ps", description=__doc__.split("\n\n")[0])
     add_ps_arguments(parser)
-    try:
-        args = parser.parse_args(argv)
-    except TrainerError as exc:
-        if env_world()[0] == 0:
-            print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    return ps_from_args(args)
+    args = parse_or_status(parser, argv, show_error=env_world()[0] == 0)
+    return args if isinstance(args, int) else ps_from_args(args)
 
 
 main = ps_main

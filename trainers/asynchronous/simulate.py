@@ -55,7 +55,7 @@ from torch import Tensor
 from perfmodel.stragglers import CVB_KINDS
 from trainers.device import DEVICES
 from trainers.log import RunLog
-from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args
+from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args, parse_or_status
 from trainers.asynchronous.config import AsyncConfig, Plan, make_plan
 from trainers.asynchronous.data_streams import BatchStream, DelaySchedule, load_data, step_seed
 from trainers.asynchronous.evaluate import evaluate
@@ -310,7 +310,8 @@ def _fill_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speedup-steps", type=int, default=100, help="gradients per worker in --speedup-table runs")
     p.add_argument("--speedup-seeds", type=int, default=3, help="seeds per --speedup-table entry")
     p.add_argument("--device", default="cpu", choices=DEVICES,
-                   help="where gradients are computed: cpu (default; bitwise replayable by trainers.asynchronous.ps), cuda, auto")
+                   help="where gradients are computed: cpu (default; bitwise replayable by trainers.asynchronous.ps), "
+                        "cuda, auto")
 
 
 def _print_speedup_table(args: argparse.Namespace) -> int:
@@ -362,14 +363,8 @@ def simulate_main(argv: Sequence[str] | None = None) -> int:
     """``trainers simulate ARGS`` / ``python -m trainers.asynchronous.simulate ARGS``; exit status (2: bad input)."""
     parser = StrictParser(prog="trainers simulate", description=__doc__.split("\n\n")[0])
     _fill_parser(parser)
-    try:
-        args = parser.parse_args(argv)
-    except TrainerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    return simulate_from_args(args)
+    args = parse_or_status(parser, argv)
+    return args if isinstance(args, int) else simulate_from_args(args)
 
 
 main = simulate_main
