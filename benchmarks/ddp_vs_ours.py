@@ -8,7 +8,7 @@ Usage::
 It starts its ranks itself (on itself, with ``--worker``) with perfmodel.launcher (``--launcher``,
 ``$DSGD_LAUNCHER``, else mpiexec). Under that one launch every rank:
 
-1. trains with our real SSGD trainer (trainers.sync.Trainer + SSGD: backward into fused float32
+1. trains with our real SSGD trainer (trainers.sync.Trainer + trainers.sync.ssgd.SSGD: backward into fused float32
    buckets, each reduced by ``--backend`` as backprop produces it, trainers.grad_buckets), on
    synthetic data, and reads rank 0's per-step ``t_step`` from the run log; with ``--backend gloo``
    both trainers reduce with the same gloo process group, so the comparison is of the trainers alone;
@@ -124,7 +124,7 @@ def _allreduce(args: argparse.Namespace, comm) -> tuple[list[float], list[float]
     """Seconds per call of our SSGD gradient exchange and of a bare Allreduce of the same bytes.
 
     Ours is what the SSGD step's comm phase runs: FlatBuckets of the model's gradients (plus the
-    loss slot) and one in-place Allreduce(SUM) per bucket (trainers.sync._allreduce_sum; the 1/K of
+    loss slot) and one in-place Allreduce(SUM) per bucket (``_allreduce_sum`` below; the 1/K of
     the mean is applied to the loss before backward). "mean" adds FlatBuckets.allreduce_mean, which
     divides after the sum (one more pass over the buffer), for reference.
 
@@ -135,7 +135,12 @@ def _allreduce(args: argparse.Namespace, comm) -> tuple[list[float], list[float]
 
     from trainers.comm import FlatBuckets
     from trainers.models import build_model
-    from trainers.sync import _allreduce_sum
+
+    def _allreduce_sum(comm, buckets: FlatBuckets) -> None:
+        """In-place Allreduce(SUM) of every bucket (no extra pass over the data afterwards)."""
+        for flat in buckets.buckets:
+            if flat.numel():
+                comm.Allreduce(MPI.IN_PLACE, flat.numpy(), op=MPI.SUM)
 
     model = build_model(args.model)
     buckets = FlatBuckets([torch.zeros_like(p) for p in model.parameters()] + [torch.zeros(1)])

@@ -5,7 +5,7 @@
 
 Both sides train the same model on the same synthetic data with one thread. The baseline is a plain
 loop: next batch, forward, backward, torch.optim.SGD (momentum 0.9, Nesterov) step. The simulator
-(trainers.simulate.simulate) runs ``steps`` gradients of ``workers`` simulated workers with each
+(trainers.asynchronous.simulate.simulate) runs ``steps`` gradients of ``workers`` simulated workers with each
 rule: heap events, loading a worker's stale flat parameters, the master rule, the bookkeeping
 (GEM with the authors' clamp: the paper's unclamped pi diverges with 32 workers and would stop early).
 Each side is timed ``repeats`` times, interleaved, and the best time counts (the machine is shared).
@@ -24,8 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from trainers.simulate import simulate  # noqa: E402
-from trainers.worker_step import AsyncConfig, BatchStream, FlatModel, load_data  # noqa: E402
+from trainers.asynchronous.simulate import simulate  # noqa: E402
+from trainers.asynchronous.config import AsyncConfig  # noqa: E402
+from trainers.asynchronous.data_streams import BatchStream, load_data  # noqa: E402
+from trainers.asynchronous.flat_model import FlatModel  # noqa: E402
 
 
 def plain_sgd_seconds(cfg: AsyncConfig) -> float:

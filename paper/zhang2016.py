@@ -97,7 +97,7 @@ if fig2 is not None:
 # The paper's "ASGD about 50% faster than SSGD" is not reproduced: without stragglers the model's
 # allreduce is at least as fast as one parameter server, and with gamma stragglers (cv 0.1) ASGD gains
 # only about 13% at 30 learners. On 1 Gbps Ethernet the single server's link caps ASGD near 1x.
-# The real MPI runs (trainers.ps, softsync with n = N, 400 gradients of cifar10-quick at batch 16,
+# The real MPI runs (trainers.asynchronous.ps, softsync with n = N, 400 gradients of cifar10-quick at batch 16,
 # made while nothing else ran) give 1.89x at 2 workers and 1.96x / 1.92x at 3 / 4: all workers and the
 # server share this machine's two CPU cores, which cap the speedup at 2x. They show that the trainer
 # scales up to the cores it has, not how a cluster of 30 learners scales.

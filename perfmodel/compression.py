@@ -7,7 +7,7 @@ authors' code keeps both; so do the trainers by default). With scaler sharing th
 ternary tensors has at most 2p+1 levels, so a summed aggregate needs ceil(log2(2p+1)) bits per element
 (the paper: "the server-to-worker communication reduces by a factor of 32/log2(1+2N)").
 
-Per element on the wire, by exchange (trainers.sync.TernGrad sends exactly these):
+Per element on the wire, by exchange (trainers.sync.terngrad.TernGrad sends exactly these):
     levels     the integer sum, allreduced, in lanes of ``levels_lane_bits(p, user_ops)`` bits: 4 bits
                (two elements per byte) for 2 <= p <= 7 when the transport has user-defined reduction
                operations (MPI: trainers.comm.allreduce_lanes4), else the smallest signed integer

@@ -39,6 +39,10 @@ def shape_of(cv: float) -> float:
     return 1.0 / cv**2
 
 
+CVB_KINDS = ("homogeneous", "heterogeneous")
+"""The named settings of :meth:`CVB.named` (the Gap-Aware paper's)."""
+
+
 @dataclass(frozen=True)
 class CVB:
     """The CVB execution-time model. mean: mu (any time unit); v_task, v_mach: coefficients of variation."""
@@ -61,7 +65,7 @@ class CVB:
             return cls(mean, 0.1, 0.1, False)
         if kind == "heterogeneous":
             return cls(mean, 0.1, 0.6, True)
-        raise SpecError(f"unknown CVB kind {kind!r}; choose homogeneous or heterogeneous")
+        raise SpecError(f"unknown CVB kind {kind!r}; choose {' or '.join(CVB_KINDS)}")
 
     def machine_means(self, workers: int, rng: np.random.Generator) -> np.ndarray:
         """Per-machine mean execution time, drawn once per run."""

@@ -12,7 +12,8 @@ Tables (results/barkai2020/<table>.csv):
   fig4_gap_vs_delay  Figure 4 (App. C.8): mean Gap and mean delay (tau + 1) per segment of training for ga
                      and dana-ga, from the simulator's evaluation records.
   fig12_speedup      Figure 12 (App. D): async-over-sync speedup for homogeneous and heterogeneous gamma
-                     workers, N = 8..1024, simulated (trainers.simulate.speedup_table) beside the closed form
+                     workers, N = 8..1024, simulated (trainers.asynchronous.simulate.speedup_table) beside the
+                     closed form
                      (perfmodel.stragglers) and the paper's 21% / 6x.
 """
 
@@ -92,8 +93,8 @@ def _table4(method: str, workers: int) -> float | None:
 
 
 def tables4_6(args: argparse.Namespace, out: Path) -> None:
-    from trainers.simulate import simulate
-    from trainers.worker_step import AsyncConfig
+    from trainers.asynchronous.simulate import simulate
+    from trainers.asynchronous.config import AsyncConfig
 
     params = _train_params(args)
     table = ResultTable(out / "tables4_6.csv", ("method", "workers", "seed"))
@@ -120,8 +121,8 @@ def tables4_6(args: argparse.Namespace, out: Path) -> None:
 
 
 def fig4_gap_vs_delay(args: argparse.Namespace, out: Path) -> None:
-    from trainers.simulate import simulate
-    from trainers.worker_step import AsyncConfig
+    from trainers.asynchronous.simulate import simulate
+    from trainers.asynchronous.config import AsyncConfig
 
     params = _train_params(args)
     table = ResultTable(out / "fig4_gap_vs_delay.csv", ("method", "workers", "segment"))
@@ -156,7 +157,7 @@ def fig4_gap_vs_delay(args: argparse.Namespace, out: Path) -> None:
 
 
 def fig12_speedup(args: argparse.Namespace, out: Path) -> None:
-    from trainers.simulate import speedup_table
+    from trainers.asynchronous.simulate import speedup_table
 
     table = ResultTable(out / "fig12_speedup.csv", ("kind", "workers"))
     kw = SPEEDUP[args.scale]

@@ -3,7 +3,7 @@
 Runs use the deterministic event-driven simulator of N asynchronous workers (`trainers simulate`), the
 paper's MNIST CNN (`gem-cnn`), worker batch 64, momentum 0.9, and `--data replicate` (every worker gets
 its own pass over the data, as in the paper). GEM runs in two settings, named in the `protocol` column
-(trainers.gem, `--gem-code`):
+(trainers.asynchronous.gem, `--gem-code`):
   paper-clamp  the paper's protocol (the worker commits, then pulls: the central shift d it subtracts
                holds only the other workers' updates) with the authors' clamp of pi to [0, 5] and
                eps 1e-12 added to |Delta|. The full-epoch N=100 runs (99.32%) ran this.
@@ -44,12 +44,12 @@ from pathlib import Path
 from reproduce.common import ResultTable, difference, parser, progress, run_tables, seeds_of, settings_text
 from reproduce.paper_tables import published
 from reproduce.runs import log_matches, require_data, run_command
-from trainers.gem import GEM_CODES
+from trainers.asynchronous.gem import GEM_CODES
 
 PAPER = "hermans2018"
 RULES = ("gem", "downpour", "adaptive-staleness")
 NO_PROTOCOL = "n/a"  # the protocol column of the rules without pi
-GEM_PROTOCOLS = ("paper-clamp", "authors")  # the GEM settings the tables run (trainers.gem.GEM_CODES)
+GEM_PROTOCOLS = ("paper-clamp", "authors")  # the GEM settings the tables run (trainers.asynchronous.gem.GEM_CODES)
 VARIANTS = (("gem", "paper-clamp"), ("gem", "authors"), ("downpour", NO_PROTOCOL),
             ("adaptive-staleness", NO_PROTOCOL))
 CHANCE_ACC = 0.20  # a 10-class run ending at or below this test accuracy is at chance level
@@ -65,7 +65,7 @@ FULL_EPOCH_TIMEOUT_S = 36_000  # one epoch per worker (about 35 minutes for N=10
 @dataclass(frozen=True)
 class SimRun:
     """One simulated asynchronous run: rule, workers N, epochs per worker, learning rate, seed, and
-    for GEM its setting (one of trainers.gem.GEM_CODES; "n/a" for the other rules)."""
+    for GEM its setting (one of trainers.asynchronous.gem.GEM_CODES; "n/a" for the other rules)."""
 
     rule: str
     workers: int
@@ -94,7 +94,7 @@ class SimRun:
 
 
 def _config(run: SimRun, smoke: bool) -> dict:
-    """The header config keys (trainers.simulate names) that define the run."""
+    """The header config keys (trainers.asynchronous.simulate names) that define the run."""
     cfg = {"algo": run.rule, "workers": run.workers, "model": "gem-cnn",
            "dataset": "synthetic" if smoke else "mnist", "batch": 16 if smoke else 64, "lr": run.lr,
            "momentum": 0.9, "data": "replicate", "epochs": run.epochs_per_worker,
@@ -107,7 +107,7 @@ def _config(run: SimRun, smoke: bool) -> dict:
 
 
 def _command(cfg: dict, log: Path, root: str | None) -> list[str]:
-    cmd = [sys.executable, "-m", "trainers.simulate", "--rule", cfg["algo"]]
+    cmd = [sys.executable, "-m", "trainers.asynchronous.simulate", "--rule", cfg["algo"]]
     for k, v in cfg.items():
         if k != "algo":
             cmd += ["--" + k.replace("_", "-"), str(v)]

@@ -111,7 +111,7 @@ def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: s
 
 def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("trainers.run", "run"),
                 extra: list[str] = ()) -> list[str]:
-    """LAUNCHER -n ranks python -m <entry> ... (default `trainers run`; ("trainers.ps",) for the parameter
+    """LAUNCHER -n ranks python -m <entry> ... (default `trainers run`; ("trainers.asynchronous.ps",) for the parameter
     server), LAUNCHER as :func:`use_launcher` set it; extra: further launcher arguments (e.g. an emulated
     cluster's placement); ReproduceError when the launcher is missing."""
     from dataclasses import replace

@@ -18,8 +18,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from perfmodel.specs import TERNGRAD_EXCHANGES
 from reproduce.common import ResultTable, parser, progress, run_tables, settings_text
 from reproduce.runs import mpi_command, run_checked, run_command
+from trainers.sync import SYNC_ALGORITHMS  # the package's registry; imports no torch
 
 PAPER = "validation"
 SCALE = {
@@ -29,7 +31,7 @@ SCALE = {
               "profile_batches": "8,16,32,64,128", "comm_max": "64Mi", "skip": 5},
 }
 SCALE["paper"] = SCALE["small"]
-ALGOS = ("ssgd", "terngrad", "daso")
+ALGOS = tuple(SYNC_ALGORITHMS)  # every synchronous trainer
 
 
 def _run_args(algo: str, model: str, batch: int, ranks: int, steps: int, log: Path) -> list[str]:
@@ -83,8 +85,8 @@ def validate_table(args: argparse.Namespace, out: Path) -> None:
 #: (half rate each) and a 10 Gbit/s bucket moves about 5.8 Gbit/s one way: the CPU, not the bucket,
 #: sets those rates, so the second rate lies below 1 Gbit/s.
 EMU_RATES = ("1gbit", "250mbit")
-#: TernGrad exchanges the trainer has; adding one is adding its name here.
-TERN_EXCHANGES = ("levels", "ps", "allgather")
+#: TernGrad exchanges the trainer has (the model's names for them, which trainers run --terngrad-exchange takes).
+TERN_EXCHANGES = TERNGRAD_EXCHANGES
 EMU_SCALE = {
     # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node
     "smoke": {"model": "lenet", "batch": 8, "steps": 12, "skip": 3, "profile_batches": "8,16",

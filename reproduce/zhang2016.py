@@ -9,7 +9,7 @@ Tables (results/zhang2016/<table>.csv):
                   strategies, cifar10-quick on the terngrad-infiniband preset: P100 nodes, 100 Gbps
                   InfiniBand, one parameter server; weak scaling, batch 128 per learner), with and without
                   gamma stragglers (and on terngrad-ethernet, where one server's 1 Gbps link caps
-                  ASGD); at small scale also real MPI parameter-server runs here (trainers.ps,
+                  ASGD); at small scale also real MPI parameter-server runs here (trainers.asynchronous.ps,
                   softsync n = N, 1..4 workers, samples/s measured from the run log).
   fig3_accuracy   Figure 3: test accuracy of n-softsync with alpha = eta0/tau (modulate) and with the
                   constant eta0, across n, through the simulator on cifar10-quick. Small scale: the
@@ -79,8 +79,8 @@ def _cfg_settings(cfg, **extra) -> str:
 
 
 def fig1_staleness(args: argparse.Namespace, out: Path) -> None:
-    from trainers.simulate import simulate
-    from trainers.worker_step import AsyncConfig
+    from trainers.asynchronous.simulate import simulate
+    from trainers.asynchronous.config import AsyncConfig
 
     table = ResultTable(out / "fig1_staleness.csv", ("n", "metric"))
     steps = FIG1_STEPS[args.scale]
@@ -171,7 +171,7 @@ def _mpi_run(workers: int, args: argparse.Namespace, log: Path) -> dict:
     ps_args = ["--algo", "softsync", "--n", str(workers), "--model", "cifar10-quick", "--dataset", "cifar10",
                "--batch", "16", "--lr", "0.01", "--momentum", "0.9", "--steps", str(MPI_STEPS), "--eval-every", "0",
                "--eval-limit", "200", "--log-every", "20", "--log", str(log)] + (["--data-root", root] if root else [])
-    run_checked(mpi_command(workers + 1, ps_args, entry=("trainers.ps",)), 300,
+    run_checked(mpi_command(workers + 1, ps_args, entry=("trainers.asynchronous.ps",)), 300,
                 f"zhang2016 MPI run with {workers} workers")
     contents = read_run_log(log)
     if not contents.summaries:
@@ -198,8 +198,8 @@ def _fig2_mpi(args: argparse.Namespace, table: ResultTable, out: Path) -> None:
                    "asgd_speedup": speedup, "ssgd_speedup": None, "asgd_over_ssgd_pct": None, "metric": "speedup",
                    "paper_value": None, "paper_high": None, "paper_asgd_over_ssgd_pct": None, "rerun_value": speedup,
                    "difference": None, "scale": args.scale,
-                   "settings": settings_text({"trainer": "trainers.ps over mpiexec", "algo": "softsync", "n": k,
-                                              "workers": k, "ranks": k + 1, "model": "cifar10-quick",
+                   "settings": settings_text({"trainer": "trainers.asynchronous.ps over mpiexec", "algo": "softsync",
+                                              "n": k, "workers": k, "ranks": k + 1, "model": "cifar10-quick",
                                               "dataset": "cifar10 SUBSET (4000 images)", "batch": 16,
                                               "steps": MPI_STEPS, "delays": "none (real compute times)",
                                               "log": f"runs/fig2_mpi_{k}workers.jsonl",
@@ -228,7 +228,7 @@ def _check_full_cifar(args: argparse.Namespace) -> None:
 
 
 def fig3_accuracy(args: argparse.Namespace, out: Path) -> None:
-    from trainers.worker_step import AsyncConfig
+    from trainers.asynchronous.config import AsyncConfig
 
     if args.scale == "paper":
         _check_full_cifar(args)
@@ -243,7 +243,7 @@ def fig3_accuracy(args: argparse.Namespace, out: Path) -> None:
     for n, modulate, seed in progress(cases, args, "zhang2016 fig3_accuracy"):
         if table.done(n=n, modulate=modulate, seed=seed):
             continue
-        from trainers.simulate import simulate
+        from trainers.asynchronous.simulate import simulate
 
         cfg = AsyncConfig(algo="softsync", model="cifar10-quick", n=n, modulate=modulate, seed=seed, **params)
         res = simulate(cfg)

@@ -21,7 +21,7 @@ import torch
 from trainers.collectives import BACKENDS, check_backend, resolve_backend
 from trainers.collectives.base import check_tensor, wire_dtype
 from trainers.device import LOCAL_RANK_ENV, local_rank, select_device
-from trainers.run import UsageError
+from trainers.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "mpi_scripts"
@@ -90,6 +90,15 @@ def test_local_rank_reads_the_launchers_variables_in_order() -> None:
     assert local_rank(None, {"SLURM_LOCALID": "5"}) == 5
     assert local_rank(None, {"SLURM_LOCALID": "x"}) == 0  # malformed: ignored; no comm -> 0
     assert LOCAL_RANK_ENV[0] == "OMPI_COMM_WORLD_LOCAL_RANK"
+
+
+def test_env_world_reads_the_launchers_rank_and_size() -> None:
+    from trainers.device import env_world
+
+    assert env_world({}) == (0, 1)  # no launcher: one process
+    assert env_world({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4", "PMIX_RANK": "9"}) == (2, 4)
+    assert env_world({"PMIX_RANK": "1"}) == (1, None)  # size unknown: ask MPI
+    assert env_world({"PMI_RANK": "x", "MV2_COMM_WORLD_RANK": "3", "MV2_COMM_WORLD_SIZE": "8"}) == (3, 8)
 
 
 def test_select_device_cpu_and_bad_names() -> None:

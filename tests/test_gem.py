@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.gem import AdaptiveStalenessWorker, DownpourWorker, GEMConfig, GEMWorker, make_worker
-from trainers.masters import make_rule
+from trainers.asynchronous.gem import AdaptiveStalenessWorker, DownpourWorker, GEMConfig, GEMWorker, make_worker
+from trainers.asynchronous.masters import make_rule
 
 torch.set_num_threads(1)
 F64 = torch.float64

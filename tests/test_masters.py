@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from trainers.masters import RULES, make_rule, rule_names
+from trainers.asynchronous.masters import RULES, make_rule, rule_names
 
 torch.set_num_threads(1)
 F64 = torch.float64
@@ -462,7 +462,7 @@ def test_adam_with_one_worker_equals_torch_adam():
 
 
 def test_softsync_n_equals_N_constant_rate_is_downpour():
-    from trainers.gem import DownpourWorker
+    from trainers.asynchronous.gem import DownpourWorker
 
     x0 = t(0.5, -1.0, 2.0)
     f = _quad(7)

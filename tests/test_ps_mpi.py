@@ -1,4 +1,4 @@
-"""trainers.ps under mpiexec: replaying the simulator's arrival order gives the simulator's parameters;
+"""trainers.asynchronous.ps under mpiexec: replaying the simulator's arrival order gives the simulator's parameters;
 a free-running server applies exactly its budget and stops every worker; bad configuration gets one
 line and status 2; a worker that exits, raises or hangs ends the job instead of hanging it."""
 
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from trainers.log import read_run_log
-from trainers.simulate import simulate
-from trainers.worker_step import AsyncConfig
+from trainers.asynchronous.simulate import simulate
+from trainers.asynchronous.config import AsyncConfig
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "mpi_ps"
@@ -126,7 +126,7 @@ def test_free_running_server_applies_its_budget_and_stops_everyone(tmp_path: Pat
     (2, ["--algo", "softsync", "--n", "2", "--steps", "5"], "n must be in 1..workers=1"),
 ])
 def test_bad_configuration_one_line_status_2(ranks: int, args: list[str], needle: str) -> None:
-    code, out, _ = run_mpi(ranks, ["-m", "trainers.ps", *args], timeout=60)
+    code, out, _ = run_mpi(ranks, ["-m", "trainers.asynchronous.ps", *args], timeout=60)
     assert code == 2, out
     ours = [line for line in out.splitlines() if line.startswith("error:")]
     assert len(ours) == 1 and needle in ours[0], out
@@ -135,8 +135,8 @@ def test_bad_configuration_one_line_status_2(ranks: int, args: list[str], needle
 
 @pytest.mark.parametrize("mode,extra", [("exit", []), ("raise", []), ("hang", ["--worker-timeout", "3"])])
 def test_a_failing_worker_ends_the_job(mode: str, extra: list[str]) -> None:
-    code, out, secs = run_mpi(3, ["-m", "trainers.ps", "--algo", "asgd", "--model", "none", "--steps", "100000",
-                                  "--delays", "homogeneous", "--delay-mean", "0.005", "--fail-worker", "1",
+    code, out, secs = run_mpi(3, ["-m", "trainers.asynchronous.ps", "--algo", "asgd", "--model", "none",
+                                  "--steps", "100000", "--delays", "homogeneous", "--delay-mean", "0.005", "--fail-worker", "1",
                                   "--fail-after", "5", "--fail-mode", mode, *extra], timeout=90)
     assert code is not None, f"the job hung:\n{out}"
     assert code != 0, out
@@ -148,7 +148,7 @@ def test_a_failing_worker_ends_the_job(mode: str, extra: list[str]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry", [["-m", "trainers.run", "run"], ["-m", "trainers.ps"]])
+@pytest.mark.parametrize("entry", [["-m", "trainers.run", "run"], ["-m", "trainers.asynchronous.ps"]])
 def test_a_diverging_parameter_server_run_stops_every_rank_with_status_3(tmp_path: Path, entry: list[str]) -> None:
     args = [*entry, "--algo", "asgd", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "256",
             "--batch", "16", "--lr", "50", "--steps", "60", "--log", str(tmp_path / "ps.jsonl")]
@@ -169,7 +169,8 @@ def test_a_diverging_parameter_server_run_stops_every_rank_with_status_3(tmp_pat
 def test_a_non_finite_push_with_a_finite_loss_is_divergence_too(tmp_path: Path) -> None:
     # worker 1 pushes its 4th gradient with one infinite element: the server applies none of it
     log = tmp_path / "ps.jsonl"
-    code, out, _ = run_mpi(3, ["-m", "trainers.ps", "--algo", "asgd", "--model", "lenet", "--dataset", "synthetic",
+    code, out, _ = run_mpi(3, ["-m", "trainers.asynchronous.ps", "--algo", "asgd", "--model", "lenet",
+                               "--dataset", "synthetic",
                                "--synthetic-n", "256", "--batch", "16", "--lr", "0.01", "--steps", "40",
                                "--fail-worker", "1", "--fail-after", "3", "--fail-mode", "inf-grad",
                                "--log", str(log), "--save-params", str(tmp_path / "p.npy")])

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from trainers import run as tr
-from trainers.run import ALGORITHMS, COMMANDS, CLIError, RunConfig, UsageError, main
+from trainers.errors import TrainerError, UsageError
+from trainers.run import ALGORITHMS, COMMANDS, RunConfig, main
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
@@ -91,19 +92,22 @@ def test_the_defaults_real_runs_use_are_the_papers() -> None:
 
 
 def test_algorithm_registry_is_lazy_and_resolves() -> None:
-    code = ("import sys, trainers.run as r; print(sorted(r.ALGORITHMS)); print('torch' in sys.modules, "
-            "'trainers.sync' in sys.modules, 'mpi4py' in sys.modules)")
+    code = ("import sys, trainers.run as r; r.build_run_parser(r.make_parser('x')); "
+            "print('torch' in sys.modules, 'trainers.sync.loop' in sys.modules, 'mpi4py' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True, text=True,
                          timeout=60).stdout.splitlines()
-    assert {"ssgd", "terngrad", "daso"} <= set(eval(out[0]))  # other engineers register theirs too
-    assert out[1] == "False False False"  # nothing heavy is imported until an algorithm runs
-    for name in ("ssgd", "terngrad", "daso"):
-        assert ALGORITHMS[name] == ("trainers.sync", f"run_{name}")
+    assert out[0] == "False False False"  # nothing heavy is imported until an algorithm runs
     from trainers import sync
+    from trainers.asynchronous import ps
+    from trainers.asynchronous.config import ALGOS
 
-    assert tr.resolve_algorithm("ssgd") is sync.run_ssgd
-    assert tr.resolve_algorithm("terngrad") is sync.run_terngrad
-    assert tr.resolve_algorithm("daso") is sync.run_daso
+    known = tr.algorithms()
+    assert set(known) == set(sync.SYNC_ALGORITHMS) | set(ALGOS)  # the two families' own registries
+    for name in sync.SYNC_ALGORITHMS:
+        assert tr.resolve_algorithm(name) is sync.run
+        assert sync.algorithm(name).name == name  # the registered class says the same name
+    for name in ALGOS:
+        assert tr.resolve_algorithm(name) is ps.run_from_run_config
     with pytest.raises(UsageError, match="unknown algorithm"):
         tr.resolve_algorithm("nope")
 
@@ -234,7 +238,7 @@ def test_datasets_verifies_the_shared_files(capsys: pytest.CaptureFixture) -> No
 @pytest.mark.parametrize("argv, fragment", [
     ([], "required"),
     (["run"], "--algo"),
-    (["run", "--algo", "nope"], "invalid choice"),
+    (["run", "--algo", "nope"], "algo must be one of"),
     (["run", "--algo", "ssgd", "--batch", "0"], "batch"),
     (["run", "--algo", "ssgd", "--batch", "x"], "integer"),
     (["run", "--algo", "ssgd", "--steps", "3", "--epochs", "1"], "not allowed with"),
@@ -262,5 +266,5 @@ def test_bad_input_found_at_start_of_a_run(tmp_path: Path) -> None:
 
 def test_cli_error_type() -> None:
     parser = tr.make_parser("x")
-    with pytest.raises(CLIError):
+    with pytest.raises(TrainerError):
         parser.parse_args(["--nope"])

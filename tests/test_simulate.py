@@ -1,4 +1,4 @@
-"""trainers.simulate: determinism, the event clock against the vectorized arrival times, staleness
+"""trainers.asynchronous.simulate: determinism, the event clock against the vectorized arrival times, staleness
 against hand-derived histograms and Zhang et al.'s measurements, one worker against torch.optim.SGD,
 gap versus delay, the async-over-sync speedup against perfmodel.stragglers' closed form, the run log
 and the command line."""
@@ -14,18 +14,12 @@ import pytest
 import torch
 
 from trainers.log import read_run_log
-from trainers.ps import load_order
-from trainers.simulate import expected_speedup, finish_times, simulate, simulate_main, speedup_table
-from trainers.worker_step import (
-    AsyncConfig,
-    BatchStream,
-    ConfigError,
-    DelaySchedule,
-    FlatModel,
-    load_data,
-    make_plan,
-    step_seed,
-)
+from trainers.asynchronous.ps import load_order
+from trainers.asynchronous.simulate import expected_speedup, finish_times, simulate, simulate_main, speedup_table
+from trainers.asynchronous.config import AsyncConfig, make_plan
+from trainers.asynchronous.data_streams import BatchStream, DelaySchedule, load_data, step_seed
+from trainers.asynchronous.flat_model import FlatModel
+from trainers.errors import TrainerError
 
 
 def small(**kw) -> AsyncConfig:
@@ -240,7 +234,7 @@ def test_a_diverging_run_stops_with_one_line_status_3_and_a_strict_json_log(tmp_
 
 
 def test_a_non_finite_gradient_with_a_finite_loss_is_divergence(monkeypatch: pytest.MonkeyPatch) -> None:
-    import trainers.simulate as sim
+    import trainers.asynchronous.simulate as sim
 
     real, calls = sim.FlatModel.gradient, []
 
@@ -273,11 +267,11 @@ def test_cli_bad_configuration_is_one_line_and_status_2(args: list[str], needle:
 
 
 def test_config_validation_names_the_argument() -> None:
-    with pytest.raises(ConfigError, match="workers"):
+    with pytest.raises(TrainerError, match="workers"):
         AsyncConfig(workers=0, steps=1)
-    with pytest.raises(ConfigError, match="momentum"):
+    with pytest.raises(TrainerError, match="momentum"):
         AsyncConfig(momentum=1.0, steps=1)
-    with pytest.raises(ConfigError, match="exactly one budget"):
+    with pytest.raises(TrainerError, match="exactly one budget"):
         AsyncConfig(steps=5, epochs=1.0)
 
 
@@ -296,14 +290,14 @@ class _Comm:
 
 
 def test_trainers_cli_registers_every_async_algorithm_and_simulate() -> None:
-    from trainers import ps, run
-    from trainers.worker_step import ALGOS
+    from trainers import run
+    from trainers.asynchronous import ps
+    from trainers.asynchronous.config import ALGOS
 
-    assert run.ASYNC_ALGORITHMS == tuple(ALGOS)
     for name in ALGOS:
         assert run.resolve_algorithm(name) is ps.run_from_run_config
     module, function, _ = run.COMMANDS["simulate"]
-    assert (module, function) == ("trainers.simulate", "simulate_main")
+    assert (module, function) == ("trainers.asynchronous.simulate", "simulate_main")
     assert run.main(["simulate", "--rule", "softsync", "--n", "9", "--workers", "4", "--steps", "5"]) == 2
 
 
@@ -314,8 +308,9 @@ def test_trainers_cli_registers_every_async_algorithm_and_simulate() -> None:
     (3, (("delay_mean", "fast"),), "expected float"),
 ])
 def test_run_config_bad_input_is_a_usage_error(size: int, options: tuple, needle: str) -> None:
-    from trainers.ps import run_from_run_config
-    from trainers.run import RunConfig, UsageError
+    from trainers.asynchronous.ps import run_from_run_config
+    from trainers.errors import UsageError
+    from trainers.run import RunConfig
 
     with pytest.raises(UsageError, match=needle):
         run_from_run_config(RunConfig(algo="ga", dataset="synthetic", model="gem-cnn", options=options), _Comm(size))
@@ -324,7 +319,8 @@ def test_run_config_bad_input_is_a_usage_error(size: int, options: tuple, needle
 def test_softsync_constant_rate_option_reaches_the_rule():
     import torch
 
-    from trainers.worker_step import AsyncConfig, build_rule
+    from trainers.asynchronous.config import AsyncConfig
+    from trainers.asynchronous.flat_model import build_rule
 
     for modulate in (True, False):
         cfg = AsyncConfig(algo="softsync", model="none", workers=4, n=2, modulate=modulate, steps=10)

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from trainers.errors import TrainerError
+
 __all__ = [
     "FORMAT",
     "CheckpointError",
@@ -43,7 +45,7 @@ FORMAT = 1
 """Version of the checkpoint layout; load_checkpoint refuses any other."""
 
 
-class CheckpointError(ValueError):
+class CheckpointError(TrainerError):
     """A checkpoint is missing, unreadable, of another format or of an incompatible run (one line)."""
 
 

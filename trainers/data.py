@@ -44,6 +44,8 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import torch
 
+from trainers.errors import TrainerError
+
 __all__ = [
     "DatasetError",
     "DatasetMissing",
@@ -67,7 +69,7 @@ ENV_ROOT = "DSGD_DATA_ROOT"
 _REPO_DEFAULT = Path(__file__).resolve().parents[1] / "data" / "datasets"
 
 
-class DatasetError(ValueError):
+class DatasetError(TrainerError):
     """A dataset is missing, corrupt or truncated. The message is one line naming the path(s).
     Missing files raise the subclass DatasetMissing; anything else is a damaged file."""
 

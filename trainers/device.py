@@ -6,7 +6,7 @@ The local rank (this rank's index among the ranks on its host) comes from the la
 (``Comm.Split_type(COMM_TYPE_SHARED)``), which every rank then performs alike.
 
 Bad requests (``cuda`` without CUDA, more ranks on a host than it has GPUs) are found on each rank and
-agreed over MPI, so that every rank raises the same :class:`trainers.run.UsageError` and the job ends with
+agreed over MPI, so that every rank raises the same :class:`trainers.errors.UsageError` and the job ends with
 status 2 instead of hanging in a collective that some ranks never reach. Importing this module does
 not import torch (``trainers.run`` reads :data:`DEVICES`).
 """
@@ -17,19 +17,15 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from trainers.errors import UsageError
+
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 __all__ = ["DEVICES", "LOCAL_RANK_ENV", "local_rank", "choose_device", "select_device", "select_worker_device",
-           "agree", "describe"]
+           "agree", "describe", "WORLD_ENV", "env_world"]
 
-
-def _usage(message: str) -> Exception:
-    """trainers.run.UsageError (imported when needed: trainers.run imports this module)."""
-    from trainers.run import UsageError
-
-    return UsageError(message)
 
 DEVICES = ("cpu", "cuda", "auto")
 
@@ -55,12 +51,29 @@ def local_rank(comm: Any = None, env: Mapping[str, str] | None = None) -> int:
         node.Free()
 
 
+WORLD_ENV = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMIX_RANK", "PMIX_SIZE"), ("PMI_RANK", "PMI_SIZE"),
+             ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"))
+"""(rank, size) environment variables of the launchers (Open MPI, PMIx, PMI, MVAPICH), in the order they are read."""
+
+
+def env_world(env: Mapping[str, str] | None = None) -> tuple[int, int | None]:
+    """(rank, size) of this process from the launcher's environment, without starting MPI: (0, 1)
+    outside a launcher; size None when the launcher sets only the rank."""
+    env = os.environ if env is None else env
+    for rank_key, size_key in WORLD_ENV:
+        rank = env.get(rank_key, "").strip()
+        if rank.isdigit():
+            size = env.get(size_key, "").strip()
+            return int(rank), int(size) if size.isdigit() else None
+    return 0, 1
+
+
 def agree(comm: Any, problem: str | None) -> None:
     """Raise UsageError on every rank of comm if any rank found a problem (the lowest rank's message)."""
     problems = [problem] if comm is None else comm.allgather(problem)
     for rank, p in enumerate(problems):
         if p is not None:
-            raise _usage(p if comm is None or comm.Get_size() == 1 else f"{p} (rank {rank})")
+            raise UsageError(p if comm is None or comm.Get_size() == 1 else f"{p} (rank {rank})")
 
 
 def choose_device(request: str, index: int) -> tuple[torch.device | None, str | None]:

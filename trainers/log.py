@@ -34,13 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from trainers.errors import TrainerError
+
 SCHEMA = 1
 NONFINITE = "nonfinite"  # the key that names a record's non-finite values
 STEP_KEYS = ("step", "epoch", "loss", "samples", "t_compute", "t_comm", "t_compress", "t_idle", "t_step",
              "bytes_sent")
 
 
-class RunLogError(ValueError):
+class RunLogError(TrainerError):
     """A run log is missing, unreadable or not in this schema."""
 
 

@@ -13,7 +13,12 @@ A run whose loss or gradients become non-finite stops on every rank with one lin
 training diverged ...`` and exit status 3 (its run log ends with a summary saying so), unless given
 ``--allow-divergence`` (it then trains on to its budget and exits 0; the summary still says so).
 
-Extending it (the asynchronous trainers and the simulator register here; nothing is imported until used):
+The algorithms are the two families' own registries, read when needed (:func:`algorithms`):
+trainers.sync.SYNC_ALGORITHMS (ssgd, terngrad, daso: ``trainers.sync.run``) and
+trainers.asynchronous.config.ALGOS (the parameter server's: ``trainers.asynchronous.ps.run_from_run_config``).
+Importing this module imports neither torch nor mpi4py.
+
+Extending it (nothing is imported until used):
 
 - ``ALGORITHMS[name] = (module path, function name)``: ``trainers run --algo name`` imports the module
   and calls ``function(cfg, comm) -> None`` with ``cfg`` a :class:`RunConfig` and ``comm`` an
@@ -25,9 +30,9 @@ Extending it (the asynchronous trainers and the simulator register here; nothing
   ``cfg.options`` (``--opt key=value``, repeatable; read them with :meth:`RunConfig.option`).
 - ``COMMANDS[name] = (module path, function name, help)``: ``trainers name ARGS...`` calls
   ``function(argv: list[str]) -> int`` with the arguments after the name (e.g. ``"simulate":
-  ("trainers.simulate", "main", "...")``). Build its parser with :func:`make_parser` so that argparse
-  errors raise :class:`CLIError`; a CLIError or UsageError it raises becomes ``trainers: error: ...``
-  and exit status 2.
+  ("trainers.asynchronous.simulate", "simulate_main", "...")``). Build its parser with :func:`make_parser`
+  so that argparse errors raise :class:`TrainerError`; a TrainerError it raises becomes
+  ``trainers: error: ...`` and exit status 2.
 """
 
 from __future__ import annotations
@@ -35,20 +40,24 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfmodel.compression import LEVEL_LANES
+from perfmodel.specs import TERNGRAD_EXCHANGES
 from trainers import collectives as _collectives
 from trainers import device as _devices
+from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError
+from trainers.validators import check_choice, check_int, check_milestones, check_number
 
 __all__ = [
     "ALGORITHMS",
     "COMMANDS",
-    "CLIError",
+    "algorithms",
+    "TrainerError",
     "UsageError",
     "DivergenceError",
     "DIVERGED_STATUS",
@@ -61,83 +70,63 @@ __all__ = [
     "main",
 ]
 
-ALGORITHMS: dict[str, tuple[str, str]] = {
-    "ssgd": ("trainers.sync", "run_ssgd"),
-    "terngrad": ("trainers.sync", "run_terngrad"),
-    "daso": ("trainers.sync", "run_daso"),
-}
-"""Algorithm name -> (module, function); the function is ``def run_<algo>(cfg: RunConfig, comm) -> None``."""
+ALGORITHMS: dict[str, tuple[str, str]] = {}
+"""Algorithms registered from outside the two families: name -> (module, function); the function is
+``def run_<algo>(cfg: RunConfig, comm) -> None``. See :func:`algorithms` for the full list."""
 
-COMMANDS: dict[str, tuple[str, str, str]] = {}
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "simulate": ("trainers.asynchronous.simulate", "simulate_main",
+                 "event-driven simulation of N asynchronous workers"),
+}
 """Extra subcommand name -> (module, function, help); the function is ``def main(argv: list[str]) -> int``."""
 
-ASYNC_ALGORITHMS = ("asgd", "nag-asgd", "sa", "softsync", "ga", "dana", "dana-sa", "dana-ga", "adam", "adam-sa",
-                    "adam-ga", "gem", "downpour", "adaptive-staleness")
-"""The parameter server's algorithms (trainers.worker_step.ALGOS; tests/test_simulate.py keeps them equal).
-Their settings beyond RunConfig come as ``--opt key=value`` (trainers.ps.OPTION_KEYS)."""
-ALGORITHMS.update({name: ("trainers.ps", "run_from_run_config") for name in ASYNC_ALGORITHMS})
-COMMANDS["simulate"] = ("trainers.simulate", "simulate_main", "event-driven simulation of N asynchronous workers")
+SYNC_RUN = ("trainers.sync", "run")
+ASYNC_RUN = ("trainers.asynchronous.ps", "run_from_run_config")
+
+
+def algorithms() -> dict[str, tuple[str, str]]:
+    """Every algorithm ``trainers run`` knows -> (module, function): the synchronous family's names
+    (trainers.sync.SYNC_ALGORITHMS), the asynchronous family's (trainers.asynchronous.config.ALGOS; the
+    parameter server, settings beyond RunConfig as ``--opt key=value``, trainers.asynchronous.ps.OPTION_KEYS),
+    then ALGORITHMS. Imports torch (the asynchronous registry is built from the master-rule classes)."""
+    from trainers.asynchronous.config import ALGOS
+    from trainers.sync import SYNC_ALGORITHMS
+
+    return {**{name: SYNC_RUN for name in SYNC_ALGORITHMS}, **{name: ASYNC_RUN for name in ALGOS}, **ALGORITHMS}
+
+
+def _sync_names() -> tuple[str, ...]:
+    from trainers.sync import SYNC_ALGORITHMS  # no torch: the package loads its modules on first use
+
+    return tuple(SYNC_ALGORITHMS)
+
+
+def _optimizers() -> tuple[str, ...]:
+    from trainers.sync.optimizers import OPTIMIZERS  # no torch until an optimizer is built
+
+    return tuple(OPTIMIZERS)
+
+
+def _daso_rules() -> tuple[str, ...]:
+    from trainers.sync.daso_schedule import DASO_RULES  # pure Python
+
+    return tuple(DASO_RULES)
+
 
 DATASET_CHOICES = ("mnist", "cifar10", "cifar100", "synthetic")
 DEVICES = _devices.DEVICES
 BACKEND_CHOICES = ("auto", *_collectives.BACKENDS)
-OPTIMIZERS = ("sgd", "adam")
-DASO_RULES = ("paper", "code")
 DASO_DTYPES = ("bf16", "fp32")
-TERN_EXCHANGES = ("levels", "ps", "allgather")
-TERN_LANES = ("auto", "packed", "int8")  # perfmodel.compression.LEVEL_LANES
-
-
-class CLIError(ValueError):
-    """A command-line value is malformed (printed as ``trainers: error: ...``, exit 2)."""
-
-
-class UsageError(ValueError):
-    """Bad input found while starting a run (missing dataset, incompatible checkpoint, ...).
-
-    Raised on every rank alike, so the job ends with status 2 without an MPI abort."""
-
-
-class DivergenceError(RuntimeError):
-    """Training diverged (non-finite loss or gradients) and --allow-divergence was not given.
-
-    Raised on every rank alike (the ranks agree on it through a collective), so the job ends with
-    status DIVERGED_STATUS without an MPI abort."""
-
-
-DIVERGED_STATUS = 3  # exit status of a run stopped by divergence (2 is bad input, 1 a crash)
+TERN_EXCHANGES = TERNGRAD_EXCHANGES  # the model's (perfmodel.specs) names of trainers.sync.terngrad's exchanges
+TERN_LANES = LEVEL_LANES  # perfmodel.compression: lanes of the levels sum (auto, packed, int8)
 
 
 # ------------------------------------------------------------------------------------------ config
 
 
-def _int(name: str, value: Any, lo: int | None = None, *, none_ok: bool = False) -> None:
-    if value is None and none_ok:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or (lo is not None and value < lo):
-        bound = f" >= {lo}" if lo is not None else ""
-        raise ValueError(f"{name} must be an integer{bound}, got {value!r}")
-
-
-def _num(name: str, value: Any, lo: float | None = None, *, strict: bool = False, none_ok: bool = False) -> None:
-    if value is None and none_ok:
-        return
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-    if ok and lo is not None:
-        ok = value > lo if strict else value >= lo
-    if not ok:
-        bound = "" if lo is None else (f" > {lo}" if strict else f" >= {lo}")
-        raise ValueError(f"{name} must be a finite number{bound}, got {value!r}")
-
-
-def _choice(name: str, value: Any, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-
-
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything ``trainers run`` needs; validated on creation (ValueError naming the field).
+    """Everything ``trainers run`` needs; validated on creation (TrainerError naming the field).
 
     Units: batch = samples per rank per step (the global batch is batch * ranks); lr per step;
     epochs / steps: length of training (give at most one; default 1 epoch); checkpoint_every and
@@ -145,7 +134,7 @@ class RunConfig:
     MiB; synthetic_n = training images of the synthetic dataset (its test split has a quarter).
     TernGrad: tern_clip (c of s = c*std, None = max|g|), tern_min_elems (smaller tensors travel in
     fp32), tern_fp32_last (last layer in fp32), tern_exchange (levels, ps or allgather; see
-    trainers.sync.TernGrad), tern_lanes (lanes of the levels sum: auto, packed or int8). DASO: ranks_per_node forms the pretend nodes;
+    trainers.sync.terngrad), tern_lanes (lanes of the levels sum: auto, packed or int8). DASO: ranks_per_node forms the pretend nodes;
     daso_global_dtype is the wire type of the warm-up/cool-down global syncs (cycling-phase syncs
     are fp32, as in HeAT); daso_warmup_epochs / daso_cooldown_epochs default to HeAT's 4 and 4;
     daso_b / daso_w fix B and W in the cycling phase (no plateau cycling); daso_rule = "paper" (halve
@@ -212,72 +201,64 @@ class RunConfig:
     options: tuple[tuple[str, str], ...] = field(default=())
 
     def __post_init__(self) -> None:
-        _choice("algo", self.algo, sorted(ALGORITHMS))
+        if self.algo not in _sync_names() and self.algo not in ALGORITHMS:
+            check_choice("algo", self.algo, sorted(algorithms()))  # imports the asynchronous registry (torch)
         if not isinstance(self.model, str) or not self.model:
-            raise ValueError(f"model must be a model name, got {self.model!r}")
-        _choice("dataset", self.dataset, DATASET_CHOICES)
-        _int("batch", self.batch, 1)
-        _int("epochs", self.epochs, 1, none_ok=True)
-        _int("steps", self.steps, 1, none_ok=True)
+            raise TrainerError(f"model must be a model name, got {self.model!r}")
+        check_choice("dataset", self.dataset, DATASET_CHOICES)
+        check_int("batch", self.batch, 1)
+        check_int("epochs", self.epochs, 1, none_ok=True)
+        check_int("steps", self.steps, 1, none_ok=True)
         if self.epochs is not None and self.steps is not None:
-            raise ValueError("give epochs or steps, not both")
-        _num("lr", self.lr, 0.0, strict=True)
-        _num("momentum", self.momentum, 0.0)
-        if self.momentum >= 1:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
-        _num("weight_decay", self.weight_decay, 0.0)
+            raise TrainerError("give epochs or steps, not both")
+        check_number("lr", self.lr, 0.0, lo_open=True)
+        check_number("momentum", self.momentum, 0.0, 1.0, hi_open=True)
+        check_number("weight_decay", self.weight_decay, 0.0)
         if self.nesterov and self.momentum == 0:
-            raise ValueError("nesterov needs momentum > 0")
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _num("lr_warmup_epochs", self.lr_warmup_epochs, 0.0)
-        ms = tuple(float(m) for m in self.lr_milestones)
-        if any(not math.isfinite(m) or m < 0 for m in ms) or any(b <= a for a, b in zip(ms, ms[1:])):
-            raise ValueError(f"lr_milestones must be strictly increasing epochs >= 0, got {self.lr_milestones!r}")
-        object.__setattr__(self, "lr_milestones", ms)
-        _num("lr_gamma", self.lr_gamma, 0.0, strict=True)
-        if self.lr_gamma > 1:
-            raise ValueError(f"lr_gamma must be in (0, 1], got {self.lr_gamma!r}")
-        _int("seed", self.seed, 0)
-        _int("synthetic_n", self.synthetic_n, 1)
-        _int("threads", self.threads, 1)
-        _int("eval_every", self.eval_every, 0)
-        _int("eval_batch", self.eval_batch, 1)
-        _int("checkpoint_every", self.checkpoint_every, 0)
+            raise TrainerError("nesterov needs momentum > 0")
+        check_choice("optimizer", self.optimizer, _optimizers())
+        check_number("lr_warmup_epochs", self.lr_warmup_epochs, 0.0)
+        object.__setattr__(self, "lr_milestones", check_milestones("lr_milestones", self.lr_milestones))
+        check_number("lr_gamma", self.lr_gamma, 0.0, 1.0, lo_open=True)
+        check_int("seed", self.seed, 0)
+        check_int("synthetic_n", self.synthetic_n, 1)
+        check_int("threads", self.threads, 1)
+        check_int("eval_every", self.eval_every, 0)
+        check_int("eval_batch", self.eval_batch, 1)
+        check_int("checkpoint_every", self.checkpoint_every, 0)
         if self.checkpoint_every and not self.checkpoint:
-            raise ValueError("checkpoint_every needs a checkpoint path")
+            raise TrainerError("checkpoint_every needs a checkpoint path")
         if self.resume and not self.checkpoint:
-            raise ValueError("resume needs a checkpoint path")
-        _num("bucket_mb", self.bucket_mb, 0.0, strict=True)
-        _num("tern_clip", self.tern_clip, 0.0, strict=True, none_ok=True)
-        _int("tern_min_elems", self.tern_min_elems, 1)
-        _choice("tern_exchange", self.tern_exchange, TERN_EXCHANGES)
-        _choice("tern_lanes", self.tern_lanes, TERN_LANES)
-        _int("ranks_per_node", self.ranks_per_node, 1)
-        _choice("daso_global_dtype", self.daso_global_dtype, DASO_DTYPES)
-        _int("daso_warmup_epochs", self.daso_warmup_epochs, 0)
-        _int("daso_cooldown_epochs", self.daso_cooldown_epochs, 0)
-        _int("daso_max_b", self.daso_max_b, 1)
-        _choice("daso_rule", self.daso_rule, DASO_RULES)
-        _int("daso_b", self.daso_b, 1, none_ok=True)
-        _int("daso_w", self.daso_w, 0, none_ok=True)
+            raise TrainerError("resume needs a checkpoint path")
+        check_number("bucket_mb", self.bucket_mb, 0.0, lo_open=True)
+        check_number("tern_clip", self.tern_clip, 0.0, lo_open=True, none_ok=True)
+        check_int("tern_min_elems", self.tern_min_elems, 1)
+        check_choice("tern_exchange", self.tern_exchange, TERN_EXCHANGES)
+        check_choice("tern_lanes", self.tern_lanes, TERN_LANES)
+        check_int("ranks_per_node", self.ranks_per_node, 1)
+        check_choice("daso_global_dtype", self.daso_global_dtype, DASO_DTYPES)
+        check_int("daso_warmup_epochs", self.daso_warmup_epochs, 0)
+        check_int("daso_cooldown_epochs", self.daso_cooldown_epochs, 0)
+        check_int("daso_max_b", self.daso_max_b, 1)
+        check_choice("daso_rule", self.daso_rule, _daso_rules())
+        check_int("daso_b", self.daso_b, 1, none_ok=True)
+        check_int("daso_w", self.daso_w, 0, none_ok=True)
         if (self.daso_b is None) != (self.daso_w is None):
-            raise ValueError("daso_b and daso_w go together (fixed B and W), give both or neither")
-        _int("daso_plateau_patience", self.daso_plateau_patience, 0)
-        _num("daso_plateau_threshold", self.daso_plateau_threshold, 0.0)
-        if self.daso_plateau_threshold >= 1:
-            raise ValueError(f"daso_plateau_threshold must be in [0, 1), got {self.daso_plateau_threshold!r}")
-        _int("fail_at_step", self.fail_at_step, 0, none_ok=True)
-        _int("fail_rank", self.fail_rank, 0, none_ok=True)
-        _choice("device", self.device, DEVICES)
-        _choice("backend", self.backend, BACKEND_CHOICES)
-        if self.algo in ASYNC_ALGORITHMS and self.backend not in ("auto", "mpi"):
-            raise ValueError(f"the parameter server ({self.algo}) moves parameters and gradients with MPI: "
+            raise TrainerError("daso_b and daso_w go together (fixed B and W), give both or neither")
+        check_int("daso_plateau_patience", self.daso_plateau_patience, 0)
+        check_number("daso_plateau_threshold", self.daso_plateau_threshold, 0.0, 1.0, hi_open=True)
+        check_int("fail_at_step", self.fail_at_step, 0, none_ok=True)
+        check_int("fail_rank", self.fail_rank, 0, none_ok=True)
+        check_choice("device", self.device, DEVICES)
+        check_choice("backend", self.backend, BACKEND_CHOICES)
+        if self.backend not in ("auto", "mpi") and algorithms().get(self.algo) == ASYNC_RUN:
+            raise TrainerError(f"the parameter server ({self.algo}) moves parameters and gradients with MPI: "
                              f"--backend mpi (or auto)")
         if not isinstance(self.overlap, bool):
-            raise ValueError(f"overlap must be a bool, got {self.overlap!r}")
+            raise TrainerError(f"overlap must be a bool, got {self.overlap!r}")
         opts = tuple((str(k), str(v)) for k, v in self.options)
         if any(not k for k, _ in opts):
-            raise ValueError("options need a non-empty key (key=value)")
+            raise TrainerError("options need a non-empty key (key=value)")
         object.__setattr__(self, "options", opts)
 
     @property
@@ -305,14 +286,14 @@ class RunConfig:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises CLIError instead of printing usage and exiting."""
+    """argparse that raises TrainerError instead of printing usage and exiting."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise CLIError(message)
+        raise TrainerError(message)
 
 
 def make_parser(prog: str, description: str | None = None) -> argparse.ArgumentParser:
-    """A parser whose errors raise CLIError (for commands registered in COMMANDS)."""
+    """A parser whose errors raise TrainerError (for commands registered in COMMANDS)."""
     return _Parser(prog=prog, description=description)
 
 
@@ -357,7 +338,9 @@ def _option(text: str) -> tuple[str, str]:
 def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``trainers run`` arguments to parser (one flag per RunConfig field)."""
     a = parser.add_argument
-    a("--algo", required=True, choices=sorted(ALGORITHMS), help="training algorithm")
+    a("--algo", required=True, metavar="ALGO",
+      help=f"training algorithm: {', '.join(_sync_names())} (synchronous), or an asynchronous one run by the "
+           f"parameter server (asgd, ga, dana, gem, ...; an unknown name lists them all)")
     a("--model", default="lenet", help="model name (see `trainers models`)")
     a("--dataset", default="mnist", choices=DATASET_CHOICES, help="dataset (synthetic: generated, for tests)")
     a("--batch", type=_int_arg, default=64, help="samples per rank per step")
@@ -368,7 +351,7 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--momentum", type=float, default=0.9, help="SGD momentum (0 for none)")
     a("--weight-decay", type=float, default=0.0, help="L2 weight decay")
     a("--nesterov", action="store_true", help="Nesterov momentum")
-    a("--optimizer", default="sgd", choices=OPTIMIZERS, help="local optimizer")
+    a("--optimizer", default="sgd", choices=_optimizers(), help="local optimizer")
     a("--lr-warmup-epochs", type=float, default=0.0, help="linear LR warm-up from lr/ranks to lr (epochs)")
     a("--lr-milestones", type=_milestones, default=(), help="epochs at which lr is multiplied by --lr-gamma")
     a("--lr-gamma", type=float, default=0.1, help="LR decay factor at each milestone")
@@ -405,7 +388,7 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--daso-cooldown-epochs", type=_int_arg, default=RunConfig.daso_cooldown_epochs,
       help="DASO blocking cool-down epochs (default 4: HeAT's DASO)")
     a("--daso-max-b", type=_int_arg, default=4, help="DASO initial (maximum) B in the cycling phase")
-    a("--daso-rule", default="paper", choices=DASO_RULES, help="B/W cycling rule on plateaus")
+    a("--daso-rule", default="paper", choices=_daso_rules(), help="B/W cycling rule on plateaus")
     a("--daso-b", type=_int_arg, default=None, help="fix B (batches between global syncs)")
     a("--daso-w", type=_int_arg, default=None, help="fix W (batches to wait; 0 = blocking)")
     a("--daso-plateau-patience", type=_int_arg, default=2,
@@ -435,7 +418,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     if values.get("tern_exchange") is None:
         values["tern_exchange"] = "levels"
     elif values.get("algo") != "terngrad":
-        raise CLIError(f"--terngrad-exchange {values['tern_exchange']} needs --algo terngrad (algorithm "
+        raise TrainerError(f"--terngrad-exchange {values['tern_exchange']} needs --algo terngrad (algorithm "
                        f"{values.get('algo')} has no ternary exchange)")
     return RunConfig(**values)
 
@@ -446,9 +429,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 def resolve_algorithm(name: str) -> Callable[[RunConfig, Any], None]:
     """Import and return the run function registered for algorithm ``name``."""
     try:
-        module, function = ALGORITHMS[name]
+        module, function = algorithms()[name]
     except KeyError:
-        raise UsageError(f"unknown algorithm {name!r}; choose from {', '.join(sorted(ALGORITHMS))}") from None
+        raise UsageError(f"unknown algorithm {name!r}; choose from {', '.join(sorted(algorithms()))}") from None
     return getattr(importlib.import_module(module), function)
 
 
@@ -478,19 +461,8 @@ def dispatch(cfg: RunConfig, comm: Any = None) -> None:
         raise usage
 
 
-def _env_rank() -> int:
-    """This process's MPI rank from the launcher's environment (0 when not under mpiexec)."""
-    for key in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"):
-        if key in os.environ:
-            try:
-                return int(os.environ[key])
-            except ValueError:
-                pass
-    return 0
-
-
 def _fail(message: str) -> int:
-    if _env_rank() == 0:
+    if _devices.env_world()[0] == 0:
         print(f"trainers: error: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
     return 2
 
@@ -529,7 +501,7 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
     names = args.names or list(DATASETS)
     unknown = [n for n in names if n not in DATASETS]
     if unknown:
-        raise CLIError(f"unknown dataset {unknown[0]!r}; choose from {', '.join(DATASETS)}")
+        raise TrainerError(f"unknown dataset {unknown[0]!r}; choose from {', '.join(DATASETS)}")
     root = data_root(args.data_root)  # absolute, resolved once
     source = "--data-root" if args.data_root is not None else (
         "$DSGD_DATA_ROOT" if os.environ.get("DSGD_DATA_ROOT") else "default")
@@ -599,15 +571,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _external(argv[0], argv[1:])
         args = _root_parser().parse_args(argv)
         return args.handler(args)
-    except (CLIError, UsageError, ValueError) as exc:
+    except ValueError as exc:  # TrainerError and its subclasses, and the libraries' bad-value errors
         return _fail(str(exc))
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
 
 
 if __name__ == "__main__":
-    # `python -m trainers.run`: run the canonical module, so that trainers.sync and this entry point
-    # share one UsageError class (not __main__'s copy).
-    from trainers.run import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -19,6 +19,9 @@ import bisect
 import math
 from dataclasses import dataclass
 
+from trainers.errors import TrainerError
+from trainers.validators import check_int, check_milestones, check_number
+
 __all__ = ["LRSchedule"]
 
 
@@ -40,18 +43,11 @@ class LRSchedule:
     gamma: float = 0.1
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.base_lr, (int, float)) and math.isfinite(self.base_lr) and self.base_lr > 0):
-            raise ValueError(f"base_lr must be a finite number > 0, got {self.base_lr!r}")
-        if isinstance(self.n_workers, bool) or not isinstance(self.n_workers, int) or self.n_workers < 1:
-            raise ValueError(f"n_workers must be an integer >= 1, got {self.n_workers!r}")
-        if not (math.isfinite(self.warmup_epochs) and self.warmup_epochs >= 0):
-            raise ValueError(f"warmup_epochs must be a finite number >= 0, got {self.warmup_epochs!r}")
-        ms = tuple(float(m) for m in self.milestones)
-        if any(not math.isfinite(m) or m < 0 for m in ms) or any(b <= a for a, b in zip(ms, ms[1:])):
-            raise ValueError(f"milestones must be strictly increasing epochs >= 0, got {self.milestones!r}")
-        object.__setattr__(self, "milestones", ms)
-        if not (math.isfinite(self.gamma) and 0 < self.gamma <= 1):
-            raise ValueError(f"gamma must be in (0, 1], got {self.gamma!r}")
+        check_number("base_lr", self.base_lr, 0.0, lo_open=True)
+        check_int("n_workers", self.n_workers, 1)
+        check_number("warmup_epochs", self.warmup_epochs, 0.0)
+        object.__setattr__(self, "milestones", check_milestones("milestones", self.milestones))
+        check_number("gamma", self.gamma, 0.0, 1.0, lo_open=True)
 
     def lr_at(self, epoch: float) -> float:
         """Learning rate at a (fractional) epoch >= 0.
@@ -60,7 +56,7 @@ class LRSchedule:
         Decay: times gamma ** (number of milestones <= epoch), applied on top of the warm-up.
         """
         if not math.isfinite(epoch) or epoch < 0:
-            raise ValueError(f"epoch must be a finite number >= 0, got {epoch!r}")
+            raise TrainerError(f"epoch must be a finite number >= 0, got {epoch!r}")
         lr = self.base_lr
         if epoch < self.warmup_epochs:
             start = self.base_lr / self.n_workers

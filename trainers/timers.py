@@ -28,6 +28,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from trainers.errors import TrainerError
+
 __all__ = ["PHASES", "StepTimer", "overhead_per_step"]
 
 PHASES: tuple[str, ...] = ("compute", "comm", "compress", "idle")
@@ -90,7 +92,7 @@ class StepTimer:
         try:
             return self._phases[name]
         except KeyError:
-            raise ValueError(f"unknown phase {name!r}; choose from {', '.join(PHASES)}") from None
+            raise TrainerError(f"unknown phase {name!r}; choose from {', '.join(PHASES)}") from None
 
     def start(self) -> None:
         """Mark the start of the current step now (otherwise: the first phase entered)."""

@@ -12,8 +12,8 @@ import sys
 
 from mpi4py import MPI
 
-from trainers.ps import PSOptions, run_ps
-from trainers.worker_step import AsyncConfig
+from trainers.asynchronous.ps import PSOptions, run_ps
+from trainers.asynchronous.config import AsyncConfig
 
 
 def main() -> None:

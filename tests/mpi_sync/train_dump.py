@@ -15,7 +15,8 @@ from mpi4py import MPI
 
 from trainers.comm import abort_on_error
 from trainers.run import build_run_parser, config_from_args, make_parser
-from trainers.sync import SYNC_ALGORITHMS, Trainer
+from trainers.faults import install_step_failure
+from trainers.sync import Trainer, algorithm
 
 
 def main() -> None:
@@ -25,7 +26,8 @@ def main() -> None:
     comm = MPI.COMM_WORLD
     torch.set_num_threads(cfg.threads)
     with abort_on_error(comm):
-        trainer = Trainer(cfg, comm, SYNC_ALGORITHMS[cfg.algo])
+        trainer = Trainer(cfg, comm, algorithm(cfg.algo))
+        install_step_failure(trainer)
         trainer.run()
         dump.mkdir(parents=True, exist_ok=True)
         torch.save({"model": trainer.model.state_dict(), "optimizer": trainer.optimizer.state_dict()},

@@ -13,13 +13,15 @@
 Backends (:data:`BACKENDS`): ``mpi`` (mpi4py; CUDA tensors host-staged unless the MPI library is
 CUDA-aware), ``gloo`` (torch.distributed, CPU tensors) and ``nccl`` (torch.distributed, CUDA tensors;
 needs ``--device cuda``). The interface is :class:`trainers.collectives.base.Collectives`. Bad choices
-raise :class:`trainers.run.UsageError` on every rank alike (``trainers run`` prints one line, exits 2).
+raise :class:`trainers.errors.UsageError` on every rank alike (``trainers run`` prints one line, exits 2).
 Importing this package does not import torch or mpi4py (``trainers.run`` reads :data:`BACKENDS`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from trainers.errors import UsageError
 
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,12 +31,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["BACKENDS", "open_collectives", "check_backend", "resolve_backend"]
 
-
-def _usage(message: str) -> Exception:
-    """trainers.run.UsageError (imported when needed: trainers.run imports this module)."""
-    from trainers.run import UsageError
-
-    return UsageError(message)
 
 BACKENDS = ("mpi", "gloo", "nccl")
 """Names ``--backend`` takes."""
@@ -53,20 +49,20 @@ def check_backend(name: str, device: torch.device | str) -> None:
 
     device = torch.device(device)
     if name not in BACKENDS:
-        raise _usage(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
+        raise UsageError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
     if name == "nccl" and device.type != "cuda":
-        raise _usage(f"--backend nccl reduces CUDA tensors; the ranks compute on {device.type} "
+        raise UsageError(f"--backend nccl reduces CUDA tensors; the ranks compute on {device.type} "
                          f"(use --device cuda on GPUs, or --backend gloo|mpi)")
     if name == "nccl":
         import torch.distributed as dist
 
         if not dist.is_available() or not dist.is_nccl_available():
-            raise _usage("--backend nccl: this torch build has no NCCL")
+            raise UsageError("--backend nccl: this torch build has no NCCL")
     if name == "gloo":
         import torch.distributed as dist
 
         if not dist.is_available() or not dist.is_gloo_available():
-            raise _usage("--backend gloo: this torch build has no gloo")
+            raise UsageError("--backend gloo: this torch build has no gloo")
 
 
 def open_collectives(name: str, comm: Any, device: torch.device | str = "cpu") -> Collectives:

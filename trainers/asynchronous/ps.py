@@ -1,8 +1,8 @@
-"""A real parameter server over MPI that drives a transport-free master rule (trainers.masters).
+"""A real parameter server over MPI that drives a transport-free master rule (trainers.asynchronous.masters).
 
 Rank 0 holds the central parameters and the rule; ranks 1..K-1 are the N = K - 1 workers
 (worker w = rank w + 1). A worker pulls parameters, computes a gradient on its next batch (the
-same BatchStream, seeds and model code as trainers.simulate), optionally pads the batch to a time
+same BatchStream, seeds and model code as trainers.asynchronous.simulate), optionally pads the batch to a time
 drawn from the gamma CVB model (--delays homogeneous|heterogeneous, --delay-mean seconds) so that
 stragglers can be emulated on one machine, and pushes. The server receives from any source (no
 barriers anywhere), applies the rule, and answers with the parameters to use next.
@@ -30,7 +30,7 @@ Replay: --replay-order FILE (written by ``trainers simulate --record-order``) ma
 process pushes in exactly the recorded order, buffering early arrivals; the final parameters then
 equal the simulator's.
 
-    mpiexec -n 9 python -m trainers.ps --algo ga --model gem-cnn --dataset mnist --epochs 1 --log ps.jsonl
+    mpiexec -n 9 python -m trainers.asynchronous.ps --algo ga --model gem-cnn --dataset mnist --epochs 1 --log ps.jsonl
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -48,37 +47,25 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from trainers.device import DEVICES, env_world
+from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError
+from trainers.faults import FAIL_MODES, worker_hooks
 from trainers.log import RunLog
-from trainers.worker_step import (
-    AsyncConfig,
-    BatchStream,
-    ConfigError,
-    DelaySchedule,
-    StrictParser,
-    FlatModel,
-    StepWindow,
-    WindowStats,
-    add_async_arguments,
-    build_rule,
-    build_schedule,
-    build_worker_rule,
-    config_from_args,
-    evaluate,
-    header_fields,
-    load_data,
-    make_plan,
-    rule_summary,
-    step_seed,
-)
+from trainers.validators import check_choice, check_int, check_number
+from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args, parse_or_status
+from trainers.asynchronous.config import AsyncConfig, make_plan
+from trainers.asynchronous.data_streams import BatchStream, DelaySchedule, load_data, step_seed
+from trainers.asynchronous.evaluate import evaluate
+from trainers.asynchronous.flat_model import FlatModel, build_rule, build_schedule, build_worker_rule
+from trainers.asynchronous.reporting import StepWindow, WindowStats, header_fields, rule_summary
 
-__all__ = ["PSOptions", "PSResult", "FAIL_MODES", "OPTION_KEYS", "run_ps", "run_from_run_config", "load_order",
+__all__ = ["PSOptions", "PSResult", "OPTION_KEYS", "run_ps", "run_from_run_config", "load_order",
            "add_ps_arguments", "ps_from_args", "ps_main", "main"]
 
 TAG_UP_HDR, TAG_UP_DATA, TAG_DN_HDR, TAG_DN_DATA = 11, 12, 13, 14
 GRAD, REQUEST = 0.0, 1.0
 PARAMS, CENTRAL, STOP = 0.0, 1.0, 2.0
 UP_LEN, DN_LEN = 6, 3
-FAIL_MODES = ("exit", "hang", "raise", "inf-grad")  # inf-grad: one infinite gradient element, finite loss
 
 
 @dataclass(frozen=True)
@@ -105,18 +92,12 @@ class PSOptions:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.worker_timeout, (int, float)) and self.worker_timeout > 0):
-            raise ConfigError(f"worker_timeout must be a number of seconds > 0, got {self.worker_timeout!r}")
-        if not (isinstance(self.poll_s, (int, float)) and 0 <= self.poll_s < 1):
-            raise ConfigError(f"poll_s must be in [0, 1) seconds, got {self.poll_s!r}")
-        if self.fail_mode not in FAIL_MODES:
-            raise ConfigError(f"fail_mode must be one of {', '.join(FAIL_MODES)}, got {self.fail_mode!r}")
-        if self.fail_worker is not None and (isinstance(self.fail_worker, bool) or self.fail_worker < 0):
-            raise ConfigError(f"fail_worker must be a worker index >= 0, got {self.fail_worker!r}")
-        if isinstance(self.fail_after, bool) or not isinstance(self.fail_after, int) or self.fail_after < 0:
-            raise ConfigError(f"fail_after must be an integer >= 0, got {self.fail_after!r}")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            raise ConfigError(f"threads must be an integer >= 1, got {self.threads!r}")
+        check_number("worker_timeout", self.worker_timeout, 0.0, lo_open=True)
+        check_number("poll_s", self.poll_s, 0.0, 1.0, hi_open=True)
+        check_choice("fail_mode", self.fail_mode, FAIL_MODES)
+        check_int("fail_worker", self.fail_worker, 0, none_ok=True)
+        check_int("fail_after", self.fail_after, 0)
+        check_int("threads", self.threads, 1)
 
 
 @dataclass
@@ -133,10 +114,10 @@ def load_order(path: str, workers: int) -> list[int]:
         data = json.loads(Path(path).read_text())
         order = data["order"] if isinstance(data, dict) else data
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"replay order {path}: cannot read a JSON object with an 'order' list ({exc})") from None
+        raise TrainerError(f"replay order {path}: cannot read a JSON object with an 'order' list ({exc})") from None
     if not isinstance(order, list) or not order or not all(
             isinstance(w, int) and not isinstance(w, bool) and 0 <= w < workers for w in order):
-        raise ConfigError(f"replay order {path}: 'order' must be a non-empty list of worker indices 0..{workers - 1}")
+        raise TrainerError(f"replay order {path}: 'order' must be a non-empty list of worker indices 0..{workers - 1}")
     return order
 
 
@@ -347,17 +328,6 @@ class _Server:
 # --------------------------------------------------------------------------- a worker
 
 
-def _fail(mode: str, w: int) -> None:
-    sys.stderr.write(f"worker {w}: deliberate failure ({mode})\n")
-    sys.stderr.flush()
-    if mode == "exit":
-        os._exit(17)  # not 3, the status of a diverged run
-    if mode == "hang":
-        while True:
-            time.sleep(3600)
-    raise RuntimeError(f"worker {w}: deliberate failure")
-
-
 def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions, device: torch.device | None = None) -> None:
     from mpi4py import MPI
 
@@ -371,6 +341,7 @@ def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions, device: torch.device | No
     params = torch.empty(fm.numel, dtype=torch.float32)
     central = torch.empty(fm.numel, dtype=torch.float32) if ask else None
     down = np.zeros(DN_LEN)
+    before_gradient, on_gradient = worker_hooks(opt.fail_worker, opt.fail_after, opt.fail_mode)  # tests only
 
     def receive(into: torch.Tensor | None) -> float:
         _wait(comm.Irecv([down, MPI.DOUBLE], source=0, tag=TAG_DN_HDR), opt.poll_s)
@@ -388,15 +359,14 @@ def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions, device: torch.device | No
     lr = float(down[1])
     k = 0
     while True:
-        poison = opt.fail_worker == w and k == opt.fail_after
-        if poison and opt.fail_mode != "inf-grad":
-            _fail(opt.fail_mode, w)
+        for hook in before_gradient:
+            hook(w, k)
         t0 = time.perf_counter()
         x, y = stream.next() if stream is not None else (None, None)
         samples = len(y) if y is not None else cfg.batch
         g, loss = fm.gradient(params, x, y, step_seed(cfg.seed, w, k))
-        if poison:
-            g[0] = math.inf
+        for hook in on_gradient:
+            hook(w, k, g)
         t_c = time.perf_counter() - t0
         t_idle = 0.0
         if delays is not None:
@@ -429,16 +399,17 @@ def run_ps(cfg: AsyncConfig, comm: Any, options: PSOptions | None = None) -> PSR
     """Run the parameter server job on ``comm`` (rank 0 serves, the other ranks work).
 
     cfg.workers must equal comm size - 1. Returns the PSResult on rank 0 and None on workers.
-    Raises ConfigError for fewer than 2 ranks or a mismatched worker count.
+    Raises TrainerError for fewer than 2 ranks or a mismatched worker count.
     """
     opt = options or PSOptions()
     size = comm.Get_size()
     if size < 2:
-        raise ConfigError(f"the parameter server needs at least 2 MPI ranks (rank 0 serves, the rest work); got {size}")
+        raise TrainerError(f"the parameter server needs at least 2 MPI ranks (rank 0 serves, the rest work); "
+                           f"got {size}")
     if cfg.workers != size - 1:
-        raise ConfigError(f"workers must be the number of MPI ranks minus one ({size - 1}), got {cfg.workers}")
+        raise TrainerError(f"workers must be the number of MPI ranks minus one ({size - 1}), got {cfg.workers}")
     if opt.fail_worker is not None and opt.fail_worker >= cfg.workers:
-        raise ConfigError(f"fail_worker must be in 0..{cfg.workers - 1}, got {opt.fail_worker}")
+        raise TrainerError(f"fail_worker must be in 0..{cfg.workers - 1}, got {opt.fail_worker}")
     torch.set_num_threads(opt.threads)
     from trainers.comm import abort_on_error
 
@@ -466,10 +437,8 @@ def run_from_run_config(cfg: Any, comm: Any) -> None:
     RunConfig fields map onto AsyncConfig (lr_warmup_epochs -> warmup_epochs, lr_milestones ->
     milestones, lr_gamma -> lr_decay, eval_every in steps -> epochs, no length -> 1 epoch,
     fail_rank r -> worker r - 1, nesterov as given); the rest come as --opt key=value (OPTION_KEYS;
-    delays default to none). Bad input raises trainers.run.UsageError on every rank alike.
+    delays default to none). Bad input raises trainers.errors.UsageError on every rank alike.
     """
-    from trainers.run import UsageError
-
     opts: dict[str, Any] = {}
     for key, text in cfg.options:
         if key not in OPTION_KEYS:
@@ -481,10 +450,10 @@ def run_from_run_config(cfg: Any, comm: Any) -> None:
     size = comm.Get_size()
     try:
         if size < 2:
-            raise ConfigError("the parameter server needs at least 2 MPI ranks (rank 0 serves, the rest work): "
+            raise TrainerError("the parameter server needs at least 2 MPI ranks (rank 0 serves, the rest work): "
                               "start it with mpiexec -n K, K >= 2")
         if cfg.fail_rank is not None and not 1 <= cfg.fail_rank < size:
-            raise ConfigError(f"fail_rank must be a worker rank in 1..{size - 1}, got {cfg.fail_rank}")
+            raise TrainerError(f"fail_rank must be a worker rank in 1..{size - 1}, got {cfg.fail_rank}")
         fields_ = dict(
             algo=cfg.algo, workers=size - 1, model=cfg.model, dataset=cfg.dataset, data_root=cfg.data_root,
             synthetic_n=cfg.synthetic_n, batch=cfg.batch, lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
@@ -510,8 +479,6 @@ def run_from_run_config(cfg: Any, comm: Any) -> None:
         raise UsageError(" ".join(str(exc).split())) from None
     result = run_ps(acfg, comm, options)
     if _diverged_everywhere(comm, result) and not cfg.allow_divergence:
-        from trainers.run import DivergenceError
-
         raise DivergenceError(_divergence_message(result, cfg.log))
     if result is not None:
         _print_result(acfg, result)
@@ -547,7 +514,7 @@ def add_ps_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a worker may be silent before the server aborts the job")
     parser.add_argument("--poll", type=float, default=PSOptions.poll_s, help="seconds between receive polls")
     parser.add_argument("--save-params", default=None, metavar="FILE.npy", help="write the final parameters")
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"),
+    parser.add_argument("--device", default="cpu", choices=DEVICES,
                         help="where the workers compute gradients (one GPU per worker; the server stays on the CPU)")
     parser.add_argument("--allow-divergence", action="store_true",
                         help="a diverged run is an outcome, not an error: exit 0 (default: exit 3)")
@@ -556,34 +523,24 @@ def add_ps_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-mode", default="exit", help=argparse.SUPPRESS)
 
 
-def _world() -> tuple[int, int | None]:
-    """(rank, size) from the launcher's environment, without initializing MPI; size None if unknown."""
-    for rank_key, size_key in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"),
-                               ("PMIX_RANK", "PMIX_SIZE")):
-        if rank_key in os.environ:
-            size = os.environ.get(size_key)
-            return int(os.environ[rank_key]), int(size) if size else None
-    return 0, 1
-
-
 def ps_from_args(args: argparse.Namespace) -> int:
     """Run the parameter server from parsed add_ps_arguments options; exit status.
 
     The configuration is checked on every rank before MPI starts; a bad one prints one line (on
     rank 0) and returns 2 everywhere."""
-    rank, size = _world()
+    rank, size = env_world()
     try:
         if size is None:
             from mpi4py import MPI
 
             size = MPI.COMM_WORLD.Get_size()
         if size < 2:
-            raise ConfigError("the parameter server needs at least 2 MPI ranks (rank 0 serves, the rest work): "
+            raise TrainerError("the parameter server needs at least 2 MPI ranks (rank 0 serves, the rest work): "
                               "start it with mpiexec -n K, K >= 2")
         if args.workers is None:
             args.workers = size - 1
         elif args.workers != size - 1:
-            raise ConfigError(f"--workers must be the number of MPI ranks minus one ({size - 1}), got {args.workers}")
+            raise TrainerError(f"--workers must be the number of MPI ranks minus one ({size - 1}), got {args.workers}")
         cfg = config_from_args(args)
         opt = PSOptions(log=args.log, replay_order=args.replay_order, worker_timeout=args.worker_timeout,
                         poll_s=args.poll, save_params=args.save_params, fail_worker=args.fail_worker,
@@ -591,7 +548,7 @@ def ps_from_args(args: argparse.Namespace) -> int:
         if opt.replay_order:
             load_order(opt.replay_order, cfg.workers)
         if opt.fail_worker is not None and opt.fail_worker >= cfg.workers:
-            raise ConfigError(f"--fail-worker must be in 0..{cfg.workers - 1}, got {opt.fail_worker}")
+            raise TrainerError(f"--fail-worker must be in 0..{cfg.workers - 1}, got {opt.fail_worker}")
         if cfg.model != "none":
             load_data(cfg, test=False)  # a missing dataset is a configuration error, found before MPI starts
     except ValueError as exc:
@@ -600,8 +557,6 @@ def ps_from_args(args: argparse.Namespace) -> int:
         return 2
     from mpi4py import MPI
 
-    from trainers.run import UsageError
-
     try:
         result = run_ps(cfg, MPI.COMM_WORLD, opt)
     except UsageError as exc:  # raised on every rank alike (e.g. --device cuda without a GPU)
@@ -609,8 +564,6 @@ def ps_from_args(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
         return 2
     if _diverged_everywhere(MPI.COMM_WORLD, result) and not args.allow_divergence:
-        from trainers.run import DIVERGED_STATUS
-
         if rank == 0:
             print(f"error: {_divergence_message(result, args.log)}", file=sys.stderr)
         return DIVERGED_STATUS
@@ -620,18 +573,11 @@ def ps_from_args(args: argparse.Namespace) -> int:
 
 
 def ps_main(argv: Sequence[str] | None = None) -> int:
-    """``mpiexec -n K python -m trainers.ps ARGS``; exit status (2: bad input, one line on rank 0)."""
+    """``mpiexec -n K python -m trainers.asynchronous.ps ARGS``; exit status (2: bad input, one line on rank 0)."""
     parser = StrictParser(prog="trainers ps", description=__doc__.split("\n\n")[0])
     add_ps_arguments(parser)
-    try:
-        args = parser.parse_args(argv)
-    except ConfigError as exc:
-        if _world()[0] == 0:
-            print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    return ps_from_args(args)
+    args = parse_or_status(parser, argv, show_error=env_world()[0] == 0)
+    return args if isinstance(args, int) else ps_from_args(args)
 
 
 main = ps_main

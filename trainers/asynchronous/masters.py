@@ -1,7 +1,7 @@
 """Transport-free master update rules for asynchronous SGD (docs/algorithms.md sections 1, 3, 4).
 
-A rule is a plain object: the MPI parameter server (trainers/ps.py) and the simulator
-(trainers/simulate.py) both drive the same objects, one gradient at a time.
+A rule is a plain object: the MPI parameter server (ps.py) and the simulator
+(simulate.py) both drive the same objects, one gradient at a time.
 
     rule = make_rule("ga", params, n_workers=8, lr=0.1, weight_decay=5e-4)
     x = rule.initial_params_for(w)          # what worker w pulls at start
@@ -30,7 +30,7 @@ Registered rules (``RULES``), with the papers' names:
     adam      Alg. 9      adam-sa  Alg. 10 (g/d in the first moment only)
     adam-ga   Alg. 11 (g/G in the first moment only)
     add       theta <- theta + update: the GEM / Downpour master (Hermans et al. 2018); the
-              workers (trainers/gem.py) send already-scaled updates, no rate, no decay.
+              workers (gem.py) send already-scaled updates, no rate, no decay.
 
 Staleness. The master clock i counts weight updates (one per gradient, or one per c gradients for
 softsync). A worker sent parameters at clock j whose gradient arrives at clock i has staleness
@@ -56,6 +56,9 @@ from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
+
+from trainers.errors import TrainerError
+from trainers.validators import check_number
 
 __all__ = [
     "RULES",
@@ -87,16 +90,6 @@ SA_VARIANTS = ("step", "gradient")
 # --------------------------------------------------------------------------- hyperparameters
 
 
-def _check_number(name: str, value: Any, lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if ok:
-        ok = (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
-    if not ok:
-        left = "(" if lo_open else "["
-        right = ")" if hi_open else "]"
-        raise ValueError(f"{name} must be a finite number in {left}{lo}, {hi}{right}, got {value!r}")
-
-
 @dataclass(frozen=True)
 class BaseHyper:
     """lr: step size eta (>= 0); weight_decay: L2 coefficient added to g (>= 0)."""
@@ -105,8 +98,8 @@ class BaseHyper:
     weight_decay: float = 0.0
 
     def __post_init__(self) -> None:
-        _check_number("lr", self.lr, 0.0, math.inf, hi_open=True)
-        _check_number("weight_decay", self.weight_decay, 0.0, math.inf, hi_open=True)
+        check_number("lr", self.lr, 0.0, math.inf, hi_open=True)
+        check_number("weight_decay", self.weight_decay, 0.0, math.inf, hi_open=True)
 
 
 @dataclass(frozen=True)
@@ -118,9 +111,9 @@ class MomentumHyper(BaseHyper):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_number("momentum", self.momentum, 0.0, 1.0, hi_open=True)
+        check_number("momentum", self.momentum, 0.0, 1.0, hi_open=True)
         if not isinstance(self.nesterov, bool):
-            raise ValueError(f"nesterov must be True or False, got {self.nesterov!r}")
+            raise TrainerError(f"nesterov must be True or False, got {self.nesterov!r}")
 
 
 @dataclass(frozen=True)
@@ -132,16 +125,16 @@ class SAHyper(MomentumHyper):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.variant not in SA_VARIANTS:
-            raise ValueError(f"variant must be one of {SA_VARIANTS}, got {self.variant!r}")
+            raise TrainerError(f"variant must be one of {SA_VARIANTS}, got {self.variant!r}")
 
 
 def _check_gap_fields(h: Any) -> None:
     if h.gap not in GAP_MODES:
-        raise ValueError(f"gap must be one of {GAP_MODES}, got {h.gap!r}")
-    _check_number("c_beta", h.c_beta, 0.0, 1.0, hi_open=True)
-    _check_number("c_eps", h.c_eps, 0.0, math.inf, lo_open=True, hi_open=True)
+        raise TrainerError(f"gap must be one of {GAP_MODES}, got {h.gap!r}")
+    check_number("c_beta", h.c_beta, 0.0, 1.0, hi_open=True)
+    check_number("c_eps", h.c_eps, 0.0, math.inf, lo_open=True, hi_open=True)
     if h.eta_max is not None:
-        _check_number("eta_max", h.eta_max, 0.0, math.inf, lo_open=True, hi_open=True)
+        check_number("eta_max", h.eta_max, 0.0, math.inf, lo_open=True, hi_open=True)
 
 
 @dataclass(frozen=True)
@@ -180,10 +173,10 @@ class SoftSyncHyper(BaseHyper):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.n is not None and (isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1):
-            raise ValueError(f"n must be an integer >= 1 or None, got {self.n!r}")
-        _check_number("momentum", self.momentum, 0.0, 1.0, hi_open=True)
+            raise TrainerError(f"n must be an integer >= 1 or None, got {self.n!r}")
+        check_number("momentum", self.momentum, 0.0, 1.0, hi_open=True)
         if not isinstance(self.modulate, bool):
-            raise ValueError(f"modulate must be True or False, got {self.modulate!r}")
+            raise TrainerError(f"modulate must be True or False, got {self.modulate!r}")
 
 
 @dataclass(frozen=True)
@@ -194,7 +187,7 @@ class DANAHyper(BaseHyper):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_number("momentum", self.momentum, 0.0, 1.0, hi_open=True)
+        check_number("momentum", self.momentum, 0.0, 1.0, hi_open=True)
 
 
 @dataclass(frozen=True)
@@ -213,11 +206,11 @@ class AdamHyper(BaseHyper):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not (isinstance(self.betas, (tuple, list)) and len(self.betas) == 2):
-            raise ValueError(f"betas must be a pair (b1, b2), got {self.betas!r}")
-        _check_number("betas[0]", self.betas[0], 0.0, 1.0, hi_open=True)
-        _check_number("betas[1]", self.betas[1], 0.0, 1.0, hi_open=True)
+            raise TrainerError(f"betas must be a pair (b1, b2), got {self.betas!r}")
+        check_number("betas[0]", self.betas[0], 0.0, 1.0, hi_open=True)
+        check_number("betas[1]", self.betas[1], 0.0, 1.0, hi_open=True)
         object.__setattr__(self, "betas", (float(self.betas[0]), float(self.betas[1])))
-        _check_number("eps", self.eps, 0.0, math.inf, hi_open=True)
+        check_number("eps", self.eps, 0.0, math.inf, hi_open=True)
 
 
 @dataclass(frozen=True)
@@ -239,12 +232,12 @@ def _check_segments(segments: Segments | None, numel: int) -> Segments | None:
     try:
         segs = tuple((str(name), int(size)) for name, size in segments)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"segments must be a tuple of (name, numel) pairs, got {segments!r}") from exc
+        raise TrainerError(f"segments must be a tuple of (name, numel) pairs, got {segments!r}") from exc
     if not segs or any(size <= 0 for _, size in segs):
-        raise ValueError("segments must be a non-empty tuple of (name, numel) pairs with numel > 0")
+        raise TrainerError("segments must be a non-empty tuple of (name, numel) pairs with numel > 0")
     total = sum(size for _, size in segs)
     if total != numel:
-        raise ValueError(f"segments must cover the parameters: their numel sum to {total}, params have {numel}")
+        raise TrainerError(f"segments must cover the parameters: their numel sum to {total}, params have {numel}")
     return segs
 
 
@@ -279,9 +272,9 @@ class GapMeter:
         segments: Segments | None,
     ) -> None:
         if mode not in GAP_MODES:
-            raise ValueError(f"gap must be one of {GAP_MODES}, got {mode!r}")
+            raise TrainerError(f"gap must be one of {GAP_MODES}, got {mode!r}")
         if mode == "layer" and segments is None:
-            raise ValueError("gap='layer' needs segments=((name, numel), ...) describing the layers")
+            raise TrainerError("gap='layer' needs segments=((name, numel), ...) describing the layers")
         self.mode = mode
         self.beta = beta
         self.eps = eps
@@ -371,11 +364,11 @@ class MasterRule:
 
     def __init__(self, params: Tensor, n_workers: int, hyper: Any, segments: Segments | None = None) -> None:
         if not isinstance(params, Tensor) or params.dim() != 1 or not params.is_floating_point():
-            raise ValueError("params must be one flat (1-D) floating-point torch tensor")
+            raise TrainerError("params must be one flat (1-D) floating-point torch tensor")
         if params.numel() == 0:
-            raise ValueError("params must not be empty")
+            raise TrainerError("params must not be empty")
         if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
-            raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+            raise TrainerError(f"n_workers must be an integer >= 1, got {n_workers!r}")
         self.hyper = hyper
         self.n_workers = n_workers
         self.segments = _check_segments(segments, params.numel())
@@ -409,7 +402,7 @@ class MasterRule:
 
     @lr.setter
     def lr(self, value: float) -> None:
-        _check_number("lr", value, 0.0, math.inf, hi_open=True)
+        check_number("lr", value, 0.0, math.inf, hi_open=True)
         self._lr = float(value)
 
     def staleness(self, worker: int) -> int:
@@ -492,12 +485,12 @@ class MasterRule:
     # ---- checks
     def _check_worker(self, worker: int) -> None:
         if isinstance(worker, bool) or not isinstance(worker, int) or not 0 <= worker < self.n_workers:
-            raise ValueError(f"worker must be an integer in 0..{self.n_workers - 1}, got {worker!r}")
+            raise TrainerError(f"worker must be an integer in 0..{self.n_workers - 1}, got {worker!r}")
 
     def _check_grad(self, grad: Tensor) -> Tensor:
         if not isinstance(grad, Tensor) or grad.shape != self._theta.shape:
             shape = tuple(grad.shape) if isinstance(grad, Tensor) else type(grad).__name__
-            raise ValueError(f"grad must be a tensor of shape {tuple(self._theta.shape)}, got {shape}")
+            raise TrainerError(f"grad must be a tensor of shape {tuple(self._theta.shape)}, got {shape}")
         return grad.detach().to(dtype=self._theta.dtype, device=self._theta.device)
 
     def _make_meter(self, h: Any) -> GapMeter:
@@ -573,7 +566,7 @@ class SoftSync(MasterRule):
     def __init__(self, params: Tensor, n_workers: int, hyper: SoftSyncHyper, segments: Segments | None = None) -> None:
         n = n_workers if hyper.n is None else hyper.n
         if n > n_workers:
-            raise ValueError(f"n must be in 1..n_workers={n_workers}, got {n}")
+            raise TrainerError(f"n must be in 1..n_workers={n_workers}, got {n}")
         super().__init__(params, n_workers, hyper, segments)
         self.n = n
         self.c = n_workers // n
@@ -751,7 +744,7 @@ class Add(MasterRule):
     """theta <- theta + update: the master of GEM and Downpour (Hermans et al. 2018, sec. 4).
 
     The "grad" passed to ``apply`` is the worker's finished update (e.g. pi * Delta from
-    trainers.gem.GEMWorker, with Delta = -eta * gradient); no rate, decay or momentum here.
+    trainers.asynchronous.gem.GEMWorker, with Delta = -eta * gradient); no rate, decay or momentum here.
     ``staleness(worker)`` gives the tau that AdaptiveStalenessWorker needs before committing.
     """
 
@@ -796,7 +789,7 @@ def make_rule(
     """Build the master rule ``name`` on a flat parameter tensor (copied) for ``n_workers`` workers.
 
     ``hyper`` are the rule's hyperparameters (see each rule's Hyper dataclass, e.g. lr, momentum,
-    weight_decay, gap, n). Unknown name or hyperparameter, or a bad value: ValueError naming it.
+    weight_decay, gap, n). Unknown name or hyperparameter, or a bad value: TrainerError (a ValueError) naming it.
 
     >>> import torch
     >>> r = make_rule("asgd", torch.zeros(3), 2, lr=0.5)
@@ -804,12 +797,12 @@ def make_rule(
     [-0.5, -1.0, -2.0]
     """
     if name not in RULES:
-        raise ValueError(f"unknown master rule {name!r}; choose one of: {', '.join(RULES)}")
+        raise TrainerError(f"unknown master rule {name!r}; choose one of: {', '.join(RULES)}")
     cls = RULES[name]
     allowed = [f.name for f in fields(cls.Hyper)]
     for key in hyper:
         if key not in allowed:
-            raise ValueError(
+            raise TrainerError(
                 f"unknown hyperparameter {key!r} for rule {name!r}; allowed: {', '.join(allowed) or '(none)'}"
             )
     return cls(params, n_workers, cls.Hyper(**hyper), segments)

@@ -19,12 +19,12 @@ Two protocols, i.e. which parameters s the shift d is measured from (``GEMConfig
   denominator is |Delta + eps| instead of |Delta| + eps. The gradient is taken at the same point
   in both (the central variable after the worker's own commit).
 
-Three named settings (``GEMConfig.named``; the ``gem_code`` of trainers.worker_step):
+Three named settings (``GEMConfig.named``; the ``gem_code`` of trainers.asynchronous.config):
 "paper" (paper protocol, eps 1e-16, no clamp), "paper-clamp" (paper protocol with the authors'
 clamp of pi to [0, 5] and eps 1e-12) and "authors" (authors' protocol, clamp [0, 5], eps 1e-12).
 
 Baselines of the paper: Downpour (commit Delta as is) and "adaptive staleness" (Delta / (tau + 1)).
-The master for all three is ``trainers.masters.make_rule("add", ...)``: theta <- theta + update.
+The master for all three is ``trainers.asynchronous.masters.make_rule("add", ...)``: theta <- theta + update.
 Everything here is transport-free: the simulator and the MPI parameter server drive these objects.
 
 All workers share one signature, ``commit(delta, stale=None, central_now=None, *, tau=None)``;
@@ -45,6 +45,9 @@ from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
+
+from trainers.errors import TrainerError
+from trainers.validators import check_choice, check_int, check_number
 
 __all__ = [
     "PROTOCOLS",
@@ -77,19 +80,15 @@ class GEMConfig:
     protocol: str = "paper"
 
     def __post_init__(self) -> None:
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
-        if not (_finite(self.momentum) and 0.0 <= self.momentum < 1.0):
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
-        if not (_finite(self.kappa) and self.kappa > 0):
-            raise ValueError(f"kappa must be a finite number > 0, got {self.kappa!r}")
-        if not (_finite(self.eps) and self.eps > 0):
-            raise ValueError(f"eps must be a finite number > 0, got {self.eps!r}")
+        check_choice("protocol", self.protocol, PROTOCOLS)
+        check_number("momentum", self.momentum, 0.0, 1.0, hi_open=True)
+        check_number("kappa", self.kappa, 0.0, lo_open=True)
+        check_number("eps", self.eps, 0.0, lo_open=True)
         if self.clamp is not None:
             ok = isinstance(self.clamp, (tuple, list)) and len(self.clamp) == 2
             ok = ok and all(_finite(x) for x in self.clamp) and self.clamp[0] <= self.clamp[1]
             if not ok:
-                raise ValueError(f"clamp must be None or a pair (lo, hi) with lo <= hi, got {self.clamp!r}")
+                raise TrainerError(f"clamp must be None or a pair (lo, hi) with lo <= hi, got {self.clamp!r}")
             object.__setattr__(self, "clamp", (float(self.clamp[0]), float(self.clamp[1])))
 
     @classmethod
@@ -107,7 +106,7 @@ class GEMConfig:
             return cls(momentum=momentum, kappa=kappa, eps=AUTHORS_EPS, clamp=AUTHORS_CLAMP)
         if code == "authors":
             return cls.authors_code(momentum=momentum, kappa=kappa)
-        raise ValueError(f"GEM code must be one of {', '.join(GEM_CODES)}, got {code!r}")
+        raise TrainerError(f"GEM code must be one of {', '.join(GEM_CODES)}, got {code!r}")
 
 
 def _finite(x: Any) -> bool:
@@ -117,7 +116,7 @@ def _finite(x: Any) -> bool:
 def _as_tensor(name: str, x: Tensor | None, like: Tensor) -> Tensor:
     if not isinstance(x, Tensor) or x.shape != like.shape:
         got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise ValueError(f"{name} must be a tensor of shape {tuple(like.shape)}, got {got}")
+        raise TrainerError(f"{name} must be a tensor of shape {tuple(like.shape)}, got {got}")
     return x.detach().to(like)
 
 
@@ -156,7 +155,7 @@ class GEMWorker:
         master's parameters now. tau is accepted for a uniform signature and ignored.
         """
         if not isinstance(delta, Tensor) or not delta.is_floating_point():
-            raise ValueError("delta must be a floating-point tensor")
+            raise TrainerError("delta must be a floating-point tensor")
         delta = delta.detach()
         s = _as_tensor("stale", stale, delta)
         now = _as_tensor("central_now", central_now, delta)
@@ -202,7 +201,7 @@ class DownpourWorker:
     ) -> Tensor:
         """Return ``delta`` unchanged (a new tensor)."""
         if not isinstance(delta, Tensor):
-            raise ValueError("delta must be a tensor")
+            raise TrainerError("delta must be a tensor")
         return delta.detach().clone()
 
 
@@ -225,10 +224,9 @@ class AdaptiveStalenessWorker:
         tau: int | None = None,
     ) -> Tensor:
         """Return delta / (tau + 1); tau is required (integer >= 0)."""
-        if isinstance(tau, bool) or not isinstance(tau, int) or tau < 0:
-            raise ValueError(f"tau must be an integer >= 0, got {tau!r}")
+        check_int("tau", tau, 0)
         if not isinstance(delta, Tensor):
-            raise ValueError("delta must be a tensor")
+            raise TrainerError("delta must be a tensor")
         return delta.detach() / (tau + 1)
 
 
@@ -239,20 +237,20 @@ def make_worker(name: str, **options: Any) -> GEMWorker | DownpourWorker | Adapt
     """Build one worker's rescaling state by name: "gem" (options: GEMConfig fields, or code= one
     of GEM_CODES with momentum and kappa), "downpour", "adaptive-staleness"."""
     if name not in WORKERS:
-        raise ValueError(f"unknown worker rule {name!r}; choose one of: {', '.join(WORKERS)}")
+        raise TrainerError(f"unknown worker rule {name!r}; choose one of: {', '.join(WORKERS)}")
     if name == "gem":
         if "code" in options:
             code = options.pop("code")
             bad = set(options) - {"momentum", "kappa"}
             if bad:
-                raise ValueError(f"unknown option {sorted(bad)[0]!r} with code=; allowed: momentum, kappa")
+                raise TrainerError(f"unknown option {sorted(bad)[0]!r} with code=; allowed: momentum, kappa")
             return GEMWorker(GEMConfig.named(code, **options))
         allowed = {"momentum", "kappa", "eps", "clamp", "protocol"}
         bad = set(options) - allowed
         if bad:
             names = ", ".join(sorted(allowed))
-            raise ValueError(f"unknown option {sorted(bad)[0]!r} for 'gem'; allowed: code, {names}")
+            raise TrainerError(f"unknown option {sorted(bad)[0]!r} for 'gem'; allowed: code, {names}")
         return GEMWorker(GEMConfig(**options))
     if options:
-        raise ValueError(f"unknown option {sorted(options)[0]!r} for {name!r}; it takes none")
+        raise TrainerError(f"unknown option {sorted(options)[0]!r} for {name!r}; it takes none")
     return WORKERS[name]()

@@ -1,18 +1,18 @@
 """Deterministic event-driven simulation of N asynchronous workers in one process.
 
 Each worker w pulls parameters from the master rule, takes a batch time from the gamma (CVB)
-model (perfmodel.stragglers, via worker_step.DelaySchedule), and pushes a gradient computed on the
+model (perfmodel.stragglers, via data_streams.DelaySchedule), and pushes a gradient computed on the
 parameters it pulled. Events are processed in time order from a heap keyed by (time, worker), so
 ties go to the lower worker id. At an arrival event the simulator loads that worker's stale flat
 parameters into the one model object, computes the gradient on the worker's next batch, hands it
-to the same master rule object the MPI parameter server drives (trainers.masters; for GEM,
-Downpour and adaptive staleness the worker-side rescaling of trainers.gem first), and schedules the
+to the same master rule object the MPI parameter server drives (trainers.asynchronous.masters; for GEM,
+Downpour and adaptive staleness the worker-side rescaling of trainers.asynchronous.gem first), and schedules the
 worker's next arrival. Memory: one model plus N flat parameter vectors.
 
 Determinism: one numpy Generator for all batch times (drawn in fixed-size chunks, so worker w's
 k-th time does not depend on the event order), per-worker data order from shard_indices with the
 seed, torch.manual_seed(step_seed(seed, w, k)) before each gradient. The same configuration gives
-bitwise-identical parameters, and the order of arrivals it records, replayed by trainers.ps
+bitwise-identical parameters, and the order of arrivals it records, replayed by trainers.asynchronous.ps
 (--replay-order), gives the same parameters over MPI.
 
 Staleness is Zhang's tau = i - j: the master clock when the gradient is applied minus the clock
@@ -52,31 +52,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from perfmodel.stragglers import CVB_KINDS
 from trainers.device import DEVICES
 from trainers.log import RunLog
-from trainers.run import DIVERGED_STATUS
-from trainers.worker_step import (
-    AsyncConfig,
-    BatchStream,
-    ConfigError,
-    DelaySchedule,
-    FlatModel,
-    Plan,
-    StepWindow,
-    StrictParser,
-    WindowStats,
-    add_async_arguments,
-    build_rule,
-    build_schedule,
-    build_worker_rule,
-    config_from_args,
-    evaluate,
-    header_fields,
-    load_data,
-    make_plan,
-    rule_summary,
-    step_seed,
-)
+from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args, parse_or_status
+from trainers.asynchronous.config import AsyncConfig, Plan, make_plan
+from trainers.asynchronous.data_streams import BatchStream, DelaySchedule, load_data, step_seed
+from trainers.asynchronous.evaluate import evaluate
+from trainers.asynchronous.flat_model import FlatModel, build_rule, build_schedule, build_worker_rule
+from trainers.asynchronous.reporting import StepWindow, WindowStats, header_fields, rule_summary
+from trainers.errors import DIVERGED_STATUS, TrainerError
 
 __all__ = [
     "SimResult",
@@ -153,7 +138,7 @@ def expected_speedup(workers: np.ndarray | int, kind: str) -> np.ndarray:
     return np.atleast_1d(sync_slowdown(np.atleast_1d(workers), model)) * async_speedup_factor(model)
 
 
-def speedup_table(workers: Sequence[int], kinds: Sequence[str] = ("homogeneous", "heterogeneous"),
+def speedup_table(workers: Sequence[int], kinds: Sequence[str] = CVB_KINDS,
                   steps_per_worker: int = 100, seeds: Sequence[int] = (0, 1, 2)) -> list[dict[str, Any]]:
     """Simulated async-over-sync speedup (mean and std over seeds) beside the closed form.
 
@@ -319,13 +304,14 @@ def _fill_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-divergence", action="store_true",
                    help="a diverged run is an outcome, not an error: exit 0 (default: exit 3)")
     p.add_argument("--record-order", default=None, metavar="FILE",
-                   help="write the workers' arrival order (JSON) for trainers.ps --replay-order")
+                   help="write the workers' arrival order (JSON) for trainers.asynchronous.ps --replay-order")
     p.add_argument("--speedup-table", type=_ints, default=None, metavar="N1,N2,...",
                    help="print the simulated async-over-sync speedup for these worker counts and exit")
     p.add_argument("--speedup-steps", type=int, default=100, help="gradients per worker in --speedup-table runs")
     p.add_argument("--speedup-seeds", type=int, default=3, help="seeds per --speedup-table entry")
     p.add_argument("--device", default="cpu", choices=DEVICES,
-                   help="where gradients are computed: cpu (default; bitwise replayable by trainers.ps), cuda, auto")
+                   help="where gradients are computed: cpu (default; bitwise replayable by trainers.asynchronous.ps), "
+                        "cuda, auto")
 
 
 def _print_speedup_table(args: argparse.Namespace) -> int:
@@ -349,7 +335,7 @@ def simulate_from_args(args: argparse.Namespace) -> int:
     try:
         cfg = config_from_args(args)
         result = simulate(cfg, log_path=args.log, device=getattr(args, "device", "cpu"))
-    except ConfigError as exc:
+    except TrainerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (ValueError, OSError) as exc:  # dataset missing or corrupt, unwritable log
@@ -374,17 +360,11 @@ def simulate_from_args(args: argparse.Namespace) -> int:
 
 
 def simulate_main(argv: Sequence[str] | None = None) -> int:
-    """``trainers simulate ARGS`` / ``python -m trainers.simulate ARGS``; exit status (2: bad input)."""
+    """``trainers simulate ARGS`` / ``python -m trainers.asynchronous.simulate ARGS``; exit status (2: bad input)."""
     parser = StrictParser(prog="trainers simulate", description=__doc__.split("\n\n")[0])
     _fill_parser(parser)
-    try:
-        args = parser.parse_args(argv)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    return simulate_from_args(args)
+    args = parse_or_status(parser, argv)
+    return args if isinstance(args, int) else simulate_from_args(args)
 
 
 main = simulate_main

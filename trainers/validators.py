@@ -1,0 +1,65 @@
+"""The number and choice checks of every trainers configuration (RunConfig, AsyncConfig, PSOptions,
+the master rules' and GEM's hyperparameters, the DASO schedule). Each raises
+:class:`trainers.errors.TrainerError` with one line naming the field, what is allowed and the value.
+
+Integers are Python or numpy integers (``numbers.Integral``), never bools; numbers are finite ints or
+floats, never bools.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+from trainers.errors import TrainerError
+
+__all__ = ["check_int", "check_number", "check_choice", "check_milestones"]
+
+
+def check_int(name: str, value: Any, lo: int | None = None, *, none_ok: bool = False) -> None:
+    """``value`` is an integer >= ``lo`` (any integer when lo is None); None passes when ``none_ok``."""
+    if value is None and none_ok:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or (lo is not None and value < lo):
+        bound = f" >= {lo}" if lo is not None else ""
+        raise TrainerError(f"{name} must be an integer{bound}, got {value!r}")
+
+
+def check_number(name: str, value: Any, lo: float | None = None, hi: float | None = None, *,
+                 lo_open: bool = False, hi_open: bool = False, none_ok: bool = False) -> None:
+    """``value`` is a finite number in the interval from ``lo`` to ``hi`` (None: unbounded on that side;
+    ``lo_open`` / ``hi_open`` exclude the bound); None passes when ``none_ok``."""
+    if value is None and none_ok:
+        return
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and lo is not None:
+        ok = value > lo if lo_open else value >= lo
+    if ok and hi is not None:
+        ok = value < hi if hi_open else value <= hi
+    if not ok:
+        if hi is None:
+            bound = "" if lo is None else (f" > {lo}" if lo_open else f" >= {lo}")
+        else:
+            left = "(-inf" if lo is None else ("(" if lo_open else "[") + str(lo)
+            bound = f" in {left}, {hi}{')' if hi_open else ']'}"
+        raise TrainerError(f"{name} must be a finite number{bound}, got {value!r}")
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[str]) -> None:
+    """``value`` is one of ``allowed``."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise TrainerError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def check_milestones(name: str, values: Iterable[Any]) -> tuple[float, ...]:
+    """``values`` as a tuple of floats: finite epochs >= 0, strictly increasing (learning-rate milestones)."""
+    try:
+        ms = tuple(float(m) for m in values)
+    except (TypeError, ValueError):
+        raise TrainerError(f"{name} must be strictly increasing epochs >= 0, got {values!r}") from None
+    if any(not math.isfinite(m) or m < 0 for m in ms) or any(b <= a for a, b in zip(ms, ms[1:])):
+        raise TrainerError(f"{name} must be strictly increasing epochs >= 0, got {values!r}")
+    return ms
