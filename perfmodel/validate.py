@@ -154,6 +154,8 @@ def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps
     t_comm = _median([s["t_comm"] for s in timed])
     t_step = _median([s["t_compute"] + s.get("t_idle", 0.0) + s["t_comm"] for s in timed])
     applied_s = sum(float(s["t_step"]) * int(s.get("gradients", 1)) for s in steps)  # server seconds
+    if not applied_s > 0:
+        raise ValidateError(f"run log {path}: the server logged no time for its gradients (t_step)")
     throughput = sum(float(s["samples"]) for s in steps) / applied_s
     sent = _median([float(s.get("bytes_exchanged", 0.0)) for s in steps])
     return RunMeasurement(str(path), algo, cfg["model"], int(head.get("ranks", 1)), int(cfg["batch"]),
