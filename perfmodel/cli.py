@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .specs import (OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
-                    STAGINGS, TERNGRAD_EXCHANGES, daso_strategy_fields)
+                    STAGINGS, TERNGRAD_EXCHANGES, TERNGRAD_LANES, daso_strategy_fields)
 from .stragglers import GPU_VARIABILITY_CV
 
 DEFAULT_GPUS = "1-512:x2"
@@ -157,7 +157,8 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] 
                             terngrad_min_elems=args.terngrad_min_elems, terngrad_fp32_last=args.terngrad_fp32_last,
                             terngrad_encode_elems_per_s=args.terngrad_encode_rate or codec_rates[0],
                             terngrad_decode_elems_per_s=args.terngrad_decode_rate or codec_rates[1],
-                            terngrad_exchange=args.terngrad_exchange, daso_B=args.daso_b, daso_W=args.daso_w,
+                            terngrad_exchange=args.terngrad_exchange, terngrad_lanes=args.terngrad_lanes,
+                            daso_B=args.daso_b, daso_W=args.daso_w,
                             ps_servers=args.ps_servers, straggler_cv=cv_task, straggler_machine_cv=cv_mach,
                             **_schedule_fields(args), **daso_strategy_fields(daso)))
     return out
@@ -503,6 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels",
                    help="levels (integer allreduce), ps (sharded parameter server) or allgather "
                         "(does not scale); the trainer's exchanges")
+    p.add_argument("--terngrad-lanes", choices=TERNGRAD_LANES, default="int8",
+                   help="levels exchange lanes: int8 (native integer types, as NCCL and gloo; default) or "
+                        "packed (4-bit lanes at 2..7 workers, MPI's user-defined operation: CPU MPI ranks)")
     p.add_argument("--daso-b", type=int, default=4, help="DASO: global sync every B batches")
     p.add_argument("--daso-w", type=int, default=1, help="DASO: batches to overlap the global sync with (0 blocking)")
     p.add_argument("--daso-progress", choices=DASO_PROGRESS, default=None,

@@ -8,8 +8,10 @@ ternary tensors has at most 2p+1 levels, so a summed aggregate needs ceil(log2(2
 (the paper: "the server-to-worker communication reduces by a factor of 32/log2(1+2N)").
 
 Per element on the wire, by exchange (trainers.sync.TernGrad sends exactly these):
-    levels     the integer sum in the smallest signed type holding -p..p: 1 byte up to 127 workers,
-               2 up to 32767, then 4 (``level_bytes``), allreduced;
+    levels     the integer sum, allreduced, in lanes of ``levels_lane_bits(p, user_ops)`` bits: 4 bits
+               (two elements per byte) for 2 <= p <= 7 when the transport has user-defined reduction
+               operations (MPI: trainers.comm.allreduce_lanes4), else the smallest signed integer
+               holding -p..p: 1 byte up to 127 workers, 2 up to 32767, then 4 (``level_bytes``);
     ps         push 2 bits, pull ceil(log2(2p+1)) bits, over shards of ``ps_shard_elems`` elements
                (ceil(n/p) rounded up to 8, so both packings end on a byte);
     allgather  2 bits per element, ceil(n_k/4) bytes per tensor k, from every worker to every worker.
@@ -75,10 +77,51 @@ def aggregate_bits(workers: float | np.ndarray) -> np.ndarray:
 
 
 def level_bytes(workers: float | np.ndarray) -> np.ndarray:
-    """Bytes per element of the levels exchange: the smallest signed integer holding -p..p
-    (1 up to 127 workers, 2 up to 32767, else 4)."""
-    p = np.asarray(workers, dtype=float)
-    return np.where(p <= 127, 1.0, np.where(p <= 32767, 2.0, 4.0))
+    """Bytes per element of the levels exchange in native integer lanes: the smallest signed integer
+    holding -p..p (1 up to 127 workers, 2 up to 32767, else 4)."""
+    return np.asarray(levels_lane_bits(np.asarray(workers, dtype=float), False), dtype=float) / 8.0
+
+
+LEVEL_LANES = ("auto", "packed", "int8")
+"""Lane choices of the levels exchange: packed (4-bit lanes where they hold the sum; needs user-defined
+reduction operations), int8 (the smallest native integer type), auto (packed when the backend can)."""
+
+USER_OP_BACKENDS = ("mpi",)
+"""Transports with user-defined reduction operations (MPI_Op_create). gloo and NCCL reduce only their
+native types, the smallest of which is one byte."""
+
+
+def resolve_level_lanes(requested: str, backend: str) -> str:
+    """The lanes ("packed" or "int8") the levels exchange uses on ``backend`` (mpi, gloo, nccl) when
+    ``requested`` (auto, packed, int8): auto is packed on a backend with user-defined operations.
+    SpecError for an unknown choice or packed on a backend without user operations."""
+    if requested not in LEVEL_LANES:
+        raise SpecError(f"unknown levels lanes {requested!r}; choose from {', '.join(LEVEL_LANES)}")
+    user_ops = backend in USER_OP_BACKENDS
+    if requested == "packed" and not user_ops:
+        raise SpecError(f"packed levels lanes need user-defined reduction operations, which backend "
+                        f"{backend!r} lacks (use int8 or auto)")
+    if requested == "auto":
+        return "packed" if user_ops else "int8"
+    return requested
+
+
+def levels_lane_bits(world: int | np.ndarray, user_ops: bool) -> int | np.ndarray:
+    """Bits per element of the levels exchange's integer sum of ``world`` ternary codes (-W..W).
+
+    With user-defined reduction operations (``user_ops``), 4 for 2 <= W <= 7: a 4-bit two's-complement
+    lane holds -W..W when 2W+1 <= 16, partial sums wrapping modulo 16 (trainers.level_lanes). Otherwise
+    (and at W = 1, where nothing is sent and packing would be wasted work) the smallest native signed
+    integer: 8 up to 127 workers, 16 up to 32767, else 32. An int for an int ``world``, a float array
+    for an array (the model's sweep). Used by the trainer and the model alike, so both count the same
+    bytes."""
+    w = np.asarray(world)
+    if w.size and np.any(w < 1):
+        raise SpecError(f"world must be >= 1, got {world!r}")
+    bits = np.where(w <= 127, 8, np.where(w <= 32767, 16, 32))
+    if user_ops:
+        bits = np.where((w >= 2) & (2 * w + 1 <= 16), 4, bits)
+    return int(bits) if bits.ndim == 0 else bits.astype(float)
 
 
 def ps_shard_elems(elems: int, workers: float | np.ndarray) -> np.ndarray:

@@ -24,7 +24,8 @@ Strategies:
     terngrad  scaler sharing (allreduce of one float per tensor), the fp32 tensors' allreduce (the
               classifier layer by default, as the trainers), then the ternary codes as the trainer's
               exchange sends them (perfmodel.compression): levels = allreduce of the integer sum
-              (1 byte per element up to 127 GPUs, 2 up to 32767); ps = alltoall of 2-bit shards
+              (1 byte per element up to 127 GPUs, 2 up to 32767; half a byte at 2..7 GPUs with
+              terngrad_lanes "packed", MPI's 4-bit lanes); ps = alltoall of 2-bit shards
               plus allgather of ceil(log2(2W+1))-bit sums; allgather = every GPU's 2-bit codes to
               every GPU. The paper's form charges its parameter server: push 2 bits and pull
               log2(2W+1) bits per element on full-duplex links, so |theta| is the larger, the pull
@@ -61,7 +62,7 @@ import numpy as np
 
 from . import collectives as coll
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
-from .compression import (aggregate_bits, dense_bytes, encode_seconds, level_bytes, ps_shard_elems,
+from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_shard_elems,
                           terngrad_bytes, ternary_split)
 from .specs import Cluster, SpecError, Strategy, Workload
 from .stragglers import CVB, async_speedup_factor, sync_slowdown
@@ -357,7 +358,7 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
     t = coll.cluster_allreduce(alg, scalers, w, cluster) + coll.cluster_allreduce(alg, fp32, w, cluster)
     sent = _allreduce_bytes(alg, scalers, w) + _allreduce_bytes(alg, fp32, w)
     if exchange == "levels":
-        n = split.ternary_elems * level_bytes(w)
+        n = split.ternary_elems * levels_lane_bits(w, strategy.terngrad_lanes == "packed") / 8.0
         t = t + coll.cluster_allreduce(alg, n, w, cluster)
         sent = sent + _allreduce_bytes(alg, n, w)
     elif exchange == "ps":

@@ -258,6 +258,7 @@ ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabensei
                         "reduce-broadcast")
 WIRE_FORMATS = ("fp32", "fp16", "bf16", "terngrad")
 TERNGRAD_EXCHANGES = ("levels", "ps", "allgather")
+TERNGRAD_LANES = ("int8", "packed")
 STAGINGS = ("device", "host")
 PS_PLACEMENTS = ("colocated", "dedicated")
 
@@ -305,7 +306,10 @@ class Strategy:
     received copy (allgather decodes every worker's copy, levels one sum, ps the p shards it serves
     and the gathered sum); elements per second, 0 means free. terngrad_exchange: the trainer's
     exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
-    then int16), "ps" pushes 2-bit shards (alltoall) and pulls ceil(log2(2p+1))-bit sums (allgather),
+    then int16; in 4-bit lanes at 2..7 workers when terngrad_lanes is "packed", which needs a transport
+    with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.compression.levels_lane_bits;
+    terngrad_lanes "int8", the default, is what NCCL and gloo sum), "ps" pushes 2-bit shards (alltoall)
+    and pulls ceil(log2(2p+1))-bit sums (allgather),
     "allgather" gathers every worker's 2-bit gradient (does not scale); with allreduce "paper" the
     paper's own parameter server is charged (|theta| = the pull, log2(2p+1) bits per element) and "allgather" is
     refused.
@@ -333,6 +337,7 @@ class Strategy:
     terngrad_encode_elems_per_s: float = 0.0
     terngrad_decode_elems_per_s: float = 0.0
     terngrad_exchange: str = "levels"
+    terngrad_lanes: str = "int8"
     daso_B: int = 4
     daso_W: int = 1
     daso_progress: str = "async"
@@ -368,6 +373,8 @@ class Strategy:
         if self.terngrad_exchange not in TERNGRAD_EXCHANGES:
             raise SpecError(f"terngrad_exchange must be one of {', '.join(TERNGRAD_EXCHANGES)}, "
                             f"got {self.terngrad_exchange!r}")
+        if self.terngrad_lanes not in TERNGRAD_LANES:
+            raise SpecError(f"terngrad_lanes must be one of {', '.join(TERNGRAD_LANES)}, got {self.terngrad_lanes!r}")
         if self.name == "terngrad" and self.allreduce == "paper" and self.terngrad_exchange == "allgather":
             raise SpecError("terngrad_exchange allgather cannot run on allreduce paper (the paper's form "
                             "charges its parameter server: push 2 bits, pull log2(2p+1) bits); use levels "

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .compression import encode_seconds, ternary_split
+from .compression import encode_seconds, resolve_level_lanes, ternary_split
 from .scaling import predict
 from .specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload, daso_strategy_fields
 
@@ -57,6 +57,7 @@ class RunMeasurement:
     config: dict
     phase_steps: dict  # (B, W) -> count for DASO, {} otherwise
     bytes_per_step: float = 0.0  # median bytes_sent (bytes per step, trainers.log) of rank 0
+    backend: str = "mpi"  # the run's gradient transport (header "backend"; logs without one ran on MPI)
     workers: int = 0  # parameter server: the W workers (ranks = W + 1); 0 for synchronous runs
 
 
@@ -129,7 +130,7 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     sent = _median([float(s.get("bytes_sent", 0.0)) for s in steps])
     return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]), int(cfg.get("threads", 1)),
                           len(steps), t["t_step"], t["t_compute"], t["t_comm"], t["t_compress"],
-                          samples / t["t_step"], cfg, phases, sent)
+                          samples / t["t_step"], cfg, phases, sent, str(head.get("backend", "mpi")))
 
 
 def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps: list[dict]) -> RunMeasurement:
@@ -194,6 +195,8 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
         # logs written before the exchange option existed used the allgather exchange
         return [(Strategy("terngrad", allreduce="ring", overlap=0.0,
                           terngrad_exchange=str(cfg.get("tern_exchange", "allgather")),
+                          # logs written before the lanes option summed int8 lanes
+                          terngrad_lanes=resolve_level_lanes(str(cfg.get("tern_lanes", "int8")), run.backend),
                           terngrad_min_elems=int(cfg.get("tern_min_elems", 1)),
                           terngrad_fp32_last=bool(cfg.get("tern_fp32_last", True)),
                           terngrad_encode_elems_per_s=codec_rates[0],

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from perfmodel.compression import (aggregate_bits, compression_ratio, dense_bytes, encode_seconds, level_bytes,
-                                   ps_shard_elems, terngrad_bytes, ternary_split)
+                                   levels_lane_bits, ps_shard_elems, resolve_level_lanes, terngrad_bytes,
+                                   ternary_split)
 from perfmodel.specs import ComputeTime, SpecError, Workload
 
 WL = Workload("w", (1000, 10, 4000, 20, 500, 5), {"g": ComputeTime("linear", t1_s=1e-3)}, classifier_tensors=2)
@@ -41,6 +42,25 @@ def test_level_bytes_switch_int8_int16_int32():
     # the smallest signed integer holding -p..p: int8 max 127, int16 max 32767
     np.testing.assert_array_equal(level_bytes(np.array([1, 2, 127, 128, 512, 32767, 32768])),
                                   [1, 1, 1, 2, 2, 2, 4])
+
+
+def test_levels_lane_bits_4_bit_lanes_up_to_7_workers_with_user_ops():
+    # a 4-bit lane holds -W..W while 2W+1 <= 16 (W <= 7); W = 1 sends nothing and is not packed
+    assert [levels_lane_bits(w, True) for w in (1, 2, 7, 8, 127, 128)] == [8, 4, 4, 8, 8, 16]
+    assert [levels_lane_bits(w, False) for w in (1, 2, 7, 8, 127, 128)] == [8, 8, 8, 8, 8, 16]
+    assert levels_lane_bits(32768, True) == 32 and isinstance(levels_lane_bits(3, True), int)
+    np.testing.assert_array_equal(levels_lane_bits(np.array([1.0, 4.0, 7.0, 8.0, 200.0]), True), [8, 4, 4, 8, 16])
+    with pytest.raises(SpecError):
+        levels_lane_bits(0, True)
+
+
+def test_resolve_level_lanes_by_backend():
+    assert [resolve_level_lanes("auto", b) for b in ("mpi", "gloo", "nccl")] == ["packed", "int8", "int8"]
+    assert resolve_level_lanes("int8", "mpi") == "int8" and resolve_level_lanes("packed", "mpi") == "packed"
+    with pytest.raises(SpecError, match="gloo"):
+        resolve_level_lanes("packed", "gloo")
+    with pytest.raises(SpecError):
+        resolve_level_lanes("int4", "mpi")
 
 
 def test_ps_shard_elems_by_hand():

@@ -92,6 +92,8 @@ def test_terngrad_every_exchange_on_gloo_gives_mpis_loss_trajectory(tmp_path: Pa
         assert code == 0, out[-3000:]
         header, steps = _read(log)
         assert header["backend"] == backend and header["algorithm"]["exchange"] == exchange
+        # 4-bit lanes need a user-defined reduction: MPI has one, gloo keeps int8 lanes
+        assert header["algorithm"]["level_lane_bits"] == (4 if backend == "mpi" else 8)
         runs[backend, exchange] = [s["loss"] for s in steps]
     mpi = runs["mpi", "levels"]
     assert len(mpi) == 20 and mpi[-1] < mpi[0]
@@ -130,6 +132,7 @@ def test_daso_on_gloo_and_mpi_gives_the_same_loss_trajectory(tmp_path: Path) -> 
     (["--backend", "nccl", "--device", "cpu"], "nccl reduces CUDA tensors"),
     (["--backend", "ucc"], "invalid choice: 'ucc'"),
     (["--device", "cuda", "--algo", "ga"], "no CUDA GPU"),  # parameter server: workers on GPUs
+    (["--algo", "terngrad", "--backend", "gloo", "--terngrad-lanes", "packed"], "backend 'gloo' lacks"),
 ])
 def test_bad_device_or_backend_ends_every_rank_with_status_2(tmp_path: Path, args: list[str], message: str) -> None:
     if "cuda" in args and torch.cuda.is_available():

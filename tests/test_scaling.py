@@ -105,6 +105,19 @@ def test_terngrad_exchanges_bytes_and_times_by_hand():
     assert gather.t_comm_s[0] == pytest.approx(dense + 7 * max(2e-6 + packed / 2e10, 1e-5 + packed / 1.25e9))
 
 
+def test_terngrad_levels_packed_lanes_half_a_byte_up_to_7_workers():
+    wl, cl = make_workload(), make_cluster(g=1)
+    dense = 4 * 4 + 4 * 40_010
+    packed = predict(wl, cl, Strategy("terngrad", terngrad_lanes="packed"), [2, 7, 8], batch=32)
+    # 4-bit lanes at 2 and 7 workers (2W+1 <= 16), int8 at 8
+    np.testing.assert_allclose(packed.bytes_per_gpu, [2 * 1 / 2 * (4_001_500 / 2 + dense),
+                                                      2 * 6 / 7 * (4_001_500 / 2 + dense),
+                                                      2 * 7 / 8 * (4_001_500 * 1 + dense)])
+    native = predict(wl, cl, Strategy("terngrad"), [7], batch=32)  # default: int8 lanes (NCCL, gloo)
+    assert native.bytes_per_gpu[0] == pytest.approx(2 * 6 / 7 * (4_001_500 + dense))
+    assert packed.t_comm_s[1] < native.t_comm_s[0]
+
+
 def test_terngrad_levels_switch_to_int16_above_127_workers():
     wl, cl = make_workload(), make_cluster(g=1)
     strategy = Strategy("terngrad", terngrad_exchange="levels")

@@ -13,9 +13,9 @@ T0, T1 = 2e-3, 5e-5  # the synthetic profile's compute: t_c(b) = T0 + T1 b
 GRAD = 4 * (640 + 10 + 100 + 10)  # bytes of the tiny model's gradient
 
 
-def write_log(path, algo, ranks, batch, t_steps, model="tiny", extra=None, cfg=None):
+def write_log(path, algo, ranks, batch, t_steps, model="tiny", extra=None, cfg=None, header=None):
     lines = [{"type": "header", "schema": 1, "algo": algo, "ranks": ranks,
-              "config": {"algo": algo, "model": model, "batch": batch, "threads": 1, **(cfg or {})}}]
+              "config": {"algo": algo, "model": model, "batch": batch, "threads": 1, **(cfg or {})}, **(header or {})}]
     for i, t in enumerate(t_steps):
         lines.append({"type": "step", "step": i, "epoch": 0, "loss": 1.0, "samples": batch * ranks,
                       "t_compute": t * 0.8, "t_comm": t * 0.2, "t_compress": 0.0, "t_idle": 0.0, "t_step": t,
@@ -213,6 +213,20 @@ def test_bytes_per_step_measured_and_predicted(tmp_path, profile, capsys, exchan
     assert out["predicted_bytes_per_step"] == pytest.approx(expect, rel=1e-12)
     assert main(["validate", log, "--profile", profile, "--skip", "1"]) == 0
     assert "B/step" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("lanes,backend,expect", [
+    # the run's --terngrad-lanes and backend decide the lane width, as in the trainer
+    ("auto", "mpi", 2 * 3 / 4 * (650 / 2 + 4 * 2 + 4 * 110)),  # 4-bit lanes at 4 ranks
+    ("auto", "gloo", 2 * 3 / 4 * (650 * 1 + 4 * 2 + 4 * 110)),  # gloo has no user ops: int8
+    ("int8", "mpi", 2 * 3 / 4 * (650 * 1 + 4 * 2 + 4 * 110)),
+])
+def test_levels_lanes_follow_the_logged_option_and_backend(tmp_path, profile, lanes, backend, expect):
+    log = write_log(tmp_path / "t.jsonl", "terngrad", 4, 32, [0.004] * 6,
+                    cfg={"tern_exchange": "levels", "tern_lanes": lanes}, header={"backend": backend},
+                    extra={i: {"bytes_sent": expect} for i in range(6)})
+    (row,) = validate([log], [profile], skip=1, cores=4)
+    assert row["predicted_bytes_per_step"] == pytest.approx(expect, rel=1e-12)
 
 
 def test_component_errors_by_hand(tmp_path, profile):

@@ -43,6 +43,7 @@ __all__ = [
     "abort_on_error",
     "allgather_packed_sum",
     "allgather_ternary_mean",
+    "allreduce_lanes4",
     "allreduce_levels",
     "alltoall_bytes",
     "allreduce_bf16_mean",
@@ -386,6 +387,43 @@ def allreduce_levels(comm: MPI.Comm, codes: np.ndarray) -> float:
     if p > 1 and codes.size:
         comm.Allreduce(MPI.IN_PLACE, codes, op=MPI.SUM)
     return ring_allreduce_bytes(codes.nbytes, p)
+
+
+def _lanes4_sum(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
+    """MPI user op: inout <- in + inout lane by lane (4-bit lanes, modulo 16; trainers.level_lanes)."""
+    from trainers.level_lanes import swar_add4
+
+    a = np.frombuffer(inbuf, dtype=np.uint8)
+    b = np.frombuffer(inoutbuf, dtype=np.uint8)
+    swar_add4(a, b, out=b)
+
+
+_LANES4_SUM_OP: Any = None
+
+
+def _lanes4_sum_op() -> Any:
+    """The 4-bit lane sum as a commutative MPI.Op, created once per process (freed by MPI_Finalize)."""
+    global _LANES4_SUM_OP
+    if _LANES4_SUM_OP is None:
+        _LANES4_SUM_OP = _mpi().Op.Create(_lanes4_sum, commute=True)
+    return _LANES4_SUM_OP
+
+
+def allreduce_lanes4(comm: MPI.Comm, lanes: np.ndarray) -> float:
+    """Sum 4-bit ternary-code lanes (trainers.level_lanes.pack_lanes4, two per byte) over comm's ranks
+    in place with a user-defined MPI operation that adds lanes modulo 16 without carries between them;
+    exact for 2..7 ranks (2p+1 <= 16: the sum in -p..p is the only value of its residue). The bytes
+    travel as MPI.BYTE, so any segmentation (Open MPI's ring cuts at element = byte boundaries) keeps
+    lanes whole. Returns the bytes sent (ring count of the packed buffer)."""
+    MPI = _mpi()
+    p = comm.Get_size()
+    if lanes.dtype != np.uint8 or lanes.ndim != 1:
+        raise ValueError(f"lanes must be a 1-D uint8 array, got {lanes.dtype} with {lanes.ndim} dims")
+    if 2 * p + 1 > 16:
+        raise ValueError(f"4-bit lanes cannot hold sums of {p} ternary values (2p+1 > 16)")
+    if p > 1 and lanes.size:
+        comm.Allreduce(MPI.IN_PLACE, [lanes, MPI.BYTE], op=_lanes4_sum_op())
+    return ring_allreduce_bytes(lanes.nbytes, p)
 
 
 def ps_shard_elems(n: int, p: int) -> int:

@@ -85,6 +85,7 @@ OPTIMIZERS = ("sgd", "adam")
 DASO_RULES = ("paper", "code")
 DASO_DTYPES = ("bf16", "fp32")
 TERN_EXCHANGES = ("levels", "ps", "allgather")
+TERN_LANES = ("auto", "packed", "int8")  # perfmodel.compression.LEVEL_LANES
 
 
 class CLIError(ValueError):
@@ -144,7 +145,7 @@ class RunConfig:
     MiB; synthetic_n = training images of the synthetic dataset (its test split has a quarter).
     TernGrad: tern_clip (c of s = c*std, None = max|g|), tern_min_elems (smaller tensors travel in
     fp32), tern_fp32_last (last layer in fp32), tern_exchange (levels, ps or allgather; see
-    trainers.sync.TernGrad). DASO: ranks_per_node forms the pretend nodes;
+    trainers.sync.TernGrad), tern_lanes (lanes of the levels sum: auto, packed or int8). DASO: ranks_per_node forms the pretend nodes;
     daso_global_dtype is the wire type of the warm-up/cool-down global syncs (cycling-phase syncs
     are fp32, as in HeAT); daso_warmup_epochs / daso_cooldown_epochs default to HeAT's 4 and 4;
     daso_b / daso_w fix B and W in the cycling phase (no plateau cycling); daso_rule = "paper" (halve
@@ -192,6 +193,7 @@ class RunConfig:
     tern_min_elems: int = 1
     tern_fp32_last: bool = True
     tern_exchange: str = "levels"
+    tern_lanes: str = "auto"
     ranks_per_node: int = 1
     daso_global_dtype: str = "bf16"
     daso_warmup_epochs: int = 4
@@ -249,6 +251,7 @@ class RunConfig:
         _num("tern_clip", self.tern_clip, 0.0, strict=True, none_ok=True)
         _int("tern_min_elems", self.tern_min_elems, 1)
         _choice("tern_exchange", self.tern_exchange, TERN_EXCHANGES)
+        _choice("tern_lanes", self.tern_lanes, TERN_LANES)
         _int("ranks_per_node", self.ranks_per_node, 1)
         _choice("daso_global_dtype", self.daso_global_dtype, DASO_DTYPES)
         _int("daso_warmup_epochs", self.daso_warmup_epochs, 0)
@@ -391,6 +394,9 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--terngrad-exchange", dest="tern_exchange", default=None, choices=TERN_EXCHANGES,
       help="TernGrad exchange: levels (integer allreduce, default), ps (sharded parameter server), "
            "allgather (does not scale)")
+    a("--terngrad-lanes", dest="tern_lanes", default="auto", choices=TERN_LANES,
+      help="lanes of the levels sum: packed (4-bit, two per byte, at 2..7 ranks; needs --backend mpi), "
+           "int8 (native integer types) or auto (packed on MPI, int8 on gloo; default)")
     a("--ranks-per-node", type=_int_arg, default=1, help="ranks per (pretend) node, for DASO")
     a("--daso-global-dtype", default="bf16", choices=DASO_DTYPES,
       help="wire type of the warm-up/cool-down global syncs (cycling-phase syncs are always fp32, as HeAT's)")

@@ -77,6 +77,7 @@ from trainers.data import (Dataset, DatasetError, batches, crop_flip, data_root,
                            synthetic)
 from trainers.device import describe as describe_device, select_device
 from trainers.grad_buckets import GradBuckets
+from trainers.level_lanes import lanes_nbytes, pack_lanes4, unpack_lanes4
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
 from trainers.run import DivergenceError, RunConfig, UsageError
@@ -829,8 +830,11 @@ class TernGrad:
     """TernGrad (Wen et al. 2017): scaler sharing, fused stochastic ternarization, fp32 exceptions and
     one of three exchanges of the ternary codes (``--terngrad-exchange``, docs/algorithms.md TernGrad):
 
-    levels     (default) the integer sum of the codes by MPI Allreduce(SUM) on the smallest integer
-               type holding -p..p (int8 up to 127 ranks, then int16), bucketed like SSGD;
+    levels     (default) the integer sum of the codes by Allreduce, bucketed like SSGD, in lanes of
+               perfmodel.compression.levels_lane_bits bits (``--terngrad-lanes``): 4-bit lanes, two
+               per byte, summed by a user-defined MPI operation at 2..7 ranks on MPI
+               (trainers.level_lanes, trainers.comm.allreduce_lanes4), else SUM on the smallest
+               integer type holding -p..p (int8 up to 127 ranks, then int16; gloo and NCCL always);
     ps         the paper's parameter server, sharded over the ranks: push = Alltoall of 2-bit packed
                shards, rank k sums shard k and packs it at ceil(log2(2p+1)) bits, pull = Allgather;
     allgather  every rank's 2-bit packed gradient to every rank: p-1 copies received, does not scale.
@@ -880,8 +884,18 @@ class TernGrad:
             first, at = first + count, at + n
         world = tr.world
         self.level_dtype = level_dtype(world)
+        from perfmodel.compression import SpecError, levels_lane_bits, resolve_level_lanes
+
+        try:
+            self.lanes_mode = resolve_level_lanes(cfg.tern_lanes, tr.coll.name)
+        except SpecError as e:
+            raise UsageError(f"--terngrad-lanes: {e}") from None
+        self.lane_bits = levels_lane_bits(world, self.lanes_mode == "packed")
         if self.exchange == "levels":
             self.codes = [np.empty(b.numel(), dtype=self.level_dtype) for b in (self.tern.buckets if self.tern else [])]
+            # 4-bit lanes: the codes packed two per byte before the allreduce, unpacked after it
+            self.lanes = [np.empty(lanes_nbytes(c.size), dtype=np.uint8) if self.lane_bits == 4 else None
+                          for c in self.codes]
         elif self.exchange == "ps":
             self.shard = tcomm.ps_shard_elems(self.n_tern, world)
             self.push = np.empty(world * self.shard // 4, dtype=np.uint8)
@@ -903,13 +917,18 @@ class TernGrad:
             return sent
         inv = np.float32(p)
         if self.exchange == "levels":
-            for (first, starts, at), flat, codes in zip(self.groups, self.tern.buckets, self.codes):
+            for (first, starts, at), flat, codes, lanes in zip(self.groups, self.tern.buckets, self.codes, self.lanes):
                 s = shared[first:first + len(starts) - 1]
                 with timer.phase("compress"):
                     encode_codes(flat.numpy(), starts, s, self.key, self.counter + at, codes)
+                    if lanes is not None:
+                        pack_lanes4(codes, lanes)
                 with timer.phase("comm"):
-                    sent += tcomm.allreduce_levels(comm, codes)
+                    sent += (tcomm.allreduce_levels(comm, codes) if lanes is None
+                             else tcomm.allreduce_lanes4(comm, lanes))
                 with timer.phase("compress"):
+                    if lanes is not None:
+                        unpack_lanes4(lanes, codes.size, codes)
                     self._decode(torch.from_numpy(codes), first, s, inv)
             return sent
         flat = self.tern.buckets[0]
@@ -981,7 +1000,8 @@ class TernGrad:
                 "keep_last_layer_fp32": self.codec.keep_last_layer_fp32, "ternary_tensors": self.names,
                 "fp32_elements": sum(p.numel() for p in self.fp32_params),
                 "ternary_elements": self.n_tern, "exchange": self.exchange,
-                "level_dtype": str(self.level_dtype)}
+                "level_dtype": str(self.level_dtype), "level_lanes": self.lanes_mode,
+                "level_lane_bits": self.lane_bits}
 
     def rank_state(self) -> dict[str, Any]:
         return {"stream_counter": self.counter}

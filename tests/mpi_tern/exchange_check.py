@@ -12,6 +12,7 @@ from mpi4py import MPI
 
 from trainers import comm as tcomm
 from trainers.compress import encode_codes, encode_packed, level_dtype, packed_nbytes
+from trainers.level_lanes import lanes_nbytes, pack_lanes4, unpack_lanes4
 
 SIZES = [37, 1000, 5, 2003]  # uneven tensors: shards and packed blocks do not line up
 
@@ -37,6 +38,13 @@ def main() -> int:
     codes = encode_codes(g, starts, scalers, key(rank), counter, np.empty(n, dtype=level_dtype(p)))
     sent = tcomm.allreduce_levels(world, codes)
     results["levels"] = (codes.astype(np.int64), sent, tcomm.ring_allreduce_bytes(n * level_dtype(p).itemsize, p))
+    # levels in 4-bit lanes (2..7 ranks): the SWAR sum as a user-defined MPI op, n odd (a half-used byte)
+    if 2 * p + 1 <= 16:
+        codes = encode_codes(g, starts, scalers, key(rank), counter, np.empty(n, dtype=np.int8))
+        lanes = pack_lanes4(codes)
+        sent = tcomm.allreduce_lanes4(world, lanes)
+        results["levels-lanes4"] = (unpack_lanes4(lanes, n).astype(np.int64), sent,
+                                    tcomm.ring_allreduce_bytes(lanes_nbytes(n), p))
     # ps: sharded parameter server
     shard = tcomm.ps_shard_elems(n, p)
     push = encode_packed(g, starts, scalers, key(rank), counter, np.empty(p * shard // 4, dtype=np.uint8))
