@@ -13,8 +13,8 @@
 #
 # `reproduce/validation.py` profiles this machine with `perfmodel profile` (compute time per
 # mini-batch, MPI Allreduce/ping-pong alpha-beta fits, TernGrad's encode/decode rates), runs the real
-# MPI trainers (ssgd, terngrad, daso) at 1, 2 and 4 ranks on two models, and compares each run's
-# median step time with the model's prediction (`perfmodel validate`). DASO runs are measured per
+# MPI trainers (ssgd, terngrad, daso at 1, 2 and 4 ranks; the asgd parameter server from 3 ranks) on two
+# models, and compares each run's median step time with the model's prediction (`perfmodel validate`). DASO runs are measured per
 # cycle of B steps, so the sync steps count; on CPU ranks the model charges DASO's non-blocking global
 # sync in full at its wait (`daso_progress = "wait"`: MPI moves it only inside MPI calls), times the
 # profile's iallreduce / allreduce factor where the profile measured it.
@@ -106,6 +106,8 @@ def collective(row) -> str:
         algo = f"TernGrad {ex}"
     elif row["algo"] == "daso":
         algo = "DASO: node allreduce + global iallreduce"
+    elif row["algo"] == "asgd":  # point-to-point Send/Recv: no collective algorithm to force
+        return f"parameter server push + pull ({where})"
     else:
         algo = "SSGD allreduce"
     return f"{algo} ({'ring' if where == 'emulated links' else 'Open MPI default'}, {where})"

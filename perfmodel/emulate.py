@@ -16,7 +16,8 @@ The set-up is undone in reverse order when the context ends, also on exceptions,
 SIGHUP (turned into ``EmulationInterrupted`` while the context is open): processes left in the
 namespaces are ended by their ids, namespaces, veths and the bridge deleted, the hosts lines removed,
 the agent's temporary folder deleted. ``cleanup_stale()`` removes what a SIGKILLed owner left behind
-(every object is named after its owner's pid). Needs root, ``ip``, ``tc`` and ``unshare``; otherwise
+(every object is named after its owner's pid; its command's processes carry its agent's path in
+$PERFMODEL_MPIEXEC_ARGS). Needs root, ``ip``, ``tc`` and ``unshare``; otherwise
 ``EmulateError`` in one line (``perfmodel emulate`` prints it and exits 2).
 
     perfmodel emulate --nodes 2 --ranks-per-node 2 --rate 1gbit -- perfmodel profile --ranks 4 ...
@@ -342,13 +343,50 @@ class EmulatedCluster:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process pid runs (a zombie, killed but not yet waited for by its parent, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
+def _command_pids(tag: str) -> list[int]:
+    """Processes of the command that owner ``tag`` ran (its shell, mpiexec and what they started outside
+    the namespaces): they carry the owner's $PERFMODEL_MPIEXEC_ARGS, which names its agent's folder."""
+    key, mark = f"{ENV_MPIEXEC_ARGS}=".encode(), f"/perfmodel-emulate-{tag}-".encode()
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            env = (d / "environ").read_bytes()
+        except OSError:
+            continue
+        if any(v.startswith(key) and mark in v for v in env.split(b"\0")):
+            pids.append(int(d.name))
+    return pids
+
+
+def _end_pids(pids: list[int]) -> None:
+    """SIGTERM these processes, SIGKILL those still running 5 s later."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        for _ in range(50):
+            pids = [p for p in pids if _alive(p)]
+            if not pids:
+                return
+            time.sleep(0.1)
 
 
 def leftovers(tag: str | None = None) -> dict[str, list[str]]:
@@ -366,14 +404,18 @@ def leftovers(tag: str | None = None) -> dict[str, list[str]]:
 
 
 def cleanup_stale() -> list[str]:
-    """Remove the emulated-cluster objects whose owner process is gone (e.g. it was SIGKILLed); the
-    names removed."""
+    """Remove the emulated-cluster objects whose owner process is gone (e.g. it was SIGKILLed), and end
+    the processes its command left running (its mpiexec, outside the namespaces, first); what was removed."""
     check_host()
     found = leftovers()
     dead = {NAME.match(n).group(1) for n in found["namespaces"] + found["links"]}
     dead |= {ln.rsplit(MARK, 1)[1] for ln in found["hosts"]}
     dead = {t for t in dead if not _alive(int(t))}
     removed = []
+    for t in sorted(dead):  # the command first: mpiexec ends its job while its daemons still answer
+        pids = _command_pids(t)
+        _end_pids(pids)
+        removed += [f"{len(pids)} processes of {t}'s command"] if pids else []
     for n in found["namespaces"]:
         if NAME.match(n).group(1) in dead:
             _kill_namespace_pids(n)

@@ -39,6 +39,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -199,14 +200,28 @@ def error_line(output: str, default: str = "(no output)") -> str:
 
 def stop_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
     """End the process group of a command started with ``start_new_session`` (mpiexec and its ranks), by
-    its id: SIGTERM, then SIGKILL if it has not ended within ``timeout`` seconds."""
+    its id: SIGTERM, then SIGKILL if it has not ended within ``timeout`` seconds. Ended means the whole
+    group, not only its leader: ``sh -c 'mpiexec ...'`` dies at once on SIGTERM while its mpiexec, in
+    the same group, is still shutting its job down (and would be left an orphan)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=timeout)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+            break
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None and not _group_alive(proc.pid):
+                return
+            time.sleep(0.05)
+    proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` still has a member."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -8,6 +8,13 @@ the cores: the predicted compute time is stretched by ranks x threads / cores wh
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
 Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the
 model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rounding.
+Parameter-server runs (trainers/ps.py: rank 0 serves, ranks 1..W work; asgd and every rule whose
+exchange is one push and one pull) are predicted by the model's asgd strategy (docs/model.md section
+5.4) on W workers, over the profile's one-way ping-pong link (point-to-point Send/Recv, not the
+ring-inverted Allreduce): a worker's step is its compute plus its exchange as it times it (push, the wait
+for the server, pull), the throughput the samples/s the server applies; bytes per step are one
+exchange's payloads, push + pull. The worker does not run the optimizer step, the server does while the
+worker waits: the profile's optimizer-step time moves from predicted compute to communication.
 Each component (compute, communication, compression, step) is compared as the trainer times it:
 TernGrad's Allgather exchange decodes every copy inside its comm phase, so the predicted decoding moves
 from compression to communication. Every row carries the error of each component (``*_error_pct``).
@@ -51,6 +58,7 @@ class RunMeasurement:
     phase_steps: dict  # (B, W) -> count for DASO, {} otherwise
     bytes_per_step: float = 0.0  # median bytes_sent (bytes per step, trainers.log) of rank 0
     backend: str = "mpi"  # the run's gradient transport (header "backend"; logs without one ran on MPI)
+    workers: int = 0  # parameter server: the W workers (ranks = W + 1); 0 for synchronous runs
 
 
 def _median(values: list[float]) -> float:
@@ -110,6 +118,8 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     if len(steps) < 3:
         raise ValidateError(f"run log {path}: {len(log.steps)} steps, need more than skip={skip} + 2")
     ranks = int(head.get("ranks", 1))
+    if "master_rule" in head:
+        return _measure_ps(path, head, algo, cfg, steps)
     keys = ("t_step", "t_compute", "t_comm", "t_compress")
     phases: dict = {}
     if algo == "daso":
@@ -121,6 +131,37 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]), int(cfg.get("threads", 1)),
                           len(steps), t["t_step"], t["t_compute"], t["t_comm"], t["t_compress"],
                           samples / t["t_step"], cfg, phases, sent, str(head.get("backend", "mpi")))
+
+
+def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps: list[dict]) -> RunMeasurement:
+    """A parameter-server run log (trainers/ps.py, one line per gradient window): medians over the lines
+    whose window reported a worker exchange of the workers' compute, exchange (t_comm) and step
+    (compute + idle + exchange); throughput = the samples the server applied over its time; bytes per
+    step = the median payload bytes of one exchange (bytes_exchanged, push + pull)."""
+    if head.get("simulated"):
+        raise ValidateError(f"run log {path}: a simulated parameter-server run (trainers simulate); "
+                            f"validate a real MPI run (trainers run --algo {algo})")
+    exchange = head.get("exchange")
+    if exchange != "push-pull":
+        why = ("was written before the parameter server logged its workers' exchange times; rerun it"
+               if exchange is None else f"exchanges {exchange!r}, where the model's asgd strategy has one "
+                                        f"push and one pull per gradient")
+        raise ValidateError(f"run log {path}: {algo} {why}")
+    timed = [s for s in steps if s.get("t_comm") is not None]
+    if len(timed) < 3:
+        raise ValidateError(f"run log {path}: {len(timed)} step lines with a worker exchange time after the "
+                            f"warm-up, need 3")
+    t_compute = _median([s["t_compute"] for s in timed])
+    t_comm = _median([s["t_comm"] for s in timed])
+    t_step = _median([s["t_compute"] + s.get("t_idle", 0.0) + s["t_comm"] for s in timed])
+    applied_s = sum(float(s["t_step"]) * int(s.get("gradients", 1)) for s in steps)  # server seconds
+    if not applied_s > 0:
+        raise ValidateError(f"run log {path}: the server logged no time for its gradients (t_step)")
+    throughput = sum(float(s["samples"]) for s in steps) / applied_s
+    sent = _median([float(s.get("bytes_exchanged", 0.0)) for s in steps])
+    return RunMeasurement(str(path), algo, cfg["model"], int(head.get("ranks", 1)), int(cfg["batch"]),
+                          int(cfg.get("threads", 1)), len(steps), t_step, t_compute, t_comm, 0.0, throughput,
+                          cfg, {}, sent, workers=int(head.get("workers", int(head.get("ranks", 1)) - 1)))
 
 
 def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
@@ -140,6 +181,8 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
     the iallreduce/allreduce factor).
     """
     cfg = run.config
+    if run.workers:  # the parameter server: one push and one pull per gradient, nothing hidden
+        return [(Strategy("asgd", overlap=0.0, ps_servers=1), run.steps)]
     # SSGD with --overlap on (run logs that say so) starts each bucket's allreduce during backprop
     # (trainers/grad_buckets.py): the model computes the hidden share from the same buckets; without
     # it (and in older logs) the trainer allreduces after backward: nothing is hidden
@@ -167,7 +210,7 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
         return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w, **overlap, **fields), n)
                 for (b, w), n in sorted(phases.items())]
     raise ValidateError(f"run log {run.path}: algo {run.algo!r} is not one the model validates "
-                        f"(ssgd, terngrad, daso)")
+                        f"(ssgd, terngrad, daso, and parameter-server runs)")
 
 
 def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float:
@@ -214,6 +257,38 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
             "throughput": run.ranks * run.batch / t_iter, "core_share": share, "bytes_per_step": sent / total}
 
 
+def predict_ps_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
+                   apply_s: float = 0.0) -> dict:
+    """Predicted worker step (seconds) and server throughput (samples/s) of a parameter-server run: the
+    model's asgd strategy on W = run.workers workers, one per node, over ``cluster.network`` (the
+    profile's ping-pong link). Only the workers compute: compute is stretched by W x threads / cores when
+    that exceeds 1. apply_s: seconds the server spends applying a gradient while its worker waits (the
+    optimizer step the profile timed), moved from predicted compute to communication. The predicted
+    communication is the step less compute: the exchange plus any wait for a saturated server."""
+    if run.workers < 2:
+        raise ValidateError(f"run log {run.path}: {run.workers} worker(s); the model's asgd strategy "
+                            f"communicates from 2 workers on (on one it is a single-GPU run)")
+    share = max(1.0, run.workers * run.threads / cores)
+    gpu = next(iter(workload.compute))
+    wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
+    cl = replace(cluster, gpus_per_node=1, gpu=gpu)
+    ((strategy, _),) = run_strategies(run)
+    try:
+        p = predict(wl, cl, strategy, [run.workers], scaling="weak", batch=run.batch)
+    except SpecError as e:
+        raise ValidateError(f"run log {run.path}: {e}") from None
+    t_step = float(p.t_iter_s[0])
+    t_compute = max(0.0, float(p.t_compute_s[0]) - apply_s)
+    return {"t_step_s": t_step, "t_compute_s": t_compute, "t_comm_s": t_step - t_compute, "t_compress_s": 0.0,
+            "throughput": float(p.throughput[0]), "core_share": share, "bytes_per_step": float(p.bytes_per_gpu[0]),
+            "server_utilization": float(p.extra["server_utilization"][0])}
+
+
+def _optimizer_step_s(prof) -> float:
+    """The profile's optimizer-step time (median over its batch sizes; seconds), 0 when not measured."""
+    return _median([r.step.median_s for r in prof.compute.rows]) if prof.compute.rows else 0.0
+
+
 def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int | None = None) -> list[dict]:
     """One row per run: measured and predicted step time and throughput, and their errors (%).
 
@@ -240,6 +315,11 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             raise ValidateError(f"run log {path} trained {run.model!r}; no --profile of that model "
                                 f"(profiled: {', '.join(sorted(by_model)) or 'none'})")
         ncores = cores if cores is not None else (prof.machine.cpu_affinity or os.cpu_count() or 1)
+        if run.workers:  # point-to-point Send/Recv: the ping-pong link at the run's rank count
+            cluster = profile_cluster(prof, network_from="pingpong", ranks=run.ranks)
+            rows.append(_row(path, run, predict_ps_run(run, profile_workload(prof), cluster, ncores,
+                                                       _optimizer_step_s(prof))))
+            continue
         cluster = profile_cluster(prof, ranks=run.ranks) if run.ranks > 1 else profile_cluster(prof)
         codec = prof.compute.codec
         rpn = int(run.config.get("ranks_per_node") or 1)
@@ -248,20 +328,29 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             intra = profile_links(prof, ranks=rpn)["network"]  # the profile's run on one node's ranks
         pred = predict_run(run, profile_workload(prof), cluster, ncores,
                            codec.rates() if codec is not None else (0.0, 0.0), profile_daso(prof), intra)
-        rows.append({
-            "run": Path(path).name, "algo": run.algo, "model": run.model, "ranks": run.ranks, "batch": run.batch,
-            "steps": run.steps, "measured_step_s": run.t_step_s, "predicted_step_s": pred["t_step_s"],
-            "measured_compute_s": run.t_compute_s, "predicted_compute_s": pred["t_compute_s"],
-            "measured_comm_s": run.t_comm_s, "predicted_comm_s": pred["t_comm_s"],
-            "measured_compress_s": run.t_compress_s, "predicted_compress_s": pred["t_compress_s"],
-            "measured_throughput": run.throughput, "predicted_throughput": pred["throughput"],
-            "measured_bytes_per_step": run.bytes_per_step, "predicted_bytes_per_step": pred["bytes_per_step"],
-            "step_error_pct": 100 * (pred["t_step_s"] - run.t_step_s) / run.t_step_s,
-            "throughput_error_pct": 100 * (pred["throughput"] - run.throughput) / run.throughput,
-            "core_share": pred["core_share"],
-        })
-        rows[-1].update(component_errors(rows[-1]))
+        rows.append(_row(path, run, pred))
     return rows
+
+
+def _row(path: str, run: RunMeasurement, pred: dict) -> dict:
+    """One validation row: measured and predicted components, their errors; a parameter-server row adds
+    its workers and the predicted server utilization (exchanges/s over the server's cap)."""
+    row = {
+        "run": Path(path).name, "algo": run.algo, "model": run.model, "ranks": run.ranks, "batch": run.batch,
+        "steps": run.steps, "measured_step_s": run.t_step_s, "predicted_step_s": pred["t_step_s"],
+        "measured_compute_s": run.t_compute_s, "predicted_compute_s": pred["t_compute_s"],
+        "measured_comm_s": run.t_comm_s, "predicted_comm_s": pred["t_comm_s"],
+        "measured_compress_s": run.t_compress_s, "predicted_compress_s": pred["t_compress_s"],
+        "measured_throughput": run.throughput, "predicted_throughput": pred["throughput"],
+        "measured_bytes_per_step": run.bytes_per_step, "predicted_bytes_per_step": pred["bytes_per_step"],
+        "step_error_pct": 100 * (pred["t_step_s"] - run.t_step_s) / run.t_step_s,
+        "throughput_error_pct": 100 * (pred["throughput"] - run.throughput) / run.throughput,
+        "core_share": pred["core_share"],
+    }
+    if run.workers:
+        row.update(workers=run.workers, predicted_server_utilization=pred["server_utilization"])
+    row.update(component_errors(row))
+    return row
 
 
 COMPONENTS = ("compute", "comm", "compress", "step")

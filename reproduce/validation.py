@@ -1,8 +1,9 @@
 """Model validation: profile this machine, time real MPI runs, compare with `perfmodel validate`.
 
 Tables (results/validation/<table>.csv):
-  validate   one row per run: algorithm (ssgd, terngrad, daso), model, ranks; measured and predicted step
-             time and throughput and their errors; the MAPE is in the notebook paper/validation.py.
+  validate   one row per run: algorithm (ssgd, terngrad, daso; asgd, the parameter server, from 3 ranks:
+             rank 0 serves, the others work), model, ranks; measured and predicted step time and
+             throughput and their errors; the MAPE is in the notebook paper/validation.py.
 Runs use synthetic data shaped like each model's input (timing does not depend on the pixel values),
 1 torch thread per rank, fixed DASO B and W with no warm-up/cool-down phases. Scales: smoke = lenet
 only, ranks 1 and 2, few steps; small = lenet and resnet20, ranks 1, 2, 4.
@@ -31,7 +32,10 @@ SCALE = {
               "profile_batches": "8,16,32,64,128", "comm_max": "64Mi", "skip": 5},
 }
 SCALE["paper"] = SCALE["small"]
-ALGOS = tuple(SYNC_ALGORITHMS)  # every synchronous trainer
+ALGOS = (*SYNC_ALGORITHMS, "asgd")  # every synchronous trainer and the parameter server
+#: asgd runs a parameter server on rank 0: the model's asgd communicates from 2 workers on (on one it is
+#: a single-GPU run), so its runs need 3 ranks or more
+MIN_RANKS = {"asgd": 3}
 
 
 def _run_args(algo: str, model: str, batch: int, ranks: int, steps: int, log: Path) -> list[str]:
@@ -54,7 +58,8 @@ def validate_table(args: argparse.Namespace, out: Path) -> None:
     runs.mkdir(parents=True, exist_ok=True)
     table = ResultTable(out / "validate.csv", ("scale", "algo", "model", "ranks"))
     ranks_text = ",".join(str(r) for r in sc["ranks"])
-    jobs = [(m, b, a, r) for m, b in sc["models"].items() for a in ALGOS for r in sc["ranks"]]
+    jobs = [(m, b, a, r) for m, b in sc["models"].items() for a in ALGOS for r in sc["ranks"]
+            if r >= MIN_RANKS.get(a, 1)]
     profiles = {}
     for model in sc["models"]:
         prof = out / f"profile_{model}_{args.scale}.json"
@@ -88,14 +93,15 @@ EMU_RATES = ("1gbit", "250mbit")
 #: TernGrad exchanges the trainer has (the model's names for them, which trainers run --terngrad-exchange takes).
 TERN_EXCHANGES = TERNGRAD_EXCHANGES
 EMU_SCALE = {
-    # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node
+    # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node; asgd's server is rank
+    # 0 with a node of its own (one rank per node: every worker reaches it over the shaped link)
     "smoke": {"model": "lenet", "batch": 8, "steps": 12, "skip": 3, "profile_batches": "8,16",
               "comm_max": "4Mi", "comm_repeats": 5,
-              "layouts": {"ssgd": [(2, 1)], "terngrad": [(2, 1)], "daso": [(2, 2)]}},
+              "layouts": {"ssgd": [(2, 1)], "terngrad": [(2, 1)], "daso": [(2, 2)], "asgd": [(3, 1)]}},
     "small": {"model": "lenet", "batch": 8, "steps": 30, "skip": 5, "profile_batches": "4,8,16",
               "comm_max": "8Mi", "comm_repeats": 9,
               "layouts": {"ssgd": [(2, 1), (2, 2), (4, 1)], "terngrad": [(2, 1), (2, 2), (4, 1)],
-                          "daso": [(2, 2)]}},
+                          "daso": [(2, 2)], "asgd": [(3, 1), (4, 1)]}},
 }
 EMU_SCALE["paper"] = EMU_SCALE["small"]
 

@@ -172,3 +172,80 @@ def test_cleanup_removes_what_a_killed_owner_left():
     removed = em.cleanup_stale()
     assert any(tag in r for r in removed)
     _nothing_left(tag)
+
+
+def _running(pid: int, what: str) -> bool:
+    """Whether pid is a live (not zombie) process whose command line contains ``what``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z" and what in cmdline
+
+
+def _processes_naming(text: str) -> list[str]:
+    """Live processes whose command line contains ``text`` (e.g. a prterun that names the agent's folder)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and int(d.name) != os.getpid() and _running(int(d.name), text):
+            found.append(f"{d.name}: {(d / 'cmdline').read_bytes().replace(bytes(1), b' ').decode()[:200]}")
+    return found
+
+
+@needs_root
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["sigterm", "sigkill+cleanup"])
+def test_killing_a_real_mpi_run_midway_leaves_nothing(tmp_path, how):
+    """`perfmodel emulate` running a real mpiexec job (2 nodes x 1 rank, traffic on the 250 Mbit/s link) is
+    killed while the ranks run: SIGTERM (it tears down itself), or SIGKILL and then `perfmodel emulate
+    --cleanup`. Afterwards: no namespace, link, hosts line or agent folder, and no shell, prterun or rank.
+    Output goes to files, not pipes: an orphan holding a pipe would hang the read instead of failing."""
+    if shutil.which("mpiexec") is None:
+        pytest.skip("mpiexec not on PATH")
+    script = ROOT / "tests" / "mpi_scripts" / "emulate_loop.py"
+    # the shell forks mpiexec (prterun) and dies at once on SIGTERM: the case that used to leave prterun behind
+    job = (f'echo $$ > {tmp_path}/sh.pid; mpiexec --oversubscribe --allow-run-as-root $PERFMODEL_MPIEXEC_ARGS '
+           f'-n 2 {sys.executable} {script} {tmp_path}')
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "perfmodel.cli", "emulate", "--nodes", "2", "--ranks-per-node",
+                                 "1", "--rate", "250mbit", "--", "sh", "-c", job], env=_env(),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+    tag = str(proc.pid)
+    try:
+        for _ in range(900):  # the ranks are up once both markers exist
+            if len(list(tmp_path.glob("rank*.pid"))) == 2:
+                break
+            assert proc.poll() is None, (tmp_path / "err").read_text()[-2000:]
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the ranks did not start in 90 s: " + (tmp_path / "err").read_text()[-2000:])
+        ranks = [int((tmp_path / f"rank{r}.pid").read_text()) for r in range(2)]
+        shell = int((tmp_path / "sh.pid").read_text())
+        assert all(_running(p, "emulate_loop.py") for p in ranks)
+        assert _processes_naming(f"perfmodel-emulate-{tag}-")  # prterun names the agent's folder
+        assert em.leftovers(tag)["namespaces"]
+        if how == "sigterm":
+            os.kill(proc.pid, signal.SIGTERM)
+            assert proc.wait(timeout=90) == 130, (tmp_path / "err").read_text()[-2000:]
+        else:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            assert em.leftovers(tag)["namespaces"]  # nobody tore down
+            res = subprocess.run([sys.executable, "-m", "perfmodel.cli", "emulate", "--cleanup"], env=_env(),
+                                 capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+            assert res.returncode == 0 and f"pm{tag}-n0" in res.stdout, res.stdout + res.stderr
+        _nothing_left(tag)
+        for _ in range(100):  # ended processes may take a moment to be reaped
+            left = ([p for p in ranks if _running(p, "emulate_loop.py")] + [shell] * _running(shell, "emulate_loop.py")
+                    + _processes_naming(f"perfmodel-emulate-{tag}-"))
+            if not left:
+                break
+            time.sleep(0.1)
+        assert not left, left
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        em.cleanup_stale()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -148,3 +149,47 @@ def test_profile_launcher_and_device_errors_are_one_line(tmp_path: Path, args: l
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("perfmodel: error:")]
     assert out.returncode == 2 and len(lines) == 1 and message in lines[0], out.stderr[-2000:]
     assert "Traceback" not in out.stderr
+
+
+_MEMBER = """
+import pathlib, signal, sys, time
+def term(*_):
+    time.sleep(float(sys.argv[2]))  # shutting its job down, as mpiexec does on SIGTERM
+    pathlib.Path(sys.argv[1], "done").write_text("done")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, term if float(sys.argv[2]) >= 0 else signal.SIG_IGN)
+pathlib.Path(sys.argv[1], "ready").write_text("ready")
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("shutdown_s", [1.0, -1.0])  # -1: the member ignores SIGTERM
+def test_stop_group_ends_the_whole_group_not_only_its_leader(tmp_path: Path, shutdown_s: float) -> None:
+    """`sh -c 'mpiexec ...'` in a session of its own: the shell dies at SIGTERM at once, its child keeps
+    shutting down (1 s) or ignores SIGTERM; stop_group returns only when that child is gone too."""
+    import time
+
+    from perfmodel.launcher import stop_group
+
+    script = tmp_path / "member.py"
+    script.write_text(_MEMBER)
+    proc = subprocess.Popen(["sh", "-c", f'"{sys.executable}" "{script}" "{tmp_path}" {shutdown_s} & '
+                                         f'echo $! > "{tmp_path}/pid"; wait'], start_new_session=True)
+    for _ in range(300):
+        if (tmp_path / "ready").exists() and (tmp_path / "pid").exists():
+            break
+        time.sleep(0.05)
+    member = int((tmp_path / "pid").read_text())
+    try:
+        stop_group(proc, timeout=3.0)
+        stat = Path(f"/proc/{member}/stat")
+        state = stat.read_text().split(") ")[-1][0] if stat.exists() else "gone"
+        done = (tmp_path / "done").exists()
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # nothing is left to kill unless stop_group failed
+        except ProcessLookupError:
+            pass
+    assert proc.returncode is not None
+    assert state in ("gone", "Z")  # ended (a zombie only until init reaps it)
+    assert done == (shutdown_s >= 0)  # finished its shutdown, or was SIGKILLed

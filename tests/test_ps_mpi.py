@@ -179,3 +179,43 @@ def test_a_non_finite_push_with_a_finite_loss_is_divergence_too(tmp_path: Path) 
     assert summary["diverged"] is True and summary["gradients"] < 40
     assert summary["per_worker_gradients"][1] == 3  # its first 3 gradients, not the poisoned one
     assert np.isfinite(np.load(tmp_path / "p.npy")).all()
+
+
+def _lenet_workload():
+    from perfmodel.specs import ComputeTime, Workload
+    from trainers.models import tensor_sizes
+
+    sizes = tensor_sizes("lenet")
+    return Workload("lenet", tuple(n for _, n in sizes), {"cpu": ComputeTime("linear", t0_s=2e-3, t1_s=1e-4)},
+                    tensor_names=tuple(k for k, _ in sizes))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [2, 3])
+def test_trainer_bytes_per_exchange_equal_the_model_and_the_log_validates(tmp_path: Path, workers: int) -> None:
+    """What the parameter server moves per gradient (its payload counters: the fp32 gradient pushed, the
+    fp32 parameters pulled) is the model's asgd bytes_per_gpu; the log is validated as a PS run."""
+    from perfmodel.specs import Cluster, Link
+    from perfmodel.validate import measure_run, predict_ps_run
+
+    log = tmp_path / f"asgd-{workers}.jsonl"
+    code, out, _ = run_mpi(workers + 1, ["-m", "trainers.run", "run", "--algo", "asgd", "--model", "lenet",
+                                         "--dataset", "synthetic", "--synthetic-n", "128", "--batch", "4", "--steps",
+                                         "12", "--seed", "5", "--no-progress", "--log", str(log)])
+    assert code == 0, out[-3000:]
+    contents = read_run_log(log)
+    assert contents.header["exchange"] == "push-pull" and contents.header["workers"] == workers
+    exchanged = [s["bytes_exchanged"] for s in contents.steps]
+    # LeNet: 431_080 fp32 parameters; a gradient answered with STOP has no pull
+    assert len(exchanged) == 12 and set(exchanged) <= {2 * 4 * 431_080, 4 * 431_080}
+    assert exchanged.count(4 * 431_080) <= 1 and exchanged[:12 - workers].count(2 * 4 * 431_080) == 12 - workers
+    timed = [s["t_comm"] for s in contents.steps if s["t_comm"] is not None]
+    assert len(timed) >= 12 - workers and all(t > 0 for t in timed)  # each worker's first gradient reports none
+    run = measure_run(log, skip=0)
+    assert (run.workers, run.ranks, run.t_compress_s) == (workers, workers + 1, 0.0)
+    link, free = Link(1e-5, 1e9), Link(0.0, float("inf"))  # CPU ranks: no device->host copy
+    cluster = Cluster("local", 1, intra=link, host=free, network=link, gpu="cpu")
+    pred = predict_ps_run(run, _lenet_workload(), cluster, cores=workers)
+    assert pred["bytes_per_step"] == run.bytes_per_step == 2 * 4 * 431_080
+    # by hand: t_c(4) + push + pull over the 1 GB/s link, below the server's cap of 1e9 / n exchanges/s
+    assert pred["t_step_s"] == pytest.approx(2e-3 + 4e-4 + 2 * (1e-5 + 4 * 431_080 / 1e9))

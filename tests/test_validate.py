@@ -255,3 +255,113 @@ def test_terngrad_decoding_is_timed_as_communication():
     assert _decode_in_comm(wl, Strategy("terngrad", terngrad_exchange="levels", terngrad_decode_elems_per_s=1e6),
                            3) == 0.0
     assert _decode_in_comm(wl, Strategy("ssgd"), 3) == 0.0
+
+
+# ---------------------------------------------------------------- the parameter server (asgd)
+
+from test_profile_schema import ALPHA_PP, BW_PP  # noqa: E402  (the synthetic one-way ping-pong)
+
+STEP_32 = 0.1 * (T0 + T1 * 32)  # the synthetic profile's optimizer step: median over batches 16, 32, 64
+
+
+def write_ps_log(path, workers, batch, lines, *, header=None):
+    """A trainers/ps.py log: one gradient per line, (t_compute, t_comm, t_step) each; t_comm None = none
+    reported (a worker's first gradient)."""
+    head = {"type": "header", "schema": 1, "algo": "asgd", "master_rule": "asgd", "worker_rule": None,
+            "simulated": False, "ranks": workers + 1, "workers": workers, "exchange": "push-pull",
+            "config": {"algo": "asgd", "model": "tiny", "batch": batch, "threads": 1}, **(header or {})}
+    out = [head]
+    for i, (tc, tx, ts) in enumerate(lines):
+        out.append({"type": "step", "step": i + 1, "epoch": 0, "loss": 1.0, "samples": batch, "gradients": 1,
+                    "t_compute": tc, "t_comm": tx, "t_compress": 0.0, "t_idle": 0.0, "t_step": ts,
+                    "t_server": 1e-4, "bytes_sent": GRAD, "bytes_exchanged": 2 * GRAD})
+    path.write_text("\n".join(json.dumps(x) for x in out) + "\n")
+    return str(path)
+
+
+def slow_pingpong_profile(tmp_path, alpha=1e-4, bw=1e6):
+    """The synthetic profile with a slow one-way ping-pong link (t = alpha + n / bw)."""
+    import dataclasses
+
+    from test_profile_schema import _op
+
+    prof = make_profile()
+    mpi = prof.comm[1]
+    ops = dict(mpi.ops, pingpong=_op("pingpong", 2, lambda n: alpha + n / bw))
+    prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(mpi, ops=ops)))
+    path = tmp_path / "slow.json"
+    save_profile(prof, path)
+    return str(path)
+
+
+def test_ps_log_is_measured_as_the_workers_and_the_server_see_it(tmp_path):
+    # 2 warm-up lines skipped; the first kept line has no exchange time (a worker's first gradient)
+    lines = [(9.0, None, 9.0), (9.0, 9.0, 9.0), (0.010, None, 0.004), (0.010, 0.020, 0.006),
+             (0.012, 0.022, 0.005), (0.014, 0.030, 0.010)]
+    m = measure_run(write_ps_log(tmp_path / "ps.jsonl", 2, 32, lines), skip=2)
+    assert (m.workers, m.ranks, m.steps) == (2, 3, 4)
+    assert m.t_compute_s == pytest.approx(0.012)  # medians over the three timed lines
+    assert m.t_comm_s == pytest.approx(0.022)
+    assert m.t_step_s == pytest.approx(0.034)  # median of 0.030, 0.034, 0.044
+    assert m.throughput == pytest.approx(4 * 32 / (0.004 + 0.006 + 0.005 + 0.010))  # the server's rate
+    assert m.bytes_per_step == 2 * GRAD
+
+
+def test_ps_prediction_by_hand(tmp_path, profile):
+    """2 workers on 2 cores: step = t_c(32) + push + pull over the ping-pong link (not the Allreduce's);
+    the optimizer step is the server's, timed by the worker as communication."""
+    exchange = 2 * (ALPHA_PP + GRAD / BW_PP)
+    t_step = T0 + T1 * 32 + exchange
+    log = write_ps_log(tmp_path / "ps.jsonl", 2, 32, [(0.003, 0.001, 0.002)] * 6)
+    (row,) = validate([log], [profile], skip=1, cores=2)
+    assert row["predicted_step_s"] == pytest.approx(t_step, rel=1e-3)
+    assert row["predicted_compute_s"] == pytest.approx(T0 + T1 * 32 - STEP_32, rel=1e-3)
+    assert row["predicted_comm_s"] == pytest.approx(exchange + STEP_32, rel=1e-3)
+    assert row["predicted_throughput"] == pytest.approx(2 * 32 / t_step, rel=1e-3)
+    # the server's link is busy n / bw per exchange, at 2 / t_step exchanges per second
+    assert row["predicted_server_utilization"] == pytest.approx(2 / t_step * GRAD / BW_PP, rel=1e-3)
+    assert row["measured_bytes_per_step"] == row["predicted_bytes_per_step"] == 2 * GRAD  # push + pull, fp32
+    assert row["workers"] == 2 and row["ranks"] == 3
+    assert row["comm_error_pct"] == pytest.approx(100 * (exchange + STEP_32 - 0.001) / 0.001, rel=1e-3)
+    assert row["step_error_pct"] == pytest.approx(100 * (t_step - 0.004) / 0.004, rel=1e-3)
+    assert row["throughput_error_pct"] == pytest.approx(100 * (2 * 32 / t_step / (32 / 0.002) - 1), rel=1e-3)
+
+
+def test_a_saturated_server_sets_the_rate(tmp_path):
+    """Ping-pong 0.1 ms + n / (1 MB/s): n / bw = 3.04 ms per exchange at the server. 4 workers (4 cores)
+    would exchange 4 / (3.6 + 2 x 3.14) ms = 405/s; the server takes 1 / 3.04 ms = 329/s. So each worker's
+    step is 4 x 3.04 ms, its compute as without the cap and the rest spent waiting in its exchange."""
+    prof = slow_pingpong_profile(tmp_path)
+    server = GRAD / 1e6
+    assert 4 / (T0 + T1 * 32 + 2 * (1e-4 + server)) > 1 / server  # the cap binds
+    (row,) = validate([write_ps_log(tmp_path / "ps.jsonl", 4, 32, [(0.003, 0.009, 0.003)] * 6)], [prof],
+                      skip=1, cores=4)
+    assert row["predicted_step_s"] == pytest.approx(4 * server, rel=1e-3)
+    assert row["predicted_throughput"] == pytest.approx(32 / server, rel=1e-3)
+    assert row["predicted_compute_s"] == pytest.approx(T0 + T1 * 32 - STEP_32, rel=1e-3)
+    assert row["predicted_comm_s"] == pytest.approx(4 * server - (T0 + T1 * 32 - STEP_32), rel=1e-3)
+    assert row["predicted_server_utilization"] == pytest.approx(1.0)
+    # the same run on 2 cores: only the 4 workers compute, stretched 2x (not the server: it waits), so
+    # they exchange 4 / (7.2 + 6.28) ms = 297/s, below the server's 329/s: no waiting for the server
+    (shared,) = validate([write_ps_log(tmp_path / "ps2.jsonl", 4, 32, [(0.003, 0.009, 0.003)] * 6)], [prof],
+                         skip=1, cores=2)
+    assert shared["core_share"] == 2.0
+    assert shared["predicted_compute_s"] == pytest.approx(2 * (T0 + T1 * 32) - STEP_32, rel=1e-3)
+    assert shared["predicted_step_s"] == pytest.approx(2 * (T0 + T1 * 32) + 2 * (1e-4 + server), rel=1e-3)
+    assert shared["predicted_server_utilization"] == pytest.approx(4 / shared["predicted_step_s"] * server, rel=1e-3)
+    assert shared["predicted_server_utilization"] < 1
+
+
+@pytest.mark.parametrize("header, needle", [
+    ({"simulated": True}, "a simulated parameter-server run"),
+    ({"exchange": "central-round-trip", "algo": "gem"}, "exchanges 'central-round-trip'"),
+    ({"exchange": None}, "before the parameter server logged its workers' exchange times"),
+    ({"workers": 1, "ranks": 2}, "1 worker(s)"),
+])
+def test_ps_logs_the_model_does_not_describe_are_refused(tmp_path, profile, capsys, header, needle):
+    log = write_ps_log(tmp_path / "ps.jsonl", 2, 32, [(0.003, 0.001, 0.002)] * 6, header=header)
+    with pytest.raises(ValidateError, match="^run log .*" + needle.replace("(", r"\(").replace(")", r"\)")):
+        validate([log], [profile], skip=1, cores=2)
+    assert main(["validate", log, "--profile", profile, "--skip", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err

@@ -6,7 +6,10 @@ Line types (key "type"):
              t_step (seconds, rank 0's view; the trainer may add per-rank maxima), bytes_sent (this
              rank's bytes per step, below); SSGD adds t_comm_exposed (communication left after
              backward, = t_comm) and t_comm_full (the time the backend was busy with the step's
-             gradient buckets, overlapped with backprop or not; trainers/grad_buckets.py)
+             gradient buckets, overlapped with backprop or not; trainers/grad_buckets.py); the
+             parameter server's lines cover windows of gradients (trainers/ps.py: t_comm is the
+             workers' exchange as they time it, t_step the server's seconds per gradient, plus
+             t_server and bytes_exchanged, one exchange's payloads)
     eval     step, epoch, test_loss, test_acc (fraction 0..1)
     summary  free-form totals at the end (e.g. the staleness histogram of a parameter server)
 Bytes per step (bytes_sent; the model's Prediction.bytes_per_gpu counts the same): the bytes one rank

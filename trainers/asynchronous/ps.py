@@ -9,12 +9,23 @@ barriers anywhere), applies the rule, and answers with the parameters to use nex
 
 Messages (float64 headers, float32 payloads of the flat parameter size P)::
 
-    worker -> server  tag UP_HDR  [kind, loss, t_compute, t_idle, k, samples]  kind GRAD: a payload follows
-                                                                      kind REQUEST: GEM family, wants
-                                                                      the central parameters first
+    worker -> server  tag UP_HDR  [kind, loss, t_compute, t_idle, k, samples, t_exchange]
+                                  kind GRAD: a payload follows; kind REQUEST: GEM family, wants the
+                                  central parameters first; t_exchange: seconds of the worker's
+                                  previous exchange (-1 before its first one)
                       tag UP_DATA the gradient (or the worker's finished update)
     server -> worker  tag DN_HDR  [kind, lr, tau]  kind PARAMS or CENTRAL (a payload follows), STOP
                       tag DN_DATA parameters
+
+Run log (rank 0; trainers.log): one step line per ``log_every`` gradients applied, over the gradients
+since the previous line: t_compute and t_idle the workers' mean batch and padding times; t_comm the
+workers' mean exchange time as each worker times it (push start to new parameters in hand: push, the
+wait for the server, pull; null when no gradient of the window reported one); t_step the server's
+seconds per gradient applied (1 / the aggregate rate); t_server the server's mean seconds per gradient
+(receive the payload, apply, post the answer); bytes_exchanged the mean payload bytes per gradient
+between its worker and the server, both directions (push + pull; headers not counted, as trainers.log
+leaves out the loss); bytes_sent the workers' pushed bytes. The header says ``exchange``: "push-pull"
+(one payload each way) or "central-round-trip" (GEM family: central parameters, update, parameters).
 
 GEM and adaptive staleness need the central parameters (or tau) at commit time: the worker sends
 REQUEST, the server answers CENTRAL and then waits for that worker's update before serving anybody
@@ -65,7 +76,7 @@ __all__ = ["PSOptions", "PSResult", "OPTION_KEYS", "run_ps", "run_from_run_confi
 TAG_UP_HDR, TAG_UP_DATA, TAG_DN_HDR, TAG_DN_DATA = 11, 12, 13, 14
 GRAD, REQUEST = 0.0, 1.0
 PARAMS, CENTRAL, STOP = 0.0, 1.0, 2.0
-UP_LEN, DN_LEN = 6, 3
+UP_LEN, DN_LEN = 7, 3
 
 
 @dataclass(frozen=True)
@@ -146,6 +157,33 @@ def _abort(comm: Any, message: str, code: int = 1) -> None:
 # --------------------------------------------------------------------------- the server
 
 
+class _ExchangeWindow:
+    """Sums over the gradients since the last step line of what StepWindow does not see: the workers'
+    exchange times (as they report them), the server's time and the payload bytes per gradient."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.count, self.t_server, self.nbytes, self.t_exchange, self.reported = 0, 0.0, 0, 0.0, 0
+
+    def add(self, t_exchange: float, t_server: float, nbytes: int) -> None:
+        self.count += 1
+        self.t_server += t_server
+        self.nbytes += nbytes
+        if t_exchange >= 0:
+            self.t_exchange += t_exchange
+            self.reported += 1
+
+    def line(self) -> dict[str, float]:
+        """t_comm (the workers' mean exchange, nan if none reported), t_server, bytes_exchanged; resets."""
+        c = max(self.count, 1)
+        out = {"t_comm": self.t_exchange / self.reported if self.reported else math.nan,
+               "t_server": self.t_server / c, "bytes_exchanged": self.nbytes / c}
+        self.reset()
+        return out
+
+
 class _Server:
     def __init__(self, cfg: AsyncConfig, comm: Any, opt: PSOptions) -> None:
         from mpi4py import MPI
@@ -165,6 +203,7 @@ class _Server:
         self.hdr = np.zeros(UP_LEN)
         self.payload = torch.empty(self.fm.numel, dtype=torch.float32)
         self.trash = torch.empty(self.fm.numel, dtype=torch.float32)
+        self.payload_bytes = 0  # payload bytes received and sent so far (headers not counted)
 
     # ---- messages
     def watchdog(self) -> None:
@@ -182,6 +221,7 @@ class _Server:
         reqs = [self.comm.Isend([head, MPI.DOUBLE], dest=w + 1, tag=TAG_DN_HDR)]
         if data is not None:
             data = data.contiguous()
+            self.payload_bytes += data.numel() * data.element_size()
             reqs.append(self.comm.Isend([data.numpy(), MPI.FLOAT], dest=w + 1, tag=TAG_DN_DATA))
         self.sends[w] = (reqs, head, data)
         if kind == PARAMS:
@@ -205,6 +245,7 @@ class _Server:
 
     def recv_payload(self, w: int, into: torch.Tensor) -> torch.Tensor:
         req = self.comm.Irecv([into.numpy(), self.MPI.FLOAT], source=w + 1, tag=TAG_UP_DATA)
+        self.payload_bytes += into.numel() * into.element_size()
         self.computing[w] = time.monotonic()
         _wait(req, self.opt.poll_s, self.watchdog)
         self.computing.pop(w, None)
@@ -230,10 +271,14 @@ class _Server:
         if self.opt.log:
             head = header_fields(cfg, self.fm, self.train, simulated=False, ranks=n + 1, plan=plan)
             head["replay_order"] = self.opt.replay_order
+            wr = build_worker_rule(cfg)
+            head["exchange"] = "central-round-trip" if wr is not None and (wr.needs_central or wr.needs_tau) \
+                else "push-pull"
             log = RunLog(self.opt.log, head)
         log_every = cfg.log_every or max(1, plan.expected_total // 1000)
         window = StepWindow(bytes_per_push=self.fm.numel * 4)
         wstats = WindowStats()
+        exchanges = _ExchangeWindow()
         evals: list[dict[str, Any]] = []
         eval_iter = iter(plan.eval_points)
         next_eval = next(eval_iter)
@@ -262,6 +307,7 @@ class _Server:
                 active.discard(w)
                 continue
             t0 = time.perf_counter()
+            bytes0 = self.payload_bytes
             tau = rule.staleness(w)
             rule.lr = self.schedule.lr_at(applied / plan.per_epoch)
             if kind == REQUEST:
@@ -288,9 +334,10 @@ class _Server:
             t_comm_step = time.perf_counter() - t0
             t_comm += t_comm_step
             window.add(loss, int(hdr[5]), float(hdr[2]), tau, t_idle=float(hdr[3]))
+            exchanges.add(float(hdr[6]), t_comm_step, self.payload_bytes - bytes0)
             if log is not None and (applied % log_every == 0 or applied == plan.expected_total):
                 line = window.line(applied, applied / plan.per_epoch, time.perf_counter(), lr=rule.lr, worker=w)
-                line["t_comm"] = t_comm_step
+                line.update(exchanges.line())
                 log.step(**line)
             if applied == next_eval:
                 rec = {"step": applied, "epoch": applied / plan.per_epoch,
@@ -350,7 +397,7 @@ def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions, device: torch.device | No
         return down[0]
 
     def push(kind: float, loss: float, t_c: float, t_idle: float, k: int, data: torch.Tensor | None) -> None:
-        head = np.array([kind, loss, t_c, t_idle, k, samples], dtype=np.float64)
+        head = np.array([kind, loss, t_c, t_idle, k, samples, t_exchange], dtype=np.float64)
         comm.Send([head, MPI.DOUBLE], dest=0, tag=TAG_UP_HDR)
         if data is not None:
             comm.Send([data.contiguous().numpy(), MPI.FLOAT], dest=0, tag=TAG_UP_DATA)
@@ -358,6 +405,7 @@ def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions, device: torch.device | No
     receive(params)
     lr = float(down[1])
     k = 0
+    t_exchange = -1.0  # seconds of the previous exchange (push start to parameters in hand); none yet
     while True:
         for hook in before_gradient:
             hook(w, k)
@@ -372,6 +420,7 @@ def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions, device: torch.device | No
         if delays is not None:
             t_idle = max(0.0, delays.time(w, k) - t_c)
             time.sleep(t_idle)
+        t_push = time.perf_counter()
         if wr is None:
             push(GRAD, loss, t_c, t_idle, k, g)
         else:
@@ -389,6 +438,7 @@ def _work(cfg: AsyncConfig, comm: Any, opt: PSOptions, device: torch.device | No
         k += 1
         if receive(params) == STOP:
             break
+        t_exchange = time.perf_counter() - t_push
         lr = float(down[1])
 
 
