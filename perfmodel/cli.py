@@ -455,7 +455,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         print(f"removed {len(removed)}: {', '.join(removed)}" if removed else "nothing left behind")
         return 0
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
-    spec = EmulationSpec(nodes=args.nodes, ranks_per_node=args.ranks_per_node, rate_bps=parse_rate(args.rate))
+    spec = EmulationSpec(nodes=args.nodes, ranks_per_node=args.ranks_per_node, rate_bps=parse_rate(args.rate),
+                         burst_bytes=args.burst)
     return run_in_cluster(spec, argv)
 
 
@@ -545,6 +546,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, default=2, help="emulated nodes (default 2)")
     p.add_argument("--ranks-per-node", type=int, default=1, help="MPI ranks placed on each node (default 1)")
     p.add_argument("--rate", default="1gbit", help="each node's link rate, tc notation (default 1gbit)")
+    p.add_argument("--burst", type=int, default=0, metavar="BYTES",
+                   help="token bucket depth of each link in bytes (default 0: 16 KiB up to 1 Gbit/s, "
+                        "rate x 131 us above; a deeper bucket lets a message after idle pass faster than the rate)")
     p.add_argument("--cleanup", action="store_true",
                    help="only remove what killed emulations left behind (namespaces, links, hosts lines)")
     p.add_argument("argv", nargs=argparse.REMAINDER,

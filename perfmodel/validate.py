@@ -16,7 +16,7 @@ for the server, pull), the throughput the samples/s the server applies; bytes pe
 exchange's payloads, push + pull. The worker does not run the optimizer step, the server does while the
 worker waits: the profile's optimizer-step time moves from predicted compute to communication.
 Each component (compute, communication, compression, step) is compared as the trainer times it:
-TernGrad's Allgather exchange decodes every copy inside its comm phase, so the predicted decoding moves
+TernGrad's Allgather and ps exchanges decode inside their comm phase, so the predicted decoding moves
 from compression to communication. Every row carries the error of each component (``*_error_pct``).
 """
 
@@ -214,13 +214,17 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
 
 
 def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float:
-    """Seconds of TernGrad decoding the trainer times as communication: its Allgather exchange unpacks
-    and averages every rank's copy inside its comm phase (trainers.comm.allgather_ternary_mean), where
-    the model counts them as compression (perfmodel.scaling, t_compress_s). 0 for other strategies."""
-    if strategy.name != "terngrad" or strategy.terngrad_exchange != "allgather":
+    """Seconds of TernGrad decoding the trainer times as communication, where the model counts them as
+    compression (perfmodel.scaling, t_compress_s): the Allgather exchange unpacks and sums every rank's
+    copy inside its comm phase (trainers.comm.allgather_packed_sum: W decodes); the ps exchange sums
+    the pushed codes of its shard and unpacks the gathered aggregates there (trainers.comm.ps_levels_sum:
+    2 decodes of all ternary elements). 0 for the levels exchange (its sum is the Allreduce's) and for
+    other strategies."""
+    if strategy.name != "terngrad" or strategy.terngrad_exchange not in ("allgather", "ps"):
         return 0.0
     split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
-    return ranks * encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
+    copies = ranks if strategy.terngrad_exchange == "allgather" else 2
+    return copies * encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
 
 
 def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,

@@ -78,6 +78,9 @@ def add_profile_parser(subparsers: Any) -> None:
     p.add_argument("--max-bytes", default="64Mi", help="largest message (default 64Mi)")
     p.add_argument("--ops", default=DEFAULT_OPS, help=f"communication operations (default {DEFAULT_OPS})")
     p.add_argument("--comm-repeats", type=int, default=15, help="timed runs per message size (default 15)")
+    p.add_argument("--comm-timing", choices=("barrier", "back-to-back"), default="barrier",
+                   help="barrier: each collective after a barrier, timed alone, as a training step starts its "
+                        "collectives after compute (default, as OSU's benchmarks); back-to-back: nccl-tests' loop")
     p.add_argument("--fit-stat", default="median", choices=FIT_STATS,
                    help="statistic of the timed runs the alpha-beta fits use (default median; min or p25 "
                         "estimate the undisturbed time on a machine shared with other jobs)")
@@ -315,7 +318,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
                                       progress=lambda b: bar.update(1))
 
     module_args = ["--min-bytes", str(sizes[0]), "--max-bytes", str(sizes[-1]), "--ops", ",".join(ops),
-                   "--repeats", str(args.comm_repeats), "--fit-stat", args.fit_stat]
+                   "--repeats", str(args.comm_repeats), "--fit-stat", args.fit_stat, "--timing", args.comm_timing]
     runs: list[tuple[int, str]] = [(r, "mpi") for r in ranks]
     runs += [(r, "nccl") for r in nccl_ranks]
     comm: list[CommProfile] = []

@@ -5,13 +5,18 @@ Run under MPI, one process per rank; rank 0 writes a ``CommProfile`` as JSON::
     mpiexec -n 2 python -m perfmodel.profile.comm --max-bytes 64Mi --out comm2.json
 
 Method (close to OSU micro-benchmarks and nccl-tests): for every size, ``warmup`` untimed calls, then
-``repeats`` timed runs of ``iters`` back-to-back calls between barriers; a run's time per call is the
-slowest rank's (``MPI.Wtime``; for torch backends ``time.perf_counter`` after synchronising the device,
+``repeats`` timed runs of ``iters`` calls; a run's time per call is the slowest rank's (``MPI.Wtime``; for torch backends ``time.perf_counter`` after synchronising the device,
 as nccl-tests does). ``iters`` adapts to the size so a run lasts about ``target_s`` (cheap small
 messages are repeated many times, 64 MiB once); ``repeats`` shrinks (not below ``min_repeats``)
 when a size would take longer than ``size_budget_s``. Reported: median, quartiles and extremes over
 the runs, algorithm bandwidth bytes/time and bus bandwidth as nccl-tests defines it, and an
 alpha-beta fit per operation.
+Timing ``"barrier"`` (the default, as OSU's collective benchmarks do) starts every call after a barrier
+and times the call alone, so each call begins with the ranks together and the links idle, as a
+training step's collectives begin after its compute; ``"back-to-back"`` (nccl-tests) times ``iters``
+calls in a row between two barriers, so a call may start while a slower rank still finishes the last.
+Measured on 2026-11-23, 2 emulated nodes at 100 Mbit/s (perfmodel.emulate), ring Allreduce of 1 MiB:
+131 ms back to back, 88 ms wire time, and the trainer's one call per step at the wire time.
 Ping-pong times are one way (round trip / 2) between ranks 0 and 1. Ranks should each have a core
 of their own (``perfmodel profile`` starts mpiexec with ``--bind-to core`` when they fit): two
 busy-polling ranks sharing a core time the scheduler, not the link.
@@ -78,6 +83,7 @@ class CommConfig:
     size_budget_s: float = 1.5
     max_iters: int = 10000
     fit_stat: str = "median"
+    timing: str = "barrier"
 
     def __post_init__(self) -> None:
         from .schema import BACKENDS, COMM_OPS, FIT_STATS
@@ -106,6 +112,10 @@ class CommConfig:
             raise ValueError("target_s and size_budget_s must be > 0")
         if self.max_iters < 1:
             raise ValueError(f"max_iters must be >= 1, got {self.max_iters}")
+        from .schema import TIMINGS
+
+        if self.timing not in TIMINGS:
+            raise ValueError(f"timing must be one of {', '.join(TIMINGS)}, got {self.timing!r}")
 
 
 def plan_iterations(est_s: float, cfg: CommConfig) -> tuple[int, int]:
@@ -282,14 +292,24 @@ def _transport(backend: str) -> _Transport:
 # ---------------------------------------------------------------- measuring
 
 
-def _time_calls(t: _Transport, fn: Callable[[], None], iters: int) -> float:
-    """Slowest rank's seconds per call over ``iters`` back-to-back calls started after a barrier."""
-    t.barrier()
-    t0 = t.clock()
+def _time_calls(t: _Transport, fn: Callable[[], None], iters: int, timing: str = "barrier") -> float:
+    """Slowest rank's seconds per call over ``iters`` calls: each started after a barrier and timed
+    alone ("barrier"), or all back to back after one barrier ("back-to-back")."""
+    if timing == "back-to-back":
+        t.barrier()
+        t0 = t.clock()
+        for _ in range(iters):
+            fn()
+        t.sync()
+        return t.max_all((t.clock() - t0) / iters)
+    total = 0.0
     for _ in range(iters):
+        t.barrier()
+        t0 = t.clock()
         fn()
-    t.sync()
-    return t.max_all((t.clock() - t0) / iters)
+        t.sync()
+        total += t.clock() - t0
+    return t.max_all(total / iters)
 
 
 def measure_op(t: _Transport, op: str, nbytes: int, cfg: CommConfig) -> tuple[list[float], int]:
@@ -306,19 +326,19 @@ def measure_op(t: _Transport, op: str, nbytes: int, cfg: CommConfig) -> tuple[li
     t.sync()
     iters, best = 1, float("inf")
     while True:
-        per_call = _time_calls(t, fn, iters)
+        per_call = _time_calls(t, fn, iters, cfg.timing)
         best = min(best, per_call)
         if per_call * iters >= cfg.target_s / 4 or iters >= cfg.max_iters:
             break
         iters = min(cfg.max_iters, iters * 4)
     iters, runs = plan_iterations(best, cfg)
     half = 0.5 if op == "pingpong" else 1.0
-    samples = [half * _time_calls(t, fn, iters) for _ in range(runs)]
+    samples = [half * _time_calls(t, fn, iters, cfg.timing) for _ in range(runs)]
     return samples, iters
 
 
 def summarize(op: str, ranks: int, sizes: Sequence[int], samples: Sequence[Sequence[float]],
-              iters: Sequence[int], fit_stat: str = "median"):
+              iters: Sequence[int], fit_stat: str = "median", timing: str = "barrier"):
     """An ``OpProfile`` (schema) from per-size run times: stats, bandwidths and the alpha-beta fit of
     the ``fit_stat`` column."""
     from .fit import fit_alpha_beta
@@ -334,7 +354,7 @@ def summarize(op: str, ranks: int, sizes: Sequence[int], samples: Sequence[Seque
                      min_s=tuple(s.min_s for s in stats), max_s=tuple(s.max_s for s in stats),
                      iters=tuple(int(i) for i in iters), repeats=min(s.n for s in stats),
                      algbw_Bps=tuple(algbw), busbw_Bps=tuple(b * factor for b in algbw),
-                     fit=fit_alpha_beta(sizes, fitted), fit_stat=fit_stat)
+                     fit=fit_alpha_beta(sizes, fitted), fit_stat=fit_stat, timing=timing)
 
 
 def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | None = None):
@@ -356,7 +376,7 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
                 if progress is not None and t.rank == 0:
                     progress(op, nbytes)
             if t.rank == 0:
-                ops[op] = summarize(op, t.size, cfg.sizes, per_size, iters, cfg.fit_stat)
+                ops[op] = summarize(op, t.size, cfg.sizes, per_size, iters, cfg.fit_stat, cfg.timing)
         hosts = t.hosts()
     finally:
         t.close()
@@ -392,6 +412,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target-ms", type=float, default=1.0, help="aim for runs of about this many ms")
     p.add_argument("--size-budget-s", type=float, default=1.5, help="at most about this long per size")
     p.add_argument("--fit-stat", default="median", help="statistic the alpha-beta fit uses: median | p25 | min")
+    p.add_argument("--timing", default="barrier", choices=("barrier", "back-to-back"),
+                   help="barrier: each call after a barrier, timed alone (default, OSU); back-to-back: nccl-tests")
     p.add_argument("--progress", action="store_true", help="rank 0 prints 'PROGRESS op bytes' lines")
     return p
 
@@ -406,7 +428,7 @@ def config_from_args(args: argparse.Namespace) -> CommConfig:
                       backend=args.backend, warmup=args.warmup, repeats=args.repeats,
                       min_repeats=min(5, args.repeats),
                       target_s=args.target_ms / 1000.0, size_budget_s=args.size_budget_s,
-                      fit_stat=args.fit_stat)
+                      fit_stat=args.fit_stat, timing=args.timing)
 
 
 def _write_json(obj: Any, path: str) -> None:

@@ -38,7 +38,7 @@ from .fit import AffineFit, AlphaBetaFit
 
 __all__ = [
     "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
-    "ComputeProfile", "OpProfile", "CommProfile", "Profile", "BUSBW_FACTORS", "COMM_OPS", "BACKENDS", "FIT_STATS",
+    "ComputeProfile", "OpProfile", "CommProfile", "Profile", "BUSBW_FACTORS", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS",
     "device_key", "comm_profile_from_dict", "load_profile", "save_profile", "profile_to_dict", "profile_from_dict",
     "profile_workload", "profile_links", "profile_cluster", "nonblocking_factor", "profile_daso",
 ]
@@ -66,6 +66,8 @@ BUSBW_FACTORS: dict[str, typing.Callable[[int], float]] = {
 COMM_OPS: tuple[str, ...] = tuple(BUSBW_FACTORS)
 BACKENDS: tuple[str, ...] = ("mpi", "nccl", "gloo")
 FIT_STATS: tuple[str, ...] = ("median", "p25", "min")
+#: How a communication benchmark timed its calls (perfmodel.profile.comm): each after a barrier, or in a row.
+TIMINGS: tuple[str, ...] = ("barrier", "back-to-back")
 
 
 def device_key(name: str) -> str:
@@ -266,9 +268,11 @@ class ComputeProfile:
 class OpProfile:
     """One communication operation over message sizes: medians, spread, bandwidths and the fit.
 
-    Times are per operation, the slowest rank's, over ``repeats`` runs of ``iters`` back-to-back calls;
-    pingpong times are one way (round trip / 2). algbw = bytes / median time; busbw = algbw *
-    BUSBW_FACTORS[op]. ``fit`` is fitted to the ``fit_stat`` column ("median", "p25" or "min").
+    Times are per operation, the slowest rank's, over ``repeats`` runs of ``iters`` calls, each call
+    after a barrier (``timing`` "barrier") or all back to back ("back-to-back", what profiles written
+    before the option measured); pingpong times are one way (round trip / 2). algbw = bytes / median
+    time; busbw = algbw * BUSBW_FACTORS[op]. ``fit`` is fitted to the ``fit_stat`` column ("median",
+    "p25" or "min").
     """
 
     op: str
@@ -284,8 +288,11 @@ class OpProfile:
     busbw_Bps: tuple[float, ...]
     fit: AlphaBetaFit
     fit_stat: str = "median"
+    timing: str = "back-to-back"
 
     def __post_init__(self) -> None:
+        if self.timing not in TIMINGS:
+            raise ValueError(f"timing must be one of {', '.join(TIMINGS)}, got {self.timing!r}")
         if self.fit_stat not in FIT_STATS:
             raise ValueError(f"fit_stat must be one of {', '.join(FIT_STATS)}, got {self.fit_stat!r}")
         if self.op not in BUSBW_FACTORS:
