@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .compression import encode_seconds, resolve_level_lanes, ternary_split
+from .compression import encode_seconds, levels_lane_bits, resolve_level_lanes, ternary_split
 from .scaling import predict
 from .specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload, daso_strategy_fields
 
@@ -324,16 +324,50 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             rows.append(_row(path, run, predict_ps_run(run, profile_workload(prof), cluster, ncores,
                                                        _optimizer_step_s(prof))))
             continue
-        cluster = profile_cluster(prof, ranks=run.ranks) if run.ranks > 1 else profile_cluster(prof)
+        workload = profile_workload(prof)
+        if run.ranks > 1:
+            op, nbytes = exchange_message(run, workload)
+            measured = prof.comm_for("mpi", ranks=run.ranks) or prof.comm_for("mpi")
+            op = op if measured is not None and op in measured.ops else "allreduce"
+            cluster = replace(profile_cluster(prof, ranks=run.ranks, network_from=op),
+                              network=profile_links(prof, ranks=run.ranks, network_from=op, nbytes=nbytes)["network"])
+        else:
+            cluster = profile_cluster(prof)
         codec = prof.compute.codec
         rpn = int(run.config.get("ranks_per_node") or 1)
         intra = None
         if run.algo == "daso" and rpn > 1 and prof.comm_for("mpi", ranks=rpn) is not None:
             intra = profile_links(prof, ranks=rpn)["network"]  # the profile's run on one node's ranks
-        pred = predict_run(run, profile_workload(prof), cluster, ncores,
+        pred = predict_run(run, workload, cluster, ncores,
                            codec.rates() if codec is not None else (0.0, 0.0), profile_daso(prof), intra)
         rows.append(_row(path, run, pred))
     return rows
+
+
+def exchange_message(run: RunMeasurement, workload: Workload) -> tuple[str, float]:
+    """The profiled operation whose fit is the run's network link, and the bytes of the message its
+    exchange sends (the piecewise fit's bandwidth is read at that size: perfmodel.profile.schema
+    profile_links). SSGD and TernGrad: the "iallreduce" fit, the same ring as the blocking Allreduce
+    (perfmodel.mpi_algorithms forces both), timed one call at a time; SSGD's overlapped buckets run it
+    (trainers.grad_buckets), and on the emulated links the blocking ring, timed the same way, ran
+    1.4-1.5x slower than the wire at some sizes (2 nodes at 250 Mbit/s: 128 KiB, 256 KiB, 4 MiB; at 100
+    Mbit/s from 1 MiB) where the trainers' own blocking Allreduce ran at the wire (TernGrad levels, 233 KB
+    at 250 Mbit/s: 8.0 ms, wire 7.8 ms), and the non-blocking ring at every size. SSGD: at one bucket;
+    TernGrad: at its codes' size (lanes of levels_lane_bits for levels, 2-bit packed for ps and
+    allgather). DASO (its own blocking/non-blocking factor, perfmodel.profile.schema.profile_daso):
+    the "allreduce" fit at the gradient's fp32 bytes. A profile without the operation: "allreduce"."""
+    grad = 4.0 * sum(workload.tensor_sizes)
+    cfg = run.config
+    if run.algo == "ssgd":
+        return "iallreduce", min(grad, float(cfg.get("bucket_mb", 25.0)) * 2**20)
+    if run.algo == "terngrad":
+        (strategy, _), = run_strategies(run)
+        split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
+        if strategy.terngrad_exchange == "levels":
+            bits = levels_lane_bits(run.ranks, strategy.terngrad_lanes == "packed")
+            return "iallreduce", split.ternary_elems * float(bits) / 8
+        return "iallreduce", float(split.packed_bytes)
+    return "allreduce", grad
 
 
 def _row(path: str, run: RunMeasurement, pred: dict) -> dict:

@@ -111,14 +111,17 @@ def test_pack_bits_hand_computed_and_round_trip() -> None:
     # 3 bits each: value j fills bits 3j..3j+2 of the stream; byte 0 = v0 | v1 << 3 | (v2 & 3) << 6,
     # byte 1 = v2 >> 2 | v3 << 1 | v4 << 4 | (v5 & 1) << 7, byte 2 = v5 >> 1 | v6 << 2 | v7 << 5
     v = [5, 0, 7, 1, 2, 3, 4, 6]
-    np.testing.assert_array_equal(pack_bits(np.array(v), 3), [5 | 0 | 3 << 6, 1 | 1 << 1 | 2 << 4 | 1 << 7,
-                                                              1 | 4 << 2 | 6 << 5])
+    for fused in (True, False):  # the one-pass kernel and the numpy bit-plane reference
+        np.testing.assert_array_equal(pack_bits(np.array(v), 3, fused=fused),
+                                      [5 | 0 | 3 << 6, 1 | 1 << 1 | 2 << 4 | 1 << 7, 1 | 4 << 2 | 6 << 5])
     rng = np.random.default_rng(0)
     for bits in range(1, 17):
         v = rng.integers(0, 1 << bits, 64)
         packed = pack_bits(v, bits)
         assert packed.size == 64 * bits // 8
+        np.testing.assert_array_equal(packed, pack_bits(v, bits, fused=False))
         np.testing.assert_array_equal(unpack_bits(packed, bits, 64), v)
+        np.testing.assert_array_equal(unpack_bits(packed, bits, 64, fused=False), v)
     with pytest.raises(ValueError):
         pack_bits(np.array([16]), 4)
     with pytest.raises(ValueError):

@@ -301,6 +301,37 @@ if _numba is not None:
     _u64, _u32, _i8 = _numba.uint64, _numba.uint32, _numba.int8
 
     @_numba.njit(cache=True, nogil=True)
+    def _pack_bits_nb(v, bits, out):  # little-endian bit stream; out zeroed, len(v) * bits / 8 bytes
+        acc = _u64(0)
+        filled = 0
+        j = 0
+        for i in range(v.size):
+            acc |= _u64(v[i]) << _u64(filled)
+            filled += bits
+            while filled >= 8:
+                out[j] = acc & _u64(0xFF)
+                acc >>= _u64(8)
+                filled -= 8
+                j += 1
+        if filled > 0 and j < out.size:
+            out[j] = acc & _u64(0xFF)
+
+    @_numba.njit(cache=True, nogil=True)
+    def _unpack_bits_nb(packed, bits, n, out):
+        mask = (_u64(1) << _u64(bits)) - _u64(1)
+        acc = _u64(0)
+        have = 0
+        j = 0
+        for i in range(n):
+            while have < bits:
+                acc |= _u64(packed[j]) << _u64(have)
+                have += 8
+                j += 1
+            out[i] = acc & mask
+            acc >>= _u64(bits)
+            have -= bits
+
+    @_numba.njit(cache=True, nogil=True)
     def _codes_nb(g, scale, key, first, out):  # pragma: no cover - compiled
         # element i draws word first + i + 1; range(g.size) keeps i >= 0, so the loop vectorizes
         for i in range(g.size):
@@ -458,21 +489,30 @@ def level_dtype(workers: int) -> np.dtype:
     raise ValueError(f"{workers} workers do not fit a 32-bit level sum")
 
 
-def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
+def pack_bits(values: np.ndarray, bits: int, *, fused: bool = True) -> np.ndarray:
     """Pack non-negative integers < 2**bits at ``bits`` bits each, little-endian bit order (value i
-    takes bits [i*bits, (i+1)*bits) of the byte stream); len(values) * bits must be a multiple of 8."""
+    takes bits [i*bits, (i+1)*bits) of the byte stream); len(values) * bits must be a multiple of 8.
+    fused=False runs the numpy bit-plane reference (same bytes); the numba kernel makes one pass."""
     v = np.asarray(values)
     if not 1 <= bits <= 32 or (v.size * bits) % 8:
         raise ValueError(f"bits must be 1..32 and len(values) * bits a multiple of 8, got {bits}, {v.size}")
     if v.size and (v.min() < 0 or int(v.max()) >= 1 << bits):
         raise ValueError(f"values must lie in 0..{(1 << bits) - 1}")
+    if fused and _numba is not None and bits <= 24:
+        out = np.zeros(v.size * bits // 8, dtype=np.uint8)
+        _pack_bits_nb(np.ascontiguousarray(v, dtype=np.int64), bits, out)
+        return out
     planes = (v.astype(np.uint32)[:, None] >> np.arange(bits, dtype=np.uint32)) & np.uint32(1)
     return np.packbits(planes.astype(np.uint8).reshape(-1), bitorder="little")
 
 
-def unpack_bits(packed: np.ndarray, bits: int, n: int) -> np.ndarray:
-    """Inverse of pack_bits: the first n values (int32)."""
+def unpack_bits(packed: np.ndarray, bits: int, n: int, *, fused: bool = True) -> np.ndarray:
+    """Inverse of pack_bits: the first n values (int32). fused=False runs the numpy reference."""
     if packed.dtype != np.uint8 or packed.size * 8 < n * bits:
         raise ValueError(f"packed must be uint8 with >= {n * bits} bits")
+    if fused and _numba is not None and bits <= 24:
+        out = np.empty(n, dtype=np.int32)
+        _unpack_bits_nb(np.ascontiguousarray(packed), bits, n, out)
+        return out
     planes = np.unpackbits(packed, count=n * bits, bitorder="little").reshape(n, bits).astype(np.int32)
     return planes @ (np.int32(1) << np.arange(bits, dtype=np.int32))

@@ -570,7 +570,7 @@ def _link_from(fit: AlphaBetaFit, nbytes: float | None, *, ring_ranks: int | Non
     return Link(latency_s=alpha, bandwidth_Bps=bw, source=f"{source}, {span}")
 
 
-NETWORK_SOURCES = ("allreduce", "pingpong")
+NETWORK_SOURCES = ("allreduce", "iallreduce", "pingpong")
 
 
 def profile_links(profile: Profile, *, network_from: str = "allreduce",
@@ -582,6 +582,7 @@ def profile_links(profile: Profile, *, network_from: str = "allreduce",
     through the ring formula t = 2(p-1) alpha + 2(p-1)/p n beta. Why: predictions for ssgd, terngrad
     and daso are Allreduce-dominated; this choice makes the ring model reproduce the measured Allreduce
     at p, and it charges the reduction arithmetic (memory-bound on a CPU) that a ping-pong never does.
+    "iallreduce": the same from MPI_Iallreduce waited at once (what SSGD's overlapped buckets run).
     "pingpong": the one-way ping-pong fit itself (the textbook point-to-point link; better for the
     parameter-server strategy). Latency is the small-message intercept and the bandwidth the one the
     piecewise fit gives a message of ``nbytes`` (default: the profiled model's gradient bytes; with
@@ -599,8 +600,8 @@ def profile_links(profile: Profile, *, network_from: str = "allreduce",
         op = mpi.ops.get(network_from)
         if op is None:
             raise ProfileError(f"profile has no MPI {network_from} measurements at {mpi.ranks} ranks")
-        ring = mpi.ranks if network_from == "allreduce" else None
-        how = "ring-inverted allreduce" if ring else "one-way pingpong"
+        ring = mpi.ranks if network_from != "pingpong" else None
+        how = f"ring-inverted {network_from}" if ring else "one-way pingpong"
         links["network"] = _link_from(op.fit, nbytes, ring_ranks=ring,
                                       source=f"{_describe(profile)}: MPI {how} at {mpi.ranks} ranks")
     nccl = profile.comm_for("nccl")
