@@ -3,7 +3,8 @@
 For each run log: the measured step time is the median ``t_step`` of its steps after ``skip`` warm-up
 steps; the prediction is ``scaling.predict`` for the run's strategy, rank count and per-rank batch on
 the "local" cluster of the profile whose model is the run's model (the MPI link measured at the run's
-rank count when the profile has it). Runs on one CPU machine with more busy threads than cores share
+rank count when the profile has it, read off the operation and at the message size the run's exchange
+uses: ``exchange_message``). Runs on one CPU machine with more busy threads than cores share
 the cores: the predicted compute time is stretched by ranks x threads / cores when that exceeds 1.
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
 Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the

@@ -367,3 +367,24 @@ def test_ps_logs_the_model_does_not_describe_are_refused(tmp_path, profile, caps
     assert main(["validate", log, "--profile", profile, "--skip", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err
+
+
+def test_exchange_message_names_the_profiled_operation_and_the_message_size():
+    from perfmodel.specs import ComputeTime, Workload
+    from perfmodel.validate import RunMeasurement, exchange_message
+
+    # 3 tensors: 1000 and 600 ternarized, the last (the classifier, one tensor here) kept fp32 by default
+    wl = Workload(name="w", tensor_sizes=(1000, 600, 10), classifier_tensors=1,
+                  compute={"cpu": ComputeTime("linear", t0_s=0.0, t1_s=1e-3)})
+    def run(algo, ranks, **cfg):
+        return RunMeasurement("x", algo, "w", ranks, 8, 1, 10, 1.0, 0.5, 0.5, 0.0, 8.0, {"algo": algo, **cfg}, {})
+    grad = 4.0 * 1610
+    assert exchange_message(run("ssgd", 2, overlap=True, bucket_mb=25.0), wl) == ("iallreduce", grad)
+    assert exchange_message(run("ssgd", 2, bucket_mb=1e-3), wl) == ("iallreduce", 1e-3 * 2**20)  # one bucket
+    # levels at 4 MPI ranks with packed lanes: 4 bits per ternary element; int8 lanes: 1 byte
+    assert exchange_message(run("terngrad", 4, tern_exchange="levels", tern_lanes="packed"), wl) == \
+        ("iallreduce", 1600 * 4 / 8)
+    assert exchange_message(run("terngrad", 4, tern_exchange="levels", tern_lanes="int8"), wl) == ("iallreduce", 1600.0)
+    # ps and allgather move 2-bit packed codes: ceil(n_k / 4) bytes per tensor
+    assert exchange_message(run("terngrad", 4, tern_exchange="allgather"), wl) == ("iallreduce", 250 + 150)
+    assert exchange_message(run("daso", 4), wl) == ("allreduce", grad)
