@@ -17,22 +17,12 @@ Ends with the line ``swar/int8 add ratio X``. Timings on a shared machine are no
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def median_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from benchmarks._timing import median_seconds  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

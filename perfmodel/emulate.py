@@ -37,6 +37,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,19 +194,8 @@ def _edit_hosts(remove_tag: str | None = None, add: list[str] = ()) -> None:
 
 def _kill_namespace_pids(ns: str) -> None:
     """End the processes still running in namespace ns (started by this cluster), by their ids."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = [int(p) for p in _run("ip", "netns", "pids", ns, check=False).stdout.split() if p.isdigit()]
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        for _ in range(50):
-            if not _run("ip", "netns", "pids", ns, check=False).stdout.split():
-                return
-            time.sleep(0.1)
+    _end_until_gone(lambda: [int(p) for p in _run("ip", "netns", "pids", ns, check=False).stdout.split()
+                             if p.isdigit()])
 
 
 # ---------------------------------------------------------------- the cluster
@@ -393,15 +383,23 @@ def _command_pids(tag: str) -> list[int]:
 
 def _end_pids(pids: list[int]) -> None:
     """SIGTERM these processes, SIGKILL those still running 5 s later."""
+    _end_until_gone(lambda: [p for p in pids if _alive(p)])
+
+
+def _end_until_gone(running: Callable[[], list[int]]) -> None:
+    """SIGTERM the processes ``running()`` lists, then SIGKILL those it still lists 5 s later (it is
+    asked again every 0.1 s, so it may also list processes started meanwhile)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = running()
+        if not pids:
+            return
         for pid in pids:
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
         for _ in range(50):
-            pids = [p for p in pids if _alive(p)]
-            if not pids:
+            if not running():
                 return
             time.sleep(0.1)
 

@@ -330,8 +330,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             op, nbytes = exchange_message(run, workload)
             measured = prof.comm_for("mpi", ranks=run.ranks) or prof.comm_for("mpi")
             op = op if measured is not None and op in measured.ops else "allreduce"
-            cluster = replace(profile_cluster(prof, ranks=run.ranks, network_from=op),
-                              network=profile_links(prof, ranks=run.ranks, network_from=op, nbytes=nbytes)["network"])
+            cluster = profile_cluster(prof, ranks=run.ranks, network_from=op, nbytes=nbytes)
         else:
             cluster = profile_cluster(prof)
         codec = prof.compute.codec

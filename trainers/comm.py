@@ -18,6 +18,7 @@ Example (under ``mpiexec -n 4``)::
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import traceback
@@ -212,19 +213,16 @@ def _bf16_sum(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
     b[...] = f32_to_bf16_bits(bf16_bits_to_f32(a) + bf16_bits_to_f32(b))
 
 
-_BF16_SUM_OP: Any = None
-
-
-def _bf16_sum_op() -> Any:
-    global _BF16_SUM_OP
-    if _BF16_SUM_OP is None:
-        _BF16_SUM_OP = _mpi().Op.Create(_bf16_sum, commute=True)
-    return _BF16_SUM_OP
+@functools.cache
+def _user_op(fn: Callable[[Any, Any, Any], None]) -> Any:
+    """``fn`` (inbuf, inoutbuf, datatype) as a commutative MPI.Op, created once per process (freed by
+    MPI_Finalize)."""
+    return _mpi().Op.Create(fn, commute=True)
 
 
 def _bf16_op(comm: MPI.Comm, bits: np.ndarray) -> np.ndarray:
     out = np.empty_like(bits)
-    comm.Allreduce(bits, out, op=_bf16_sum_op())
+    comm.Allreduce(bits, out, op=_user_op(_bf16_sum))
     return bf16_bits_to_f32(out)
 
 
@@ -398,17 +396,6 @@ def _lanes4_sum(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
     swar_add4(a, b, out=b)
 
 
-_LANES4_SUM_OP: Any = None
-
-
-def _lanes4_sum_op() -> Any:
-    """The 4-bit lane sum as a commutative MPI.Op, created once per process (freed by MPI_Finalize)."""
-    global _LANES4_SUM_OP
-    if _LANES4_SUM_OP is None:
-        _LANES4_SUM_OP = _mpi().Op.Create(_lanes4_sum, commute=True)
-    return _LANES4_SUM_OP
-
-
 def allreduce_lanes4(comm: MPI.Comm, lanes: np.ndarray) -> float:
     """Sum 4-bit ternary-code lanes (trainers.level_lanes.pack_lanes4, two per byte) over comm's ranks
     in place with a user-defined MPI operation that adds lanes modulo 16 without carries between them;
@@ -422,7 +409,7 @@ def allreduce_lanes4(comm: MPI.Comm, lanes: np.ndarray) -> float:
     if 2 * p + 1 > 16:
         raise ValueError(f"4-bit lanes cannot hold sums of {p} ternary values (2p+1 > 16)")
     if p > 1 and lanes.size:
-        comm.Allreduce(MPI.IN_PLACE, [lanes, MPI.BYTE], op=_lanes4_sum_op())
+        comm.Allreduce(MPI.IN_PLACE, [lanes, MPI.BYTE], op=_user_op(_lanes4_sum))
     return ring_allreduce_bytes(lanes.nbytes, p)
 
 

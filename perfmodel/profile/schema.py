@@ -642,7 +642,7 @@ def profile_daso(profile: Profile) -> dict:
 
 def profile_cluster(profile: Profile, base: Cluster | None = None, *,
                     links: str | typing.Iterable[str] | None = None, network_from: str = "allreduce",
-                    ranks: int | None = None) -> Cluster:
+                    ranks: int | None = None, nbytes: float | None = None) -> Cluster:
     """A Cluster from the profile.
 
     base None: a "local" cluster of this machine (``links`` is ignored). On CPU each rank counts as
@@ -650,9 +650,10 @@ def profile_cluster(profile: Profile, base: Cluster | None = None, *,
     "cpu". On a GPU machine gpus_per_node is the GPU count, intra the NCCL link (the MPI link if NCCL
     was not measured), host the measured copy link. With ``base``: the preset with the measured links
     replaced, or only those named in ``links`` (a list, or a comma string like "network,host";
-    "none" or "" replaces nothing).
+    "none" or "" replaces nothing). network_from, ranks, nbytes: which measurement gives the links
+    (``profile_links``).
     """
-    measured = profile_links(profile, network_from=network_from, ranks=ranks)
+    measured = profile_links(profile, network_from=network_from, ranks=ranks, nbytes=nbytes)
     if base is not None:
         if links is None:
             wanted = list(measured)
