@@ -192,12 +192,14 @@ _CLUSTER_ALLREDUCE = {
 
 
 def cluster_allgather(n_each: ArrayLike, gpus: ArrayLike, cluster: Cluster) -> np.ndarray:
-    """Ring allgather of n_each bytes per rank over W GPUs: (W-1) steps on the slowest ring link."""
+    """Ring allgather of n_each bytes per rank over W GPUs: (W-1) steps on the slowest ring link (between
+    nodes the cluster's Allgather link, ``Cluster.network_for``)."""
     w = np.asarray(gpus, dtype=float)
     m, _ = placement(w, cluster)
     n_each = np.asarray(n_each, dtype=float)
+    net = cluster.network_for("allgather")
     step_intra = cluster.intra.alpha + n_each * cluster.intra.beta
-    step_net = cluster.network.alpha + n_each * cluster.network.beta
+    step_net = net.alpha + n_each * net.beta
     step = np.where(m > 1, np.maximum(step_intra, step_net), step_intra)
     return (w - 1) * step
 
@@ -205,12 +207,14 @@ def cluster_allgather(n_each: ArrayLike, gpus: ArrayLike, cluster: Cluster) -> n
 def cluster_alltoall(n_each: ArrayLike, gpus: ArrayLike, cluster: Cluster) -> np.ndarray:
     """Pairwise alltoall, n_each bytes from every rank to every other rank over W GPUs: the g-1 steps to
     peers in the node on the intra link, (g-1)(alpha_i + n_each beta_i); the W-g steps to other nodes
-    with the node's g ranks sending through its network link at once, (W-g)(alpha_n + g n_each beta_n)."""
+    with the node's g ranks sending through its network link at once, (W-g)(alpha_n + g n_each beta_n)
+    (between nodes the cluster's Alltoall link, ``Cluster.network_for``)."""
     w = np.asarray(gpus, dtype=float)
     _, g = placement(w, cluster)
     n_each = np.asarray(n_each, dtype=float)
+    net = cluster.network_for("alltoall")
     local = (g - 1) * (cluster.intra.alpha + n_each * cluster.intra.beta)
-    remote = (w - g) * (cluster.network.alpha + g * n_each * cluster.network.beta)
+    remote = (w - g) * (net.alpha + g * n_each * net.beta)
     return local + remote
 
 

@@ -84,7 +84,8 @@ class Prediction:
     allreduce 2(W-1)/W n, ring allgather and pairwise alltoall (W-1) blocks; the trainers' run logs
     count the same, see trainers.log), amortized over DASO's B; extra: strategy-specific columns (ASGD:
     server load, staleness;
-    every strategy: t_hidden_s, the seconds of communication hidden behind backprop).
+    every strategy: t_hidden_s, the seconds of communication hidden behind backprop, and t_straggler_s,
+    the part of t_compute_s that is the wait for the slowest worker, 0 without stragglers).
     """
 
     strategy: str
@@ -211,6 +212,7 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     comm, nbytes, extra, straggle_over = result[:4]
     schedule = result[4] if len(result) > 4 else None
 
+    t_even = t_comp
     if strategy.straggler_cv > 0 or strategy.straggler_machine_cv > 0:
         model = straggler_model(strategy)
         if strategy.name == "asgd":
@@ -219,6 +221,7 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
             factor = sync_slowdown(straggle_over, model)
         t_comp = t_comp * factor
         t_micro = t_micro * factor
+    extra["t_straggler_s"] = t_comp - t_even  # the wait for the slowest worker, inside t_compute_s
 
     multi = w > 1
     comm = np.where(multi, comm, 0.0)

@@ -60,6 +60,10 @@ class Link:
         return self.alpha + np.asarray(nbytes, dtype=float) * self.beta
 
 
+#: Collectives a cluster may carry a network link of their own for (Cluster.network_ops).
+NETWORK_OPS: tuple[str, ...] = ("allgather", "alltoall")
+
+
 @dataclass(frozen=True)
 class Cluster:
     """A homogeneous GPU cluster: nodes of ``gpus_per_node`` GPUs.
@@ -69,7 +73,10 @@ class Cluster:
     max_nodes: nodes the cluster has (None: open-ended). host_memory_Bps: a node's host (CPU) memory
     bandwidth, bytes/s, for host-staged reductions (None: unknown). nics: how many NICs ``network``
     sums (``network`` is already the per-node total; the model never divides it, only the command
-    line's ``--nics K`` rescales the per-NIC figure network / nics).
+    line's ``--nics K`` rescales the per-NIC figure network / nics). network_ops: (operation, Link)
+    pairs, the network link one collective measured on its own (``NETWORK_OPS``: a profile's or
+    nccl-tests' Allgather and Alltoall, inverted through their p-1 step forms), which that collective's
+    steps between nodes use instead of ``network`` (``network_for``); empty: ``network`` for all.
     """
 
     name: str
@@ -83,10 +90,24 @@ class Cluster:
     host_memory_Bps: float | None = None
     source: str = ""
     nics: int = 1
+    network_ops: tuple[tuple[str, Link], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
             raise SpecError("cluster name must not be empty")
+        pairs = tuple(self.network_ops.items()) if isinstance(self.network_ops, dict) else self.network_ops
+        try:
+            pairs = tuple((str(op), link) for op, link in pairs)
+        except (TypeError, ValueError):
+            raise SpecError(f"cluster network_ops must be (operation, Link) pairs, got {self.network_ops!r}") from None
+        for op, link in pairs:
+            if op not in NETWORK_OPS:
+                raise SpecError(f"cluster network_ops: unknown operation {op!r}; choose from {', '.join(NETWORK_OPS)}")
+            if not isinstance(link, Link):
+                raise SpecError(f"cluster network_ops[{op!r}] must be a Link, got {link!r}")
+        if len({op for op, _ in pairs}) != len(pairs):
+            raise SpecError(f"cluster network_ops names an operation twice: {[op for op, _ in pairs]}")
+        object.__setattr__(self, "network_ops", pairs)
         _positive_int("gpus_per_node", self.gpus_per_node)
         for f in ("intra", "host", "network"):
             if not isinstance(getattr(self, f), Link):
@@ -98,6 +119,11 @@ class Cluster:
         if self.host_memory_Bps is not None:
             _positive("host_memory_Bps", self.host_memory_Bps)
         _positive_int("nics", self.nics)
+
+    def network_for(self, op: str) -> Link:
+        """The network link of collective ``op`` ("allgather", "alltoall"): its own from ``network_ops``
+        when measured, else ``network``."""
+        return dict(self.network_ops).get(op, self.network)
 
     def with_link(self, which: str, link: Link) -> "Cluster":
         """A copy of this cluster with one link ("intra", "host" or "network") replaced."""

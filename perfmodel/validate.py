@@ -4,8 +4,12 @@ For each run log: the measured step time is the median ``t_step`` of its steps a
 steps; the prediction is ``scaling.predict`` for the run's strategy, rank count and per-rank batch on
 the "local" cluster of the profile whose model is the run's model (the MPI link measured at the run's
 rank count when the profile has it, read off the operation and at the message size the run's exchange
-uses: ``exchange_message``). Runs on one CPU machine with more busy threads than cores share
-the cores: the predicted compute time is stretched by ranks x threads / cores when that exceeds 1.
+uses: ``exchange_message``; TernGrad's Allgather and Alltoall on their own profiled links at their
+blocks: ``exchange_blocks``). Compute: where the profile timed the training step on all the run's
+ranks at once (perfmodel.profile.schema.ConcurrentCompute), its mean per rank, and its spread as the
+model's stragglers (the wait for the slowest rank counts as communication, where the trainer's ranks
+spend it); otherwise the one-process time, stretched by ranks x threads / cores when runs on one CPU
+machine have more busy threads than cores (encoding and decoding are always stretched so).
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
 Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the
 model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rounding.
@@ -27,12 +31,17 @@ import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .compression import encode_seconds, levels_lane_bits, resolve_level_lanes, ternary_split
+from .compression import (aggregate_bits, encode_seconds, levels_lane_bits, ps_shard_elems, resolve_level_lanes,
+                          ternary_split)
 from .scaling import predict
 from .specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload, daso_strategy_fields
+
+if TYPE_CHECKING:
+    from .profile.schema import ConcurrentCompute
 
 
 class ValidateError(ValueError):
@@ -230,15 +239,26 @@ def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float
 
 def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
                 codec_rates: tuple[float, float] = (0.0, 0.0), daso: dict | None = None,
-                intra: Link | None = None) -> dict:
+                intra: Link | None = None, concurrent: ConcurrentCompute | None = None) -> dict:
     """Predicted step time and throughput of one run (step-count-weighted over DASO phases).
 
     intra: the link between the ranks of one node for DASO's node-local steps (the profile's MPI
-    allreduce at ranks-per-node ranks on one node, ring-inverted); None: the cluster's network link."""
+    allreduce at ranks-per-node ranks on one node, ring-inverted); None: the cluster's network link.
+    concurrent: the training step timed on the run's ranks at once (the profile's MPI run at
+    run.ranks ranks): its mean is the compute time, not stretched, and its spread (cv) the model's
+    stragglers; the wait for the slowest rank that the model adds (t_straggler_s) is time the
+    trainer's ranks spend in their first collective, so it counts as communication here."""
     share = max(1.0, run.ranks * run.threads / cores)
     codec_rates = (codec_rates[0] / share, codec_rates[1] / share)  # encoding is CPU work too
     gpu = next(iter(workload.compute))
-    wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
+    straggler_cv = 0.0
+    if concurrent is not None:
+        wl = replace(workload, compute={gpu: ComputeTime.table(
+            dict(zip(concurrent.batches, concurrent.mean_s)),
+            source=f"training step on {run.ranks} ranks at once")})
+        straggler_cv = concurrent.at(run.batch)[2]
+    else:
+        wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
     rpn = int(run.config.get("ranks_per_node", 1)) if run.algo == "daso" else 1
     cl = replace(cluster, gpus_per_node=rpn, intra=intra if intra is not None and rpn > 1 else cluster.network,
                  gpu=gpu)
@@ -246,14 +266,16 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     total = 0
     for strategy, n in run_strategies(run, codec_rates, daso):
         try:
-            p = predict(wl, cl, strategy, [run.ranks], scaling="weak", batch=run.batch)
+            p = predict(wl, cl, replace(strategy, straggler_cv=straggler_cv), [run.ranks], scaling="weak",
+                        batch=run.batch)
         except SpecError as e:
             raise ValidateError(f"run log {run.path}: {e}") from None
+        wait = float(p.extra["t_straggler_s"][0])
         t_iter += n * float(p.t_iter_s[0])
-        t_comp += n * float(p.t_compute_s[0])
+        t_comp += n * (float(p.t_compute_s[0]) - wait)
         decode = _decode_in_comm(wl, strategy, run.ranks)
         # the trainer's comm phase is the communication left after backward: the model's exposed part
-        t_comm += n * (float(p.t_comm_s[0] - p.extra.get("t_hidden_s", [0.0])[0]) + decode)
+        t_comm += n * (float(p.t_comm_s[0] - p.extra.get("t_hidden_s", [0.0])[0]) + decode + wait)
         t_compress += n * (float(p.extra.get("t_compress_s", [0.0])[0]) - decode)
         sent += n * float(p.bytes_per_gpu[0])
         total += n
@@ -330,7 +352,8 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             op, nbytes = exchange_message(run, workload)
             measured = prof.comm_for("mpi", ranks=run.ranks) or prof.comm_for("mpi")
             op = op if measured is not None and op in measured.ops else "allreduce"
-            cluster = profile_cluster(prof, ranks=run.ranks, network_from=op, nbytes=nbytes)
+            cluster = profile_cluster(prof, ranks=run.ranks, network_from=op, nbytes=nbytes,
+                                      op_bytes=exchange_blocks(run, workload))
         else:
             cluster = profile_cluster(prof)
         codec = prof.compute.codec
@@ -338,8 +361,11 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         intra = None
         if run.algo == "daso" and rpn > 1 and prof.comm_for("mpi", ranks=rpn) is not None:
             intra = profile_links(prof, ranks=rpn)["network"]  # the profile's run on one node's ranks
+        mpi_run = prof.comm_for("mpi", ranks=run.ranks)
+        concurrent = mpi_run.compute if mpi_run is not None and mpi_run.ranks == run.ranks else None
         pred = predict_run(run, workload, cluster, ncores,
-                           codec.rates() if codec is not None else (0.0, 0.0), profile_daso(prof), intra)
+                           codec.rates() if codec is not None else (0.0, 0.0), profile_daso(prof), intra,
+                           concurrent)
         rows.append(_row(path, run, pred))
     return rows
 
@@ -368,6 +394,24 @@ def exchange_message(run: RunMeasurement, workload: Workload) -> tuple[str, floa
             return "iallreduce", split.ternary_elems * float(bits) / 8
         return "iallreduce", float(split.packed_bytes)
     return "allreduce", grad
+
+
+def exchange_blocks(run: RunMeasurement, workload: Workload) -> dict[str, float]:
+    """The Allgather and Alltoall a run's exchange calls, each with its block (bytes one rank sends in
+    one step: perfmodel.profile.schema.BLOCK_OPS), so that the model charges them on their own measured
+    links (Cluster.network_ops) where the profile has them. TernGrad's Allgather exchange: every rank's
+    2-bit codes; its ps exchange: an Alltoall of 2-bit shards, then an Allgather of the
+    ceil(log2(2W+1))-bit sums of one shard (trainers.comm.ps_levels_sum). {} for the other runs."""
+    if run.algo != "terngrad" or run.ranks < 2:
+        return {}
+    (strategy, _), = run_strategies(run)
+    split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
+    if strategy.terngrad_exchange == "allgather":
+        return {"allgather": float(split.packed_bytes)}
+    if strategy.terngrad_exchange == "ps":
+        shard = float(ps_shard_elems(split.ternary_elems, run.ranks))
+        return {"alltoall": shard / 4.0, "allgather": shard * float(aggregate_bits(run.ranks)) / 8.0}
+    return {}
 
 
 def _row(path: str, run: RunMeasurement, pred: dict) -> dict:

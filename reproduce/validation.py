@@ -97,10 +97,10 @@ EMU_SCALE = {
     # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node; asgd's server is rank
     # 0 with a node of its own (one rank per node: every worker reaches it over the shaped link)
     "smoke": {"model": "lenet", "batch": 8, "steps": 12, "skip": 3, "profile_batches": "8,16",
-              "comm_max": "4Mi", "comm_repeats": 5,
+              "comm_max": "4Mi", "comm_repeats": 5, "compute_repeats": 20,
               "layouts": {"ssgd": [(2, 1)], "terngrad": [(2, 1)], "daso": [(2, 2)], "asgd": [(3, 1)]}},
     "small": {"model": "lenet", "batch": 8, "steps": 30, "skip": 5, "profile_batches": "4,8,16",
-              "comm_max": "4Mi", "comm_repeats": 9,
+              "comm_max": "4Mi", "comm_repeats": 9, "compute_repeats": 30,
               "layouts": {"ssgd": [(2, 1), (2, 2), (4, 1)], "terngrad": [(2, 1), (2, 2), (4, 1)],
                           "daso": [(2, 2)], "asgd": [(3, 1), (4, 1)]}},
 }
@@ -156,10 +156,13 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
             prof = out / f"profile_emulated_{name}_{args.scale}.json"
             if not prof.exists():
                 ranks_list = ",".join(str(r) for r in sorted({1, rpn, ranks}))
+                # TernGrad's Allgather and ps exchanges run Allgather and Alltoall: time them where they run
+                tern = any(j[0] == "terngrad" and j[2:5] == (nodes, rpn, rate) for j in _emu_jobs(sc))
+                ops = "pingpong,allreduce,iallreduce" + (",allgather,alltoall" if tern else "")
                 run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model,
                              "--batch", sc["profile_batches"], "--ranks", ranks_list, "--max-bytes", sc["comm_max"],
-                             "--comm-repeats", str(sc["comm_repeats"]), "--ops", "pingpong,allreduce,iallreduce",
-                             "--mpiexec-args", " ".join(extra), "--quiet", "--out", str(prof)],
+                             "--comm-repeats", str(sc["comm_repeats"]), "--repeats", str(sc["compute_repeats"]),
+                             "--ops", ops, "--mpiexec-args", " ".join(extra), "--quiet", "--out", str(prof)],
                             900, f"emulated profile {name}")
             for algo, ex, *_ in jobs:
                 log = runs / f"{name}_{algo}{'_' + ex if ex else ''}.jsonl"

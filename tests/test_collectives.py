@@ -97,6 +97,26 @@ def test_ps_exchange_by_hand():
     assert server == pytest.approx(1e6 * 1e-9 / 2)
 
 
+def test_allgather_and_alltoall_take_their_own_measured_links_between_nodes():
+    # 2 nodes x 2 GPUs; blocks of n bytes. Without own links: the network link
+    n, ag, a2a = 1e6, Link(3e-5, 5e8), Link(4e-5, 2.5e8)
+    plain = cluster(g=2)
+    own = Cluster("t", 2, plain.intra, plain.host, plain.network, network_ops={"allgather": ag, "alltoall": a2a})
+    assert own.network_for("allgather") == ag and own.network_for("alltoall") == a2a
+    assert plain.network_for("allgather") == plain.network
+    # ring allgather over 4 GPUs on 2 nodes: 3 steps, each on the slower of the ring's links
+    assert float(c.cluster_allgather(n, 4, plain)) == pytest.approx(3 * (1e-5 + n * 1e-9))
+    assert float(c.cluster_allgather(n, 4, own)) == pytest.approx(3 * (3e-5 + n / 5e8))
+    # pairwise alltoall: 1 step to the node's peer on intra, 2 steps off-node with the node's 2 GPUs at once
+    assert float(c.cluster_alltoall(n, 4, own)) == pytest.approx((2e-6 + n * 1e-10) + 2 * (4e-5 + 2 * n / 2.5e8))
+    # on one node neither own link is crossed
+    assert float(c.cluster_allgather(n, 2, own)) == pytest.approx(float(c.cluster_allgather(n, 2, plain)))
+    for bad, match in [({"allreduce": ag}, "unknown operation 'allreduce'"), ({"allgather": 5}, "must be a Link"),
+                       ((("allgather", ag), ("allgather", ag)), "twice"), (7, "pairs")]:
+        with pytest.raises(SpecError, match=match):
+            Cluster("t", 2, plain.intra, plain.host, plain.network, network_ops=bad)
+
+
 def test_unknown_algorithm():
     with pytest.raises(SpecError, match="unknown allreduce"):
         c.cluster_allreduce("butterfly", 1.0, 2, cluster())

@@ -36,8 +36,8 @@ def test_comm_module_end_to_end(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
     assert cp.ranks == 2 and cp.backend == "mpi" and cp.library.startswith(("Open MPI", "MPICH", "Intel"))
-    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce"}
-    assert len(cp.load_avg) == 2
+    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall"}
+    assert len(cp.load_avg) == 2 and cp.compute is None  # no model given: no concurrent compute timing
     for op in cp.ops.values():
         assert op.sizes_bytes == tuple(2**k for k in range(3, 21))
         assert op.repeats >= 5 and all(i >= 1 for i in op.iters)
@@ -118,8 +118,38 @@ def test_torch_distributed_path_with_gloo(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
     assert cp.backend == "gloo" and cp.library.startswith("gloo") and cp.ranks == 2
-    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce"}
+    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall"}
     assert all(op.sizes_bytes == (8, 4096, 262144) for op in cp.ops.values())
+
+
+TINYNETS = textwrap.dedent("""
+    import torch
+    def mlp():
+        return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+""")
+
+
+def test_block_operations_and_the_step_timed_on_all_ranks_at_once(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "tinynets.py").write_text(TINYNETS)
+    out = tmp_path / "comm3.json"
+    env_path = os.pathsep.join([str(ROOT), str(tmp_path)])
+    version = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True, timeout=30).stdout
+    argv = mpiexec_command(MPIEXEC, 3, [], version=version)
+    flags = argv[1:argv.index("-n")]
+    res = subprocess.run([MPIEXEC, *flags, "-n", "3", sys.executable, "-m", "perfmodel.profile.comm", "--ops",
+                          "allgather,alltoall", "--sizes", "8,4Ki,64Ki", "--repeats", "5", "--model", "tinynets:mlp",
+                          "--input-shape", "1,8,8", "--batch", "4,8", "--compute-repeats", "5", "--out", str(out)],
+                         capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=env_path, OMP_NUM_THREADS="1"))
+    assert res.returncode == 0, res.stderr[-2000:]
+    cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
+    assert cp.ranks == 3 and set(cp.ops) == {"allgather", "alltoall"}
+    for op in cp.ops.values():  # OSU's block size; nccl-tests' busbw = (p-1) x block / t at 3 ranks
+        np.testing.assert_allclose(op.busbw_Bps, 2.0 * np.array(op.algbw_Bps))
+    cc = cp.compute
+    assert cc is not None and cc.batches == (4, 8) and cc.repeats == 5 and cc.threads == 1
+    assert all(0 < m <= x for m, x in zip(cc.mean_s, cc.max_s)) and all(v >= 0 for v in cc.cv)
 
 
 def test_failures_come_back_as_one_line(tmp_path):
@@ -148,6 +178,9 @@ def test_profile_command_with_ranks_1_and_2(tmp_path):
     prof = load_profile(out)
     assert [c.ranks for c in prof.comm] == [1, 2]
     assert "-n 2" in prof.comm[1].launch and "--bind-to" in prof.comm[1].launch
+    # a CPU profile times the step on both ranks at once too, at the same batch sizes and repeats
+    assert prof.comm[1].compute.batches == (4, 8) and prof.comm[1].compute.repeats == 3
+    assert "training step on all 2 ranks at once" in res.stdout
     assert prof.machine.mpi_library and prof.machine.mpiexec_version
     link = profile_links(prof)["network"]
     cl = profile_cluster(prof)

@@ -14,9 +14,9 @@ from perfmodel import collectives
 from perfmodel.profile.comm import summarize
 from perfmodel.profile.fit import fit_affine
 from perfmodel.profile.schema import (BUSBW_FACTORS, SCHEMA_VERSION, CommProfile, ComputeProfile, ComputeRow,
-                                      CopyTimes, Machine, ModelInfo, Profile, ProfileError, Stats, device_key,
-                                      load_profile, profile_cluster, profile_from_dict, profile_links,
-                                      profile_to_dict, profile_workload, save_profile)
+                                      ConcurrentCompute, CopyTimes, Machine, ModelInfo, Profile, ProfileError, Stats,
+                                      device_key, load_profile, profile_cluster, profile_from_dict, profile_links,
+                                      profile_op_links, profile_to_dict, profile_workload, save_profile)
 from perfmodel.specs import Cluster, Link
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -264,6 +264,65 @@ def test_bus_bandwidth_factors_follow_nccl_tests():
     ar = _op("allreduce", 4, lambda n: 1e-6 + n / 1e9)
     np.testing.assert_allclose(ar.algbw_Bps, np.array(SIZES) / np.array(ar.median_s))
     np.testing.assert_allclose(ar.busbw_Bps, 1.5 * np.array(ar.algbw_Bps))
+
+
+def test_block_operations_count_p_minus_1_blocks_on_the_bus():
+    # OSU's size (one rank's block): nccl-tests' busbw = (p x block / t)(p-1)/p = (p-1) block / t
+    assert [BUSBW_FACTORS[op](4) for op in ("allgather", "alltoall")] == [3.0, 3.0]
+    ag = _op("allgather", 4, lambda n: 3 * (1e-6 + n / 1e9))
+    np.testing.assert_allclose(ag.busbw_Bps, 3.0 * np.array(ag.algbw_Bps))
+
+
+# ring Allgather and pairwise Alltoall on 4 ranks, one per node: t = 3 (alpha + n beta) per block of n bytes
+AG_ALPHA, AG_BW, A2A_ALPHA, A2A_BW = 20e-6, 2e9, 30e-6, 1e9
+
+
+def _with_block_ops(prof):
+    ops = {"allreduce": _op("allreduce", 4, lambda n: 6 * 10e-6 + 1.5 * n / 3e9),
+           "allgather": _op("allgather", 4, lambda n: 3 * (AG_ALPHA + n / AG_BW)),
+           "alltoall": _op("alltoall", 4, lambda n: 3 * (A2A_ALPHA + n / A2A_BW))}
+    four = CommProfile(ranks=4, backend="mpi", library="Open MPI v5", hosts=("a", "b", "c", "d"), wall_s=3.0, ops=ops)
+    return dataclasses.replace(prof, comm=prof.comm + (four,))
+
+
+def test_block_operation_links_reproduce_their_measurements():
+    prof = _with_block_ops(make_profile())
+    n_ag, n_a2a = 2**16, 2**12
+    links = profile_op_links(prof, {"allgather": n_ag, "alltoall": n_a2a}, ranks=4)
+    # inverted through t = (p-1)(alpha + n beta): the link is the per-step alpha and bandwidth
+    assert links["allgather"].latency_s == pytest.approx(AG_ALPHA, rel=2e-2)
+    assert links["allgather"].bandwidth_Bps == pytest.approx(AG_BW, rel=2e-2)
+    # the independent path: perfmodel.collectives on a 4-node cluster carrying those links gives back
+    # the measured times at the two blocks, where the allreduce-derived network link would not
+    cl = profile_cluster(prof, ranks=4, op_bytes={"allgather": n_ag, "alltoall": n_a2a})
+    assert dict(cl.network_ops) == links and cl.network_for("allreduce") == cl.network
+    ag, a2a = prof.comm_for("mpi", 4).ops["allgather"], prof.comm_for("mpi", 4).ops["alltoall"]
+    assert float(collectives.cluster_allgather(n_ag, 4, cl)) == pytest.approx(float(ag.fit.time(n_ag)), rel=1e-9)
+    assert float(collectives.cluster_alltoall(n_a2a, 4, cl)) == pytest.approx(float(a2a.fit.time(n_a2a)), rel=1e-9)
+    plain = profile_cluster(prof, ranks=4)
+    assert plain.network_ops == ()
+    assert float(collectives.cluster_allgather(n_ag, 4, plain)) != pytest.approx(float(ag.fit.time(n_ag)), rel=0.05)
+    # an operation the profile did not measure: no link, the cluster falls back to its network link
+    assert profile_op_links(make_profile(), {"allgather": n_ag}) == {}
+    with pytest.raises(ProfileError, match="per-operation links exist for allgather, alltoall"):
+        profile_op_links(prof, {"allreduce": 8})
+
+
+def test_concurrent_compute_round_trips_and_interpolates(tmp_path):
+    cc = ConcurrentCompute(batches=(4, 8, 16), mean_s=(2e-3, 3e-3, 5e-3), max_s=(2.5e-3, 3.6e-3, 6e-3),
+                           cv=(0.2, 0.3, 0.1), repeats=10)
+    assert cc.at(8) == pytest.approx((3e-3, 3.6e-3, 0.3))
+    assert cc.at(12) == pytest.approx((4e-3, 4.8e-3, 0.2))  # halfway between 8 and 16
+    assert cc.at(32) == pytest.approx((9e-3, 10.8e-3, 0.0))  # the last segment's line; cv not below 0
+    prof = make_profile()
+    two = dataclasses.replace(prof.comm[1], compute=cc)
+    prof = dataclasses.replace(prof, comm=(prof.comm[0], two))
+    save_profile(prof, tmp_path / "p.json")
+    assert load_profile(tmp_path / "p.json").comm[1].compute == cc
+    for bad, match in [({"max_s": (1e-3, 3.6e-3, 6e-3)}, "max_s must be >= mean_s"), ({"cv": (0.2, -0.1, 0.1)}, "cv"),
+                       ({"batches": (8, 4, 16)}, "increasing"), ({"repeats": 2}, "repeats")]:
+        with pytest.raises(ValueError, match=match):
+            dataclasses.replace(cc, **bad)
 
 
 @pytest.mark.parametrize("name,key", [("NVIDIA GeForce GTX 1080", "gtx1080"), ("Tesla P100-PCIE-16GB", "p100pcie16gb"),

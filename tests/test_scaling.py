@@ -232,6 +232,9 @@ def test_stragglers_slow_sync_and_not_async():
     base = predict(wl, cl, Strategy("ssgd"), GPUS, batch=32)
     slow = predict(wl, cl, Strategy("ssgd", straggler_cv=0.1, straggler_machine_cv=0.6), GPUS, batch=32)
     assert np.all(np.diff(slow.t_iter_s / base.t_iter_s) > 0)  # the slowest of more workers is slower
+    # the wait for the slowest is reported on its own, and it is all of the difference in compute
+    np.testing.assert_allclose(slow.extra["t_straggler_s"], slow.t_compute_s - base.t_compute_s, rtol=1e-12)
+    np.testing.assert_array_equal(base.extra["t_straggler_s"], 0.0)
     asgd = predict(wl, cl, Strategy("asgd", straggler_cv=0.1, straggler_machine_cv=0.6), GPUS, batch=32)
     np.testing.assert_allclose(asgd.efficiency, 2.7778 / 1.7778, rtol=1e-3)  # a/(a-1), a = 1/0.36
 

@@ -89,6 +89,34 @@ def test_oversubscribed_ranks_share_the_cores(tmp_path, profile):
     assert row["predicted_comm_s"] == pytest.approx(t_comm, rel=1e-3)
 
 
+def test_ranks_timed_at_once_give_compute_and_the_wait_for_the_slowest(tmp_path):
+    # the profile's 2-rank run also timed the step on both ranks at once: the mean is the compute, not
+    # stretched; its cv is the model's straggler spread, and the wait for the slower rank (the model's
+    # gamma expectation, perfmodel.stragglers) moves from compute to communication, as the trainer times it
+    import dataclasses
+
+    from perfmodel.profile.schema import ConcurrentCompute
+    from perfmodel.stragglers import CVB, sync_slowdown
+
+    prof = make_profile()
+    cc = ConcurrentCompute(batches=(16, 32, 64), mean_s=(3e-3, 4e-3, 6e-3), max_s=(3.5e-3, 4.8e-3, 7e-3),
+                           cv=(0.2, 0.25, 0.1), repeats=10)
+    prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(prof.comm[1], compute=cc)))
+    path = tmp_path / "p.json"
+    save_profile(prof, path)
+    log = write_log(tmp_path / "a.jsonl", "ssgd", 2, 32, [0.01] * 8)
+    (row,) = validate([log], [str(path)], skip=2, cores=1)  # cores=1 would stretch 2x without the timing
+    wait = 4e-3 * (sync_slowdown(2, CVB(1.0, v_task=0.0, v_mach=0.25)) - 1)
+    assert wait > 0
+    assert row["predicted_compute_s"] == pytest.approx(4e-3, rel=1e-9)
+    assert row["predicted_comm_s"] == pytest.approx(ALPHA_OP + GRAD / BW_OP + wait, rel=1e-3)
+    assert row["predicted_step_s"] == pytest.approx(4e-3 + wait + ALPHA_OP + GRAD / BW_OP, rel=1e-3)
+    # a 4-rank run has no 4-rank timing in this profile: the one-process compute, stretched
+    log4 = write_log(tmp_path / "b.jsonl", "ssgd", 4, 32, [0.01] * 8)
+    (row4,) = validate([log4], [str(path)], skip=2, cores=2)
+    assert row4["predicted_compute_s"] == pytest.approx(2 * (T0 + T1 * 32), rel=1e-3)
+
+
 def test_daso_steps_are_predicted_per_logged_phase(tmp_path, profile):
     extra = {i: {"B": 1, "W": 0} for i in range(5)} | {i: {"B": 2, "W": 1} for i in range(5, 11)}
     log = write_log(tmp_path / "d.jsonl", "daso", 4, 16, [0.01] * 11, extra=extra, cfg={"ranks_per_node": 2})

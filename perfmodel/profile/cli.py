@@ -3,8 +3,9 @@
     perfmodel profile --workload lenet --batch 16,32,64,128 --ranks 1,2 --out profile.json
     perfmodel profile --model mypkg.nets:small --input-shape 1,28,28 --batch 8,16 --ranks 1,2,4
 
-Compute is timed in this process (torch); communication by ``python -m perfmodel.profile.comm``
-started by the launcher (``--launcher "srun --mpi=pmix"``, ``$DSGD_LAUNCHER``, else mpiexec; see
+Compute is timed in this process (torch), and on CPUs also on all ranks of each MPI run at once
+(their CommProfile's ``compute``: ranks sharing a machine slow each other, and a synchronous step waits
+for the slowest); communication by ``python -m perfmodel.profile.comm`` started by the launcher (``--launcher "srun --mpi=pmix"``, ``$DSGD_LAUNCHER``, else mpiexec; see
 perfmodel.launcher) for every rank count above 1 (one rank moves nothing: recorded with no ops).
 With GPUs, an NCCL run through torch.distributed is added for rank counts the GPUs can hold.
 The file is written atomically; bad arguments or failures raise ProfileError (one line, exit 2).
@@ -39,7 +40,7 @@ from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, Profile
 __all__ = ["add_profile_parser", "run_profile_command", "format_summary", "main", "mpiexec_command"]
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OPS = "pingpong,allreduce,iallreduce,bcast,reduce"
+DEFAULT_OPS = "pingpong,allreduce,iallreduce,bcast,reduce,allgather,alltoall"
 
 
 # ---------------------------------------------------------------- argument parsing
@@ -60,7 +61,7 @@ def add_profile_parser(subparsers: Any) -> None:
     """Add the ``profile`` subcommand (func=run_profile_command) to an argparse subparsers object."""
     p = subparsers.add_parser(
         "profile", help="measure compute t_c(b) and MPI alpha-beta on this machine, write a profile JSON",
-        description="Time a model's training step over batch sizes and MPI ping-pong/Allreduce/Bcast/Reduce "
+        description="Time a model's training step over batch sizes and MPI ping-pong/Allreduce/Bcast/Reduce/Allgather/Alltoall "
                     "over message sizes; write one versioned JSON profile.")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--workload", metavar="NAME", help="a network of trainers.models (e.g. lenet)")
@@ -319,6 +320,12 @@ def run_profile_command(args: argparse.Namespace) -> int:
 
     module_args = ["--min-bytes", str(sizes[0]), "--max-bytes", str(sizes[-1]), "--ops", ",".join(ops),
                    "--repeats", str(args.comm_repeats), "--fit-stat", args.fit_stat, "--timing", args.comm_timing]
+    if not args.no_compute and compute is not None and compute.device == "cpu":
+        # CPU ranks share the machine: time the step on all ranks of each MPI run at once, too
+        module_args += (["--workload", args.workload] if args.workload
+                        else ["--model", args.model] + (["--input-shape", args.input_shape] if args.input_shape else []))
+        module_args += ["--batch", ",".join(map(str, batches)), "--compute-warmup", str(args.warmup),
+                        "--compute-repeats", str(args.repeats), "--threads", str(args.threads)]
     runs: list[tuple[int, str]] = [(r, "mpi") for r in ranks]
     runs += [(r, "nccl") for r in nccl_ranks]
     comm: list[CommProfile] = []
@@ -391,6 +398,11 @@ def format_summary(profile: Profile) -> str:
             continue
         load = f", load average {'->'.join(f'{v:.1f}' for v in run.load_avg)}" if run.load_avg else ""
         lines.append(f"{run.backend} x{run.ranks} ({run.library}), {run.wall_s:.1f} s{load}:")
+        cc = run.compute
+        if cc is not None:
+            lines.append(f"  training step on all {run.ranks} ranks at once ({cc.repeats} rounds): "
+                         + "; ".join(f"batch {b}: mean {m * 1e3:.3f} ms, slowest {x * 1e3:.3f} ms, cv {v:.2f}"
+                                     for b, m, x, v in zip(cc.batches, cc.mean_s, cc.max_s, cc.cv)))
         for name, op in run.ops.items():
             f = op.fit
             lines.append(f"  {name:>9}: alpha {f.alpha_s * 1e6:.2f} us, bandwidth {f.bandwidth_Bps / 1e9:.2f} GB/s "

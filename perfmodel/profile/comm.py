@@ -1,4 +1,5 @@
-"""Communication micro-benchmarks: ping-pong, Allreduce, Iallreduce, Bcast and Reduce over message sizes.
+"""Communication micro-benchmarks: ping-pong, Allreduce, Iallreduce, Bcast, Reduce, Allgather and Alltoall
+over message sizes.
 
 Run under MPI, one process per rank; rank 0 writes a ``CommProfile`` as JSON::
 
@@ -17,9 +18,14 @@ training step's collectives begin after its compute; ``"back-to-back"`` (nccl-te
 calls in a row between two barriers, so a call may start while a slower rank still finishes the last.
 Measured on 2026-11-23, 2 emulated nodes at 100 Mbit/s (perfmodel.emulate), ring Allreduce of 1 MiB:
 131 ms back to back, 88 ms wire time, and the trainer's one call per step at the wire time.
-Ping-pong times are one way (round trip / 2) between ranks 0 and 1. Ranks should each have a core
+Ping-pong times are one way (round trip / 2) between ranks 0 and 1. Allgather and Alltoall sizes
+are OSU's: one rank's block (Allgather), the block each rank sends to each rank (Alltoall). Ranks should each have a core
 of their own (``perfmodel profile`` starts mpiexec with ``--bind-to core`` when they fit): two
 busy-polling ranks sharing a core time the scheduler, not the link.
+
+With a model (``--workload`` or ``--model``) and ``--batch``, an MPI run first times the model's
+training step on all its ranks at once (perfmodel.profile.compute.concurrent_compute): the
+CommProfile's ``compute``.
 
 Backends: "mpi" (mpi4py, float32 numpy buffers), "nccl" (torch.distributed on CUDA tensors, one GPU
 per rank, chosen by the node-local rank) and "gloo" (torch.distributed on CPU tensors; it exercises the
@@ -74,7 +80,7 @@ class CommConfig:
     """What to measure and how hard. sizes in bytes (multiples of 4: float32 elements), seconds elsewhere."""
 
     sizes: tuple[int, ...]
-    ops: tuple[str, ...] = ("pingpong", "allreduce", "iallreduce", "bcast", "reduce")
+    ops: tuple[str, ...] = ("pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall")
     backend: str = "mpi"
     warmup: int = 3
     repeats: int = 15
@@ -84,9 +90,25 @@ class CommConfig:
     max_iters: int = 10000
     fit_stat: str = "median"
     timing: str = "barrier"
+    # the model's training step timed on all ranks at once (perfmodel.profile.compute.concurrent_compute):
+    # a trainers.models name or "module:callable" (with input_shape); None: not timed
+    workload: str | None = None
+    model: str | None = None
+    input_shape: tuple[int, ...] | None = None
+    batches: tuple[int, ...] = ()
+    compute_warmup: int = 3
+    compute_repeats: int = 10
+    threads: int = 1
 
     def __post_init__(self) -> None:
         from .schema import BACKENDS, COMM_OPS, FIT_STATS
+
+        if self.workload and self.model:
+            raise ValueError("give workload or model, not both")
+        if (self.workload or self.model) and (not self.batches or min(self.batches) < 1):
+            raise ValueError(f"timing the model needs positive batch sizes, got {self.batches}")
+        if self.compute_warmup < 0 or self.compute_repeats < 3 or self.threads < 1:
+            raise ValueError("need compute_warmup >= 0, compute_repeats >= 3 and threads >= 1")
 
         if self.fit_stat not in FIT_STATS:
             raise ValueError(f"fit_stat must be one of {', '.join(FIT_STATS)}, got {self.fit_stat!r}")
@@ -185,6 +207,12 @@ class _MPITransport(_Transport):
             return lambda: comm.Bcast(send, root=0)
         if op == "reduce":
             return lambda: comm.Reduce(send, recv if rank == 0 else None, op=MPI.SUM, root=0)
+        if op == "allgather":  # nbytes: one rank's block; every rank receives all p blocks
+            gathered = np.zeros(self.size * send.size, dtype=np.float32)
+            return lambda: comm.Allgather(send, gathered)
+        if op == "alltoall":  # nbytes: the block each rank sends to each rank
+            out, back = np.ones(self.size * send.size, dtype=np.float32), np.zeros(self.size * send.size, np.float32)
+            return lambda: comm.Alltoall(out, back)
         if op == "pingpong":
             if rank == 0:
                 def round_trip() -> None:
@@ -270,6 +298,13 @@ class _TorchTransport(_Transport):
             return lambda: dist.broadcast(buf, src=0)
         if op == "reduce":
             return lambda: dist.reduce(buf, dst=0)
+        if op == "allgather":  # nbytes: one rank's block
+            gathered = torch.zeros(self.size * buf.numel(), dtype=torch.float32, device=self.device)
+            return lambda: dist.all_gather_into_tensor(gathered, buf)
+        if op == "alltoall":  # nbytes: the block each rank sends to each rank
+            out = torch.ones(self.size * buf.numel(), dtype=torch.float32, device=self.device)
+            back = torch.zeros_like(out)
+            return lambda: dist.all_to_all_single(back, out)
         if op == "pingpong":
             if rank == 0:
                 def round_trip() -> None:
@@ -365,6 +400,15 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
     load_before = _load_avg()
     t = _transport(cfg.backend)
     try:
+        concurrent = None
+        if (cfg.workload or cfg.model) and cfg.backend == "mpi" and t.size > 1:
+            from .compute import concurrent_compute, load_callable_model, load_workload_model
+
+            model, info = (load_workload_model(cfg.workload) if cfg.workload
+                           else load_callable_model(cfg.model, cfg.input_shape))
+            concurrent = concurrent_compute(t.comm, model, info.input_shape, info.num_classes, cfg.batches,
+                                            warmup=cfg.compute_warmup, repeats=cfg.compute_repeats,
+                                            threads=cfg.threads)
         ops = {}
         ops_to_run = [op for op in cfg.ops if t.size > 1]  # one rank: nothing moves, nothing to time
         for op in ops_to_run:
@@ -384,7 +428,7 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
         return None
     return CommProfile(ranks=t.size, backend=cfg.backend, library=t.library, hosts=tuple(sorted(set(hosts))),
                        wall_s=time.perf_counter() - start, ops=ops,
-                       load_avg=tuple(v for v in (load_before, _load_avg()) if v is not None))
+                       load_avg=tuple(v for v in (load_before, _load_avg()) if v is not None), compute=concurrent)
 
 
 def _load_avg() -> float | None:
@@ -400,12 +444,14 @@ def _load_avg() -> float | None:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m perfmodel.profile.comm",
-                                description="Time ping-pong, Allreduce, Bcast, Reduce over message sizes (run under mpiexec).")
+                                description="Time ping-pong, Allreduce, Iallreduce, Bcast, Reduce, Allgather, Alltoall over "
+                                            "message sizes (run under mpiexec).")
     p.add_argument("--out", required=True, help="JSON file rank 0 writes (a CommProfile)")
     p.add_argument("--sizes", help="comma-separated sizes (e.g. 8,1Ki,1Mi); default powers of two from --min-bytes to --max-bytes")
     p.add_argument("--min-bytes", default="8", help="smallest message (default 8)")
     p.add_argument("--max-bytes", default="64Mi", help="largest message (default 64Mi)")
-    p.add_argument("--ops", default="pingpong,allreduce,iallreduce,bcast,reduce", help="comma-separated operations")
+    p.add_argument("--ops", default="pingpong,allreduce,iallreduce,bcast,reduce,allgather,alltoall",
+                   help="comma-separated operations")
     p.add_argument("--backend", default="mpi", help="mpi | nccl | gloo")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=15, help="timed runs per size (fewer, not below 5, for slow sizes)")
@@ -415,6 +461,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timing", default="barrier", choices=("barrier", "back-to-back"),
                    help="barrier: each call after a barrier, timed alone (default, OSU); back-to-back: nccl-tests")
     p.add_argument("--progress", action="store_true", help="rank 0 prints 'PROGRESS op bytes' lines")
+    p.add_argument("--workload", help="also time this trainers.models network's training step on all ranks at once")
+    p.add_argument("--model", help="... or this module:callable's (with --input-shape C,H,W)")
+    p.add_argument("--input-shape", help="input shape for --model, e.g. 1,28,28")
+    p.add_argument("--batch", default="", help="batch sizes of the concurrent compute timing, e.g. 8,16")
+    p.add_argument("--compute-warmup", type=int, default=3, help="untimed rounds of the concurrent timing")
+    p.add_argument("--compute-repeats", type=int, default=10, help="timed rounds of the concurrent timing")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads per rank while timing compute")
     return p
 
 
@@ -428,7 +481,17 @@ def config_from_args(args: argparse.Namespace) -> CommConfig:
                       backend=args.backend, warmup=args.warmup, repeats=args.repeats,
                       min_repeats=min(5, args.repeats),
                       target_s=args.target_ms / 1000.0, size_budget_s=args.size_budget_s,
-                      fit_stat=args.fit_stat, timing=args.timing)
+                      fit_stat=args.fit_stat, timing=args.timing, workload=args.workload, model=args.model,
+                      input_shape=tuple(_ints(args.input_shape)) if args.input_shape else None,
+                      batches=tuple(sorted(set(_ints(args.batch)))), compute_warmup=args.compute_warmup,
+                      compute_repeats=args.compute_repeats, threads=args.threads)
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"expected comma-separated integers, got {text!r}") from None
 
 
 def _write_json(obj: Any, path: str) -> None:

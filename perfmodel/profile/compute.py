@@ -10,6 +10,9 @@ Timing: on CPU ``time.perf_counter`` around each phase, with the torch thread co
 four ``torch.cuda.Event``s per step recorded on the current stream around the phases; the host waits
 on the last one before reading ``elapsed_time``, so each step is timed on the GPU's own clock and
 steps do not overlap. Inputs are created on the device beforehand (no data loading in the timing).
+``concurrent_compute`` times the same step on every rank of an MPI run at once (run by
+perfmodel.profile.comm): what ranks sharing a machine's cores and memory cost each other, and the
+spread a synchronous step waits for.
 
 torch is imported inside functions only.
 """
@@ -22,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 from .schema import CodecTimes, ComputeProfile, ComputeRow, CopyTimes, ModelInfo, ProfileError, Stats, device_key
 
-__all__ = ["resolve_device", "profile_compute", "time_copies", "model_info", "load_workload_model",
+__all__ = ["resolve_device", "profile_compute", "concurrent_compute", "time_copies", "model_info", "load_workload_model",
            "load_callable_model", "torch_environment"]
 
 
@@ -147,8 +150,9 @@ class _CudaClock:
 def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, batches: Sequence[int], *,
                     warmup: int = 3, repeats: int = 10, device: str = "auto", threads: int | None = None,
                     lr: float = 1e-3, seed: int = 0, progress: Callable[[int], None] | None = None) -> ComputeProfile:
-    """Time one SGD step of ``model`` at each batch size; seconds per phase (forward incl. loss,
-    backward, optimizer step incl. zero_grad) and per step. ``threads`` sets torch's CPU thread count
+    """Time one SGD step of ``model`` at each batch size, the sizes taken in turn (warmup rounds, then
+    repeats rounds); seconds per phase (forward incl. loss, backward, optimizer step incl. zero_grad)
+    and per step. ``threads`` sets torch's CPU thread count
     (None keeps it); the count used is recorded. ``progress(batch)`` is called after each batch size.
     """
     import torch
@@ -170,13 +174,15 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     clock_cls = _CudaClock if dev == "cuda" else _CpuClock
-    rows = []
-    for b in bs:
-        x = torch.randn(b, *input_shape, device=dev)
-        y = torch.randint(0, num_classes, (b,), device=dev)
-        clock = clock_cls(4)
-        samples: list[list[float]] = []
-        for it in range(warmup + repeats):
+    inputs = {b: (torch.randn(b, *input_shape, device=dev), torch.randint(0, num_classes, (b,), device=dev))
+              for b in bs}
+    clock = clock_cls(4)
+    samples: dict[int, list[list[float]]] = {b: [] for b in bs}
+    # round-robin over the batch sizes: a slow spell of the machine (another job, a clock change) then
+    # slows every size alike instead of bending the t_c(b) line through the sizes timed during it
+    for it in range(warmup + repeats):
+        for b in bs:
+            x, y = inputs[b]
             clock.mark(0)
             loss = loss_fn(model(x), y)
             clock.mark(1)
@@ -187,10 +193,12 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
             clock.mark(3)
             phases = clock.elapsed()  # on CUDA this waits for the step: steps never overlap
             if it >= warmup:
-                samples.append(phases)
-        fwd, bwd, stp = zip(*samples)
+                samples[b].append(phases)
+    rows = []
+    for b in bs:
+        fwd, bwd, stp = zip(*samples[b])
         rows.append(ComputeRow(batch=b, forward=Stats.of(fwd), backward=Stats.of(bwd), step=Stats.of(stp),
-                               total=Stats.of([sum(s) for s in samples])))
+                               total=Stats.of([sum(s) for s in samples[b]])))
         if progress is not None:
             progress(b)
     fit = fit_affine([r.batch for r in rows], [r.total.median_s for r in rows])
@@ -207,6 +215,53 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
                           threads=torch.get_num_threads(), warmup=warmup, repeats=repeats,
                           optimizer=f"SGD(lr={lr}, momentum=0.9), CrossEntropyLoss", rows=tuple(rows),
                           fit=fit, copy=copy, host_link=host_link, codec=codec)
+
+
+def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_classes: int,
+                       batches: Sequence[int], *, warmup: int = 3, repeats: int = 10, threads: int | None = 1,
+                       lr: float = 1e-3, seed: int = 0):
+    """Time one SGD step of ``model`` (CPU) on every rank of the mpi4py communicator ``comm`` at once:
+    ``warmup`` then ``repeats`` rounds, each starting all ranks together after a barrier and taking the
+    batch sizes in turn. Returns a ``ConcurrentCompute`` (seconds) on rank 0, None elsewhere: per
+    batch the mean step time of one rank, the mean of the slowest rank's and the coefficient of
+    variation over all ranks' steps."""
+    import numpy as np
+    import torch
+
+    from .schema import ConcurrentCompute
+
+    if warmup < 0 or repeats < 3:
+        raise ProfileError(f"need warmup >= 0 and repeats >= 3, got {warmup}, {repeats}")
+    bs = sorted({int(b) for b in batches})
+    if not bs or bs[0] < 1:
+        raise ProfileError(f"batch sizes must be positive, got {list(batches)}")
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch.manual_seed(seed + comm.Get_rank())
+    model = model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    inputs = {b: (torch.randn(b, *input_shape), torch.randint(0, num_classes, (b,))) for b in bs}
+    times = np.empty((repeats, len(bs)))
+    for it in range(warmup + repeats):
+        for j, b in enumerate(bs):
+            x, y = inputs[b]
+            comm.Barrier()
+            t0 = time.perf_counter()
+            loss_fn(model(x), y).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            if it >= warmup:
+                times[it - warmup, j] = time.perf_counter() - t0
+    every = comm.gather(times, root=0)
+    if comm.Get_rank() != 0:
+        return None
+    t = np.stack(every)  # ranks x repeats x batches
+    mean = t.mean(axis=(0, 1))
+    return ConcurrentCompute(batches=tuple(bs), mean_s=tuple(float(v) for v in mean),
+                             max_s=tuple(float(v) for v in t.max(axis=0).mean(axis=0)),
+                             cv=tuple(float(v) for v in t.std(axis=(0, 1)) / mean), repeats=repeats,
+                             threads=torch.get_num_threads())
 
 
 def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int = 10, workers: int = 4,

@@ -38,9 +38,9 @@ from .fit import AffineFit, AlphaBetaFit
 
 __all__ = [
     "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
-    "ComputeProfile", "OpProfile", "CommProfile", "Profile", "BUSBW_FACTORS", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS",
+    "ComputeProfile", "OpProfile", "ConcurrentCompute", "CommProfile", "Profile", "BUSBW_FACTORS", "BLOCK_OPS", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS",
     "device_key", "comm_profile_from_dict", "load_profile", "save_profile", "profile_to_dict", "profile_from_dict",
-    "profile_workload", "profile_links", "profile_cluster", "nonblocking_factor", "profile_daso",
+    "profile_workload", "profile_links", "profile_op_links", "profile_cluster", "nonblocking_factor", "profile_daso",
 ]
 
 SCHEMA_VERSION = 1
@@ -62,7 +62,14 @@ BUSBW_FACTORS: dict[str, typing.Callable[[int], float]] = {
     "iallreduce": _busbw_allreduce,  # MPI_Iallreduce + MPI_Wait back to back (DASO's non-blocking sync)
     "bcast": lambda p: 1.0,
     "reduce": lambda p: 1.0,
+    # OSU's convention: the size is one rank's block (allgather) or one block to each peer (alltoall);
+    # nccl-tests' busbw = (total bytes / t) (p-1)/p with total = p x the block, i.e. (p-1) x block / t
+    "allgather": lambda p: float(p - 1),
+    "alltoall": lambda p: float(p - 1),
 }
+#: Operations whose ring (allgather) or pairwise (alltoall) form takes p-1 steps of one block each:
+#: t = (p-1)(alpha + n beta) for a block of n bytes (perfmodel.collectives.cluster_allgather/alltoall).
+BLOCK_OPS: tuple[str, ...] = ("allgather", "alltoall")
 COMM_OPS: tuple[str, ...] = tuple(BUSBW_FACTORS)
 BACKENDS: tuple[str, ...] = ("mpi", "nccl", "gloo")
 FIT_STATS: tuple[str, ...] = ("median", "p25", "min")
@@ -322,12 +329,65 @@ class OpProfile:
 
 
 @dataclass(frozen=True)
+class ConcurrentCompute:
+    """The training step timed on every rank of a multi-rank run at once, as a synchronous job runs it.
+
+    For each batch size (``batches``): ``mean_s``, the mean over ranks and steps of one rank's step
+    time; ``max_s``, the mean over steps of the slowest rank's (the step a synchronous exchange waits
+    for); ``cv``, the coefficient of variation of the per-rank step times pooled over ranks and steps.
+    Each of ``repeats`` rounds starts all ranks together after a barrier and takes the batch sizes in
+    turn. Ranks that share cores, memory bandwidth or a GPU slow each other here as in a real run,
+    and the spread measures the straggler wait (perfmodel.stragglers) on this machine.
+    """
+
+    batches: tuple[int, ...]
+    mean_s: tuple[float, ...]
+    max_s: tuple[float, ...]
+    cv: tuple[float, ...]
+    repeats: int
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        n = len(self.batches)
+        if n == 0 or list(self.batches) != sorted(set(self.batches)) or self.batches[0] < 1:
+            raise ValueError("batches must be positive and strictly increasing")
+        for name in ("mean_s", "max_s", "cv"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{name} has {len(getattr(self, name))} values for {n} batch sizes")
+        if any(not (math.isfinite(t) and t > 0) for t in self.mean_s):
+            raise ValueError("mean_s must be finite and > 0")
+        if any(mx < m * (1 - 1e-9) for m, mx in zip(self.mean_s, self.max_s)):
+            raise ValueError("max_s must be >= mean_s (the slowest rank's mean is at least the mean)")
+        if any(not (math.isfinite(c) and c >= 0) for c in self.cv):
+            raise ValueError("cv must be finite and >= 0")
+        if self.repeats < 3:
+            raise ValueError(f"repeats must be >= 3, got {self.repeats}")
+
+    def at(self, batch: int) -> tuple[float, float, float]:
+        """(mean_s, max_s, cv) at ``batch``, linear in the batch between measured sizes (the end
+        segments' lines beyond them, times never below 0)."""
+        import numpy as np
+
+        b = np.asarray(self.batches, dtype=float)
+        out = []
+        for ys in (self.mean_s, self.max_s, self.cv):
+            i = int(np.clip(np.searchsorted(b, batch), 1, len(b) - 1)) if len(b) > 1 else 0
+            if len(b) == 1:
+                out.append(float(ys[0]))
+                continue
+            x0, x1, y0, y1 = b[i - 1], b[i], ys[i - 1], ys[i]
+            out.append(max(0.0, float(y0 + (y1 - y0) * (batch - x0) / (x1 - x0))))
+        return out[0], max(out[0], out[1]), out[2]
+
+
+@dataclass(frozen=True)
 class CommProfile:
     """Communication measured with ``ranks`` processes; ops is empty for one rank (nothing moves).
 
     load_avg: the host's 1-minute load average before and after the measurement (other jobs sharing
     the CPUs inflate and scatter the times; compare with Machine.cpu_cores). launch: the mpiexec
-    command line (binding included).
+    command line (binding included). compute: the model's training step timed on all ranks at once
+    (``ConcurrentCompute``; None when no model was profiled or for NCCL/gloo runs).
     """
 
     ranks: int
@@ -338,6 +398,7 @@ class CommProfile:
     ops: dict[str, OpProfile] = field(default_factory=dict)
     load_avg: tuple[float, ...] = ()
     launch: str = ""
+    compute: ConcurrentCompute | None = None
 
     def __post_init__(self) -> None:
         if self.ranks < 1:
@@ -614,6 +675,30 @@ def profile_links(profile: Profile, *, network_from: str = "allreduce",
     return links
 
 
+def profile_op_links(profile: Profile, op_bytes: typing.Mapping[str, float], *,
+                     ranks: int | None = None) -> dict[str, Link]:
+    """Each measured block operation's own network link ({op: Link} for the ops of ``op_bytes`` that the
+    MPI run at ``ranks`` ranks, else the largest, measured; ``BLOCK_OPS``): the op's piecewise fit read at
+    its block of op_bytes[op] bytes, inverted through t = (p-1)(alpha + n beta), so that
+    perfmodel.collectives' ring Allgather / pairwise Alltoall on one rank per node reproduces the
+    measured time at that block. For Cluster.network_ops."""
+    mpi = (ranks is not None and profile.comm_for("mpi", ranks=ranks)) or profile.comm_for("mpi")
+    links: dict[str, Link] = {}
+    if mpi is None:
+        return links
+    for op, nbytes in op_bytes.items():
+        if op not in BLOCK_OPS:
+            raise ProfileError(f"no p-1 step form for {op!r}; per-operation links exist for {', '.join(BLOCK_OPS)}")
+        measured = mpi.ops.get(op)
+        if measured is None:
+            continue
+        alpha, beta = measured.fit.effective(float(nbytes))
+        p = mpi.ranks
+        links[op] = Link(latency_s=alpha / (p - 1), bandwidth_Bps=(p - 1) / beta if beta > 0 else float("inf"),
+                         source=f"{_describe(profile)}: MPI {op} at {p} ranks, bandwidth at a {nbytes:.0f} B block")
+    return links
+
+
 def nonblocking_factor(profile: Profile, nbytes: float | None = None, ranks: int | None = None) -> float | None:
     """Time of a non-blocking MPI allreduce waited at once over a blocking one of ``nbytes`` (default:
     the profiled model's gradient bytes), from the two fits at the same rank count; None when the
@@ -642,7 +727,8 @@ def profile_daso(profile: Profile) -> dict:
 
 def profile_cluster(profile: Profile, base: Cluster | None = None, *,
                     links: str | typing.Iterable[str] | None = None, network_from: str = "allreduce",
-                    ranks: int | None = None, nbytes: float | None = None) -> Cluster:
+                    ranks: int | None = None, nbytes: float | None = None,
+                    op_bytes: typing.Mapping[str, float] | None = None) -> Cluster:
     """A Cluster from the profile.
 
     base None: a "local" cluster of this machine (``links`` is ignored). On CPU each rank counts as
@@ -651,7 +737,9 @@ def profile_cluster(profile: Profile, base: Cluster | None = None, *,
     was not measured), host the measured copy link. With ``base``: the preset with the measured links
     replaced, or only those named in ``links`` (a list, or a comma string like "network,host";
     "none" or "" replaces nothing). network_from, ranks, nbytes: which measurement gives the links
-    (``profile_links``).
+    (``profile_links``). op_bytes ({"allgather": block bytes, ...}): the local cluster also carries
+    those operations' own links where the profile measured them (``profile_op_links``,
+    Cluster.network_ops).
     """
     measured = profile_links(profile, network_from=network_from, ranks=ranks, nbytes=nbytes)
     if base is not None:
@@ -683,4 +771,5 @@ def profile_cluster(profile: Profile, base: Cluster | None = None, *,
     return Cluster(name="local", gpus_per_node=gpus, intra=measured.get("intra", net),
                    host=measured.get("host", free), network=net,
                    gpu=compute.key if compute is not None else "cpu",
-                   source=_describe(profile))
+                   source=_describe(profile),
+                   network_ops=tuple(profile_op_links(profile, op_bytes or {}, ranks=ranks).items()))
