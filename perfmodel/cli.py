@@ -482,6 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=32, help="per-GPU batch (weak) or total batch (strong)")
     p.add_argument("--allreduce", choices=("auto",) + ALLREDUCE_ALGORITHMS, default="auto",
                    help="collective; auto: nccl (NCCL's ring/tree choice) on GPU clusters, ring on CPU ranks; "
+                        "ompi: Open MPI 5.0 tuned's choice by communicator and message size; "
                         "'paper' is TernGrad Appendix B exactly")
     p.add_argument("--wire", choices=["fp32", "fp16", "bf16"], default=None,
                    help="ssgd gradient format (default: the workload file's wire, else fp32)")

@@ -12,13 +12,17 @@ Beyond allreduce (docs/model.md sections 3.5, 5.5 and 5.6; M nodes of g GPUs, W 
     replicated without NCCL): every GPU of a node sends to the node's root and every node root to the
     global root over the root's link, then the same back:
         2 [(g-1)(alpha_i + n beta_i) + (M-1)(alpha_net + n beta_net)]
+    basic-linear (Open MPI's basic linear allreduce: rank 0 receives and sums every rank's n bytes one
+    at a time, then sends n to every rank): its g-1 node peers over the intra link, the W-g ranks of
+    other nodes over rank 0's network link, each way:
+        2 [(g-1)(alpha_i + n beta_i) + (W-g)(alpha_net + n beta_net)]
     host staging (MPI without CUDA awareness: Horovod over a non-CUDA-aware MPI): copy n to host memory,
     run the algorithm there (ranks of a node copy through shared memory: a copy of x bytes reads and
     writes x, the node's g ranks share its memory bandwidth B_mem, so the intra link is 2g/B_mem seconds
     per byte), sum in host memory (3 bytes moved per byte reduced, g ranks at once), copy back:
         2 (alpha_host + n beta_host) + A(n; intra = (alpha_i, 2g/B_mem), network) + 3 g R / B_mem
     with R the bytes one rank reduces: (W-1)/W n for ring, rabenseifner and hierarchical, ceil(log2 W) n
-    for tree and recursive doubling. reduce-broadcast staged on the host reduces to the CPU:
+    for tree and recursive doubling, (W-1) n / g for basic-linear (rank 0 alone reduces (W-1) n). reduce-broadcast staged on the host reduces to the CPU:
         2 (alpha_host + n beta_host) + (g+1) n / B_mem + 2 (M-1)(alpha_net + n beta_net) + (M+1) n / B_mem [M>1]
     synchronous parameter server (K servers, parameters sharded n/K per server; P pushers, p per node:
     p = 1 with local reduction, else g; u = p n bytes a node pushes): push phase and pull phase each
@@ -121,9 +125,10 @@ def cluster_allreduce(algorithm: str, n: ArrayLike, gpus: ArrayLike, cluster: Cl
     node. recursive-doubling and rabenseifner: the log2(M) steps across nodes have all g ranks of a node
     sending through its network link at once. hierarchical: intra-node ring reduce-scatter, an inter-node
     ring allreduce of n/g by each of the g ranks (sharing the node's network link), intra-node ring allgather.
-    paper: TernGrad's form (see ``paper_allreduce``). nccl: NCCL's own choice (perfmodel.nccl).
-    reduce-broadcast: to one root and back (module docstring). staging "host": the module docstring's
-    host-staged form (not for paper and nccl).
+    paper: TernGrad's form (see ``paper_allreduce``). nccl: NCCL's own choice (perfmodel.nccl). ompi:
+    for each (n, W) the form of the algorithm Open MPI 5.0's tuned rules run (perfmodel.ompi_tuned).
+    reduce-broadcast: to one root and back; basic-linear: Open MPI's, every rank to rank 0 and back
+    (module docstring). staging "host": the module docstring's host-staged form (not for paper and nccl).
     """
     if algorithm == "paper":
         return paper_allreduce(n, gpus, cluster)
@@ -133,8 +138,13 @@ def cluster_allreduce(algorithm: str, n: ArrayLike, gpus: ArrayLike, cluster: Cl
         from .nccl import nccl_allreduce
 
         return nccl_allreduce(n, gpus, cluster)
+    if algorithm == "ompi":
+        from .ompi_tuned import ompi_allreduce
+
+        return ompi_allreduce(n, gpus, cluster, staging=staging)
     if algorithm not in _CLUSTER_ALLREDUCE:
-        raise SpecError(f"unknown allreduce {algorithm!r}; choose from paper, nccl, {', '.join(_CLUSTER_ALLREDUCE)}")
+        raise SpecError(f"unknown allreduce {algorithm!r}; choose from paper, nccl, ompi, "
+                        f"{', '.join(_CLUSTER_ALLREDUCE)}")
     if staging not in ("device", "host"):
         raise SpecError(f"staging must be device or host, got {staging!r}")
     w = np.asarray(gpus, dtype=float)
@@ -181,8 +191,13 @@ def _reduce_broadcast(n, w, m, g, intra: Link, net: Link):
     return 2 * ((g - 1) * (intra.alpha + n * intra.beta) + (m - 1) * (net.alpha + n * net.beta))
 
 
+def _basic_linear(n, w, m, g, intra: Link, net: Link):
+    return 2 * ((g - 1) * (intra.alpha + n * intra.beta) + (w - g) * (net.alpha + n * net.beta))
+
+
 _CLUSTER_ALLREDUCE = {
     "reduce-broadcast": _reduce_broadcast,
+    "basic-linear": _basic_linear,
     "ring": _ring,
     "tree": _tree,
     "recursive-doubling": _recursive_doubling,
@@ -270,7 +285,12 @@ def host_staged_allreduce(algorithm: str, n: ArrayLike, gpus: ArrayLike, cluster
     if algorithm not in _CLUSTER_ALLREDUCE:
         raise SpecError(f"allreduce {algorithm!r} cannot be staged on the host")
     shm = _Hop(cluster.intra.alpha, 2 * g / b_mem)
-    reduced = (w - 1) / w * n if algorithm in ("ring", "rabenseifner", "hierarchical") else _log2c(w) * n
+    if algorithm == "basic-linear":
+        reduced = (w - 1) * n / g  # rank 0 alone sums (W-1) n: 3 (W-1) n / B_mem
+    elif algorithm in ("ring", "rabenseifner", "hierarchical"):
+        reduced = (w - 1) / w * n
+    else:
+        reduced = _log2c(w) * n
     t = copies + _CLUSTER_ALLREDUCE[algorithm](n, w, m, g, shm, net) + 3 * g * reduced / b_mem
     return np.where(w > 1, t, 0.0)
 

@@ -47,8 +47,9 @@ Strategies:
               ps_servers CPU machines (ps_placement "dedicated"; "colocated" means none), split as
               the BytePS paper's optimum (collectives.byteps_exchange).
 Collectives for ssgd: every ``allreduce`` of perfmodel.collectives, ``nccl`` (NCCL's own ring/tree and
-protocol choice by message size, perfmodel.nccl), ``reduce-broadcast``, each on device buffers or
-staged through host memory (``staging="host"``).
+protocol choice by message size, perfmodel.nccl), ``ompi`` (the algorithm Open MPI 5.0's tuned rules
+run for each GPU count and message size, perfmodel.ompi_tuned), ``reduce-broadcast``, each on device
+buffers or staged through host memory (``staging="host"``; not nccl).
 Stragglers (gamma CVB): synchronous strategies wait for the slowest of W (DASO's non-blocking phase:
 of the g GPUs of a node); ASGD runs at the mean rate of its machines.
 """
@@ -64,6 +65,7 @@ from . import collectives as coll
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
 from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_shard_elems,
                           terngrad_bytes, ternary_split)
+from .ompi_tuned import model_algorithm
 from .specs import Cluster, SpecError, Strategy, Workload
 from .stragglers import CVB, async_speedup_factor, sync_slowdown
 
@@ -330,8 +332,17 @@ def _byteps_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np
 
 def _allreduce_bytes(algorithm: str, n, w: np.ndarray) -> np.ndarray:
     """Bytes one rank sends in an allreduce of n bytes: n log2 p for the log-step forms (twice for tree),
-    else the ring's 2(p-1)/p n (nccl's ring and tree both move about that much; reduce-broadcast: the
-    mean over ranks of the root's 2(p-1) n and the others' 2 n, less the root's own copy)."""
+    else the ring's 2(p-1)/p n (nccl's ring and tree both move about that much; reduce-broadcast and
+    basic-linear: the mean over ranks of the root's 2(p-1) n and the others' 2 n, less the root's own
+    copy); ompi: those of the algorithm Open MPI's tuned rules run for each (n, p)."""
+    if algorithm == "ompi":
+        nb, wb = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(w, dtype=float))
+        names = np.asarray(model_algorithm(wb, nb))
+        out = np.zeros(nb.shape)
+        for name in np.unique(names):
+            sel = names == name
+            out[sel] = _allreduce_bytes(str(name), nb[sel], wb[sel])
+        return out
     if algorithm in ("tree", "recursive-doubling", "paper"):
         steps = np.ceil(np.log2(np.maximum(w, 1.0)))
         return (2 * steps if algorithm == "tree" else steps) * np.asarray(n, dtype=float)

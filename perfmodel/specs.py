@@ -281,7 +281,7 @@ class Workload:
 STRATEGIES = ("ssgd", "terngrad", "daso", "asgd", "sync-ps", "byteps")
 DASO_PROGRESS = ("async", "wait")
 ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical", "nccl",
-                        "reduce-broadcast")
+                        "reduce-broadcast", "basic-linear", "ompi")
 WIRE_FORMATS = ("fp32", "fp16", "bf16", "terngrad")
 TERNGRAD_EXCHANGES = ("levels", "ps", "allgather")
 TERNGRAD_LANES = ("int8", "packed")
@@ -301,8 +301,10 @@ class Strategy:
 
     name: ssgd | terngrad | daso | asgd | sync-ps | byteps.
     allreduce: collective algorithm for ssgd/terngrad and DASO's node-local step ("nccl": NCCL's own
-    choice of ring or tree and protocol by message size, perfmodel.nccl; "reduce-broadcast": reduce to one
-    device, or to the CPU with staging "host", then broadcast).
+    choice of ring or tree and protocol by message size, perfmodel.nccl; "ompi": the algorithm Open MPI
+    5.0's tuned rules pick by communicator and message size, perfmodel.ompi_tuned; "reduce-broadcast":
+    reduce to one device, or to the CPU with staging "host", then broadcast; "basic-linear": Open MPI's
+    linear reduce to rank 0 and linear broadcast).
     overlap: None (default) computes the share of communication hidden behind backprop from the gradient
     bucket schedule (perfmodel.overlap) for ssgd, sync-ps, byteps and DASO's node-local allreduce (no
     overlap for terngrad and asgd, and for allreduce "paper", whose formula has none); a number in 0..1
