@@ -22,7 +22,8 @@ Beyond allreduce (docs/model.md sections 3.5, 5.5 and 5.6; M nodes of g GPUs, W 
     per byte), sum in host memory (3 bytes moved per byte reduced, g ranks at once), copy back:
         2 (alpha_host + n beta_host) + A(n; intra = (alpha_i, 2g/B_mem), network) + 3 g R / B_mem
     with R the bytes one rank reduces: (W-1)/W n for ring, rabenseifner and hierarchical, ceil(log2 W) n
-    for tree and recursive doubling, (W-1) n / g for basic-linear (rank 0 alone reduces (W-1) n). reduce-broadcast staged on the host reduces to the CPU:
+    for tree and recursive doubling, (W-1) n / g for basic-linear (rank 0 alone reduces (W-1) n).
+    reduce-broadcast staged on the host reduces to the CPU:
         2 (alpha_host + n beta_host) + (g+1) n / B_mem + 2 (M-1)(alpha_net + n beta_net) + (M+1) n / B_mem [M>1]
     synchronous parameter server (K servers, parameters sharded n/K per server; P pushers, p per node:
     p = 1 with local reduction, else g; u = p n bytes a node pushes): push phase and pull phase each
