@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .launcher import stop_group
-from .mpi_algorithms import FORCED, mca_args
+from .mpi_algorithms import COMPONENTS, FORCED, mca_args
 from .specs import SpecError
 
 __all__ = ["EmulateError", "EmulationInterrupted", "EmulationSpec", "EmulatedCluster", "parse_rate",
@@ -235,10 +235,11 @@ class EmulatedCluster:
         assert self.subnet is not None
         return str(self.subnet.network_address + 10 + i)
 
-    def mpiexec_args(self) -> list[str]:
+    def mpiexec_args(self, forced: bool = True) -> list[str]:
         """mpiexec (Open MPI 5, PRRTE) arguments that place ranks_per_node ranks on each emulated node
         (use with -n nodes x ranks_per_node), TCP over the shaped links between nodes and shared memory
-        inside one, the collective algorithms of ``mpi_algorithms.FORCED``."""
+        inside one, the collective algorithms of ``mpi_algorithms.FORCED`` (forced False: Open MPI's own
+        choice of its ``tuned`` component, which perfmodel.ompi_tuned models)."""
         assert self.subnet is not None and self.agent is not None, "cluster is not up"
         net = str(self.subnet)
         r = self.spec.ranks_per_node
@@ -249,7 +250,7 @@ class EmulatedCluster:
                 # (measured here, 2 x 2 ranks, Allreduce of 1.7 MB: 80 ms polling, 26 ms yielding, 21 ms wire).
                 "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1",
                 "--mca", "btl", "tcp,self,sm", "--mca", "btl_tcp_if_include", net,
-                *mca_args(FORCED)]
+                *(mca_args(FORCED) if forced else ["--mca", "coll", ",".join(COMPONENTS)])]
 
     def environment(self) -> dict[str, str]:
         """Variables `perfmodel emulate` gives its command: the mpiexec arguments (space-separated words

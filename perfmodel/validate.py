@@ -414,6 +414,48 @@ def exchange_blocks(run: RunMeasurement, workload: Workload) -> dict[str, float]
     return {}
 
 
+def validate_allreduce_choice(forced: str | os.PathLike, chosen: str | os.PathLike, ranks: int) -> list[dict]:
+    """The model's ``ompi`` allreduce (perfmodel.ompi_tuned: the algorithm Open MPI's tuned component
+    picks for the size) against MPI_Allreduce timed under Open MPI's own choice, one rank per node.
+
+    forced: a profile whose MPI Allreduce at ``ranks`` ranks ran the forced ring
+    (perfmodel.mpi_algorithms.FORCED), which gives the link the model charges: its latency is the
+    ring's time for messages up to 1 KiB (median over those sizes) over its 2(p-1) steps, and at each
+    size n the bandwidth that makes the ring formula on that latency give the forced ring's fitted time
+    at n (so the ring is reproduced and the other algorithms get a per-step latency, not a line's
+    intercept); chosen: a profile of the same cluster timed without forcing an algorithm. One row per
+    size the chosen profile measured: Open MPI's algorithm, measured and predicted seconds and the
+    error, and the forced ring's time with its error (how much the choice changes the time)."""
+    from .collectives import cluster_allreduce
+    from .ompi_tuned import allreduce_runs, ompi_allreduce
+    from .profile.schema import load_profile
+
+    fp, cp = load_profile(forced), load_profile(chosen)
+    run, ring_run = cp.comm_for("mpi", ranks=ranks), fp.comm_for("mpi", ranks=ranks)
+    if run is None or "allreduce" not in run.ops or ring_run is None or "allreduce" not in ring_run.ops:
+        raise ValidateError(f"profiles {forced} and {chosen} need MPI Allreduce timings at {ranks} ranks")
+    op, ring_op = run.ops["allreduce"], ring_run.ops["allreduce"]
+    steps = 2.0 * (ranks - 1)
+    small = [t for n, t in zip(ring_op.sizes_bytes, ring_op.median_s) if n <= 1024]
+    if not small:
+        raise ValidateError(f"profile {forced}: no Allreduce of 1 KiB or less to read the latency from")
+    alpha = float(np.median(small)) / steps
+    free = Link(latency_s=0.0, bandwidth_Bps=float("inf"), source="CPU ranks: no device copy")
+    rows = []
+    for n, measured in zip(op.sizes_bytes, op.median_s):
+        wire = float(ring_op.fit.time(float(n))) - steps * alpha  # the ring's bandwidth term at n
+        bw = steps / ranks * n / wire if wire > 0 else float("inf")
+        link = Link(latency_s=alpha, bandwidth_Bps=bw, source=f"{forced}: forced ring Allreduce at {ranks} ranks")
+        cl = Cluster(name="local", gpus_per_node=1, intra=link, host=free, network=link, gpu="cpu")
+        predicted = float(ompi_allreduce(float(n), ranks, cl))
+        ring = float(cluster_allreduce("ring", float(n), ranks, cl))
+        rows.append({"ranks": ranks, "bytes": int(n), "algorithm": str(allreduce_runs(ranks, int(n))),
+                     "measured_s": float(measured), "predicted_s": predicted,
+                     "error_pct": error_pct(float(measured), predicted), "ring_s": ring,
+                     "ring_error_pct": error_pct(float(measured), ring)})
+    return rows
+
+
 def _row(path: str, run: RunMeasurement, pred: dict) -> dict:
     """One validation row: measured and predicted components, their errors; a parameter-server row adds
     its workers and the predicted server utilization (exchanges/s over the server's cap)."""

@@ -4,6 +4,11 @@ Tables (results/validation/<table>.csv):
   validate   one row per run: algorithm (ssgd, terngrad, daso; asgd, the parameter server, from 3 ranks:
              rank 0 serves, the others work), model, ranks; measured and predicted step time and
              throughput and their errors; the MAPE is in the notebook paper/validation.py.
+  emulated   the same on emulated clusters (perfmodel.emulate: nodes x ranks per node, two link rates),
+             each with a profile made on it, every component's error (emulated.csv).
+  ompi-choice  MPI_Allreduce under Open MPI's own algorithm choice on emulated nodes, over message sizes,
+             against the model's ``--allreduce ompi`` on the forced-ring profile's link (emulated_ompi.csv;
+             small scale only).
 Runs use synthetic data shaped like each model's input (timing does not depend on the pixel values),
 1 torch thread per rank, fixed DASO B and W with no warm-up/cool-down phases. Scales: smoke = lenet
 only, ranks 1 and 2, few steps; small = lenet and resnet20, ranks 1, 2, 4.
@@ -100,7 +105,7 @@ EMU_SCALE = {
               "comm_max": "4Mi", "comm_repeats": 5, "compute_repeats": 20,
               "layouts": {"ssgd": [(2, 1)], "terngrad": [(2, 1)], "daso": [(2, 2)], "asgd": [(3, 1)]}},
     "small": {"model": "lenet", "batch": 8, "steps": 30, "skip": 5, "profile_batches": "4,8,16",
-              "comm_max": "4Mi", "comm_repeats": 9, "compute_repeats": 30,
+              "comm_max": "4Mi", "comm_repeats": 9, "compute_repeats": 30, "ompi_layouts": [2, 4],
               "layouts": {"ssgd": [(2, 1), (2, 2), (4, 1)], "terngrad": [(2, 1), (2, 2), (4, 1)],
                           "daso": [(2, 2)], "asgd": [(3, 1), (4, 1)]}},
 }
@@ -153,17 +158,7 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
         ranks = nodes * rpn
         with EmulatedCluster(EmulationSpec(nodes=nodes, ranks_per_node=rpn, rate_bps=parse_rate(rate))) as cl:
             extra = cl.mpiexec_args()
-            prof = out / f"profile_emulated_{name}_{args.scale}.json"
-            if not prof.exists():
-                ranks_list = ",".join(str(r) for r in sorted({1, rpn, ranks}))
-                # TernGrad's Allgather and ps exchanges run Allgather and Alltoall: time them where they run
-                tern = any(j[0] == "terngrad" and j[2:5] == (nodes, rpn, rate) for j in _emu_jobs(sc))
-                ops = "pingpong,allreduce,iallreduce" + (",allgather,alltoall" if tern else "")
-                run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model,
-                             "--batch", sc["profile_batches"], "--ranks", ranks_list, "--max-bytes", sc["comm_max"],
-                             "--comm-repeats", str(sc["comm_repeats"]), "--repeats", str(sc["compute_repeats"]),
-                             "--ops", ops, "--mpiexec-args", " ".join(extra), "--quiet", "--out", str(prof)],
-                            900, f"emulated profile {name}")
+            prof = _emulated_profile(out, args.scale, sc, nodes, rpn, rate, extra)
             for algo, ex, *_ in jobs:
                 log = runs / f"{name}_{algo}{'_' + ex if ex else ''}.jsonl"
                 targs = _run_args(algo, model, batch, ranks, sc["steps"], log)
@@ -188,7 +183,66 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
     bar.close()
 
 
-TABLES = {"validate": validate_table, "emulated": emulated_table}
+def _emulated_profile(out: Path, scale: str, sc: dict, nodes: int, rpn: int, rate: str, extra: list[str]) -> Path:
+    """The profile of one emulated cluster (its links under the forced algorithms, ``extra``), made
+    on it unless it exists."""
+    model = sc["model"]
+    name = f"{model}_{nodes}x{rpn}_{rate}"
+    prof = out / f"profile_emulated_{name}_{scale}.json"
+    if not prof.exists():
+        ranks_list = ",".join(str(r) for r in sorted({1, rpn, nodes * rpn}))
+        # TernGrad's Allgather and ps exchanges run Allgather and Alltoall: time them where they run
+        tern = any(j[0] == "terngrad" and j[2:5] == (nodes, rpn, rate) for j in _emu_jobs(sc))
+        ops = "pingpong,allreduce,iallreduce" + (",allgather,alltoall" if tern else "")
+        run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model,
+                     "--batch", sc["profile_batches"], "--ranks", ranks_list, "--max-bytes", sc["comm_max"],
+                     "--comm-repeats", str(sc["comm_repeats"]), "--repeats", str(sc["compute_repeats"]),
+                     "--ops", ops, "--mpiexec-args", " ".join(extra), "--quiet", "--out", str(prof)],
+                    900, f"emulated profile {name}")
+    return prof
+
+
+def ompi_choice_table(args: argparse.Namespace, out: Path) -> None:
+    """Open MPI's own Allreduce algorithm choice (perfmodel.ompi_tuned, ``--allreduce ompi``) on the
+    emulated clusters with one rank per node: MPI_Allreduce timed over message sizes without forcing
+    an algorithm, against the model's ``ompi`` allreduce on the link of the forced-ring profile."""
+    from perfmodel.emulate import EmulateError, EmulatedCluster, EmulationSpec, check_host, parse_rate
+    from perfmodel.validate import validate_allreduce_choice
+
+    sc = EMU_SCALE[args.scale]
+    layouts = sc.get("ompi_layouts", [])
+    if not layouts:
+        return
+    try:
+        check_host()
+    except EmulateError as e:
+        if args.only and "ompi-choice" in args.only:
+            raise
+        print(f"reproduce/validation: Open MPI choice table skipped: {e}", file=sys.stderr)
+        return
+    table = ResultTable(out / "emulated_ompi.csv", ("scale", "nodes", "rate", "bytes"))
+    for rate in EMU_RATES:
+        for nodes in layouts:
+            if table.done(scale=args.scale, nodes=nodes, rate=rate, bytes=8):
+                continue
+            name = f"{sc['model']}_{nodes}x1_{rate}"
+            with EmulatedCluster(EmulationSpec(nodes=nodes, ranks_per_node=1, rate_bps=parse_rate(rate))) as cl:
+                forced = _emulated_profile(out, args.scale, sc, nodes, 1, rate, cl.mpiexec_args())
+                chosen = out / f"profile_emulated_{name}_ompi_{args.scale}.json"
+                if not chosen.exists():
+                    run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--no-compute", "--ranks",
+                                 str(nodes), "--max-bytes", sc["comm_max"], "--comm-repeats",
+                                 str(sc["comm_repeats"]), "--ops", "allreduce", "--mpiexec-args",
+                                 " ".join(cl.mpiexec_args(forced=False)), "--quiet", "--out", str(chosen)],
+                                900, f"emulated profile {name}, Open MPI's own algorithms")
+            rows = validate_allreduce_choice(forced, chosen, nodes)
+            for row in sorted(rows, key=lambda r: r["bytes"] == 8):  # the 8 B row last: it marks the set done
+                row.update({"scale": args.scale, "nodes": nodes, "rate": rate, "profile": forced.name,
+                            "chosen_profile": chosen.name})
+                table.add(row)
+
+
+TABLES = {"validate": validate_table, "emulated": emulated_table, "ompi-choice": ompi_choice_table}
 
 
 def main(argv: list[str] | None = None) -> int:

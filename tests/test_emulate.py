@@ -103,6 +103,11 @@ def test_context_builds_and_removes_everything_also_on_exceptions():
             assert "tbf" in qdisc and "500Mbit" in qdisc
             args = cl.mpiexec_args()
             assert args[args.index("--host") + 1] == ",".join(f"{h}:2" for h in cl.nodes)
+            assert "coll_tuned_allreduce_algorithm" in args and "coll_tuned_use_dynamic_rules" in args
+            own = cl.mpiexec_args(forced=False)  # Open MPI's own choice: the components only
+            assert not any(a.startswith("coll_tuned") or a.startswith("coll_libnbc") for a in own)
+            assert own[own.index("coll") + 1] == "tuned,libnbc,basic,self" and own[:own.index("coll")] == \
+                args[:args.index("coll")]
             assert cl.address(0).startswith(em.SUBNET_BASE + ".")
             raise RuntimeError("boom")
     _nothing_left(tag)

@@ -416,3 +416,69 @@ def test_exchange_message_names_the_profiled_operation_and_the_message_size():
     # ps and allgather move 2-bit packed codes: ceil(n_k / 4) bytes per tensor
     assert exchange_message(run("terngrad", 4, tern_exchange="allgather"), wl) == ("iallreduce", 250 + 150)
     assert exchange_message(run("daso", 4), wl) == ("allreduce", grad)
+
+
+def test_exchange_blocks_are_the_allgather_and_alltoall_blocks():
+    from perfmodel.specs import ComputeTime, Workload
+    from perfmodel.validate import RunMeasurement, exchange_blocks
+
+    wl = Workload(name="w", tensor_sizes=(1000, 600, 10), classifier_tensors=1,
+                  compute={"cpu": ComputeTime("linear", t0_s=0.0, t1_s=1e-3)})
+
+    def run(algo, ranks, **cfg):
+        return RunMeasurement("x", algo, "w", ranks, 8, 1, 10, 1.0, 0.5, 0.5, 0.0, 8.0, {"algo": algo, **cfg}, {})
+    # allgather: each rank's 2-bit codes, ceil(1000/4) + ceil(600/4) bytes
+    assert exchange_blocks(run("terngrad", 4, tern_exchange="allgather"), wl) == {"allgather": 400.0}
+    # ps at 4 ranks: shards of ceil(1600/4) = 400 elements (a multiple of 8); push 2 bits, pull
+    # ceil(log2(9)) = 4 bits per element of one shard
+    assert exchange_blocks(run("terngrad", 4, tern_exchange="ps"), wl) == {"alltoall": 100.0, "allgather": 200.0}
+    assert exchange_blocks(run("terngrad", 4, tern_exchange="levels"), wl) == {}
+    assert exchange_blocks(run("ssgd", 4), wl) == {} and exchange_blocks(run("terngrad", 1), wl) == {}
+
+
+def test_open_mpis_own_choice_is_predicted_on_the_forced_rings_link(tmp_path):
+    # forced ring at 4 ranks: t = 6 a + 1.5 n / B; Open MPI's own choice measured as 2 a + ... by hand
+    import dataclasses
+
+    import numpy as np
+
+    from perfmodel.profile.schema import CommProfile
+    from perfmodel.validate import validate_allreduce_choice
+    from test_profile_schema import SIZES, _op
+
+    a, bw = 10e-6, 1e8
+    base = make_profile()
+
+    def prof(name, fn):
+        run = CommProfile(ranks=4, backend="mpi", library="Open MPI v5", hosts=("a", "b", "c", "d"), wall_s=1.0,
+                          ops={"allreduce": _op("allreduce", 4, fn)})
+        path = tmp_path / name
+        save_profile(dataclasses.replace(base, comm=(base.comm[0], run)), path)
+        return str(path)
+
+    forced = prof("ring.json", lambda n: 6 * a + 1.5 * n / bw)
+    chosen = prof("own.json", lambda n: 2 * a + 2 * n / bw)  # what "Open MPI" took here
+    rows = {r["bytes"]: r for r in validate_allreduce_choice(forced, chosen, 4)}
+    assert sorted(rows) == SIZES
+    # the link's latency: the forced ring's median time up to 1 KiB over its 6 steps (8 sizes, 8..1024:
+    # the median is the mean of the times at 64 and 128 B)
+    alpha = (6 * a + 1.5 * 96 / bw) / 6
+    # 4 KiB: recursive doubling at 4 ranks (n < 8192): 2 steps of alpha + n beta_link, where beta_link
+    # makes the ring give the forced time: 6 alpha + 1.5 n beta_link = 6 a + 1.5 n / bw
+    n = 4096
+    beta = (6 * a + 1.5 * n / bw - 6 * alpha) / (1.5 * n)
+    r = rows[n]
+    assert r["algorithm"] == "recursive-doubling"
+    assert r["predicted_s"] == pytest.approx(2 * (alpha + n * beta), rel=5e-3)
+    assert r["ring_s"] == pytest.approx(6 * a + 1.5 * n / bw, rel=5e-3)
+    assert r["measured_s"] == pytest.approx(2 * a + 2 * n / bw, rel=5e-3)
+    assert r["error_pct"] == pytest.approx(100 * (r["predicted_s"] / r["measured_s"] - 1))
+    # 1 MiB: Rabenseifner (n >= 8192), the ring's bytes in 2 log2(4) = 4 steps: the ring less 2 latencies
+    n = 2**20
+    assert rows[n]["algorithm"] == "rabenseifner"
+    assert rows[n]["predicted_s"] == pytest.approx(6 * a + 1.5 * n / bw - 2 * alpha, rel=5e-3)
+    # 64 B: the ring's time is below its latency estimate, so no bandwidth term is left: 2 latencies
+    assert rows[64]["predicted_s"] == pytest.approx(2 * alpha, rel=5e-3)
+    assert np.isfinite([r["error_pct"] for r in rows.values()]).all()
+    with pytest.raises(ValidateError, match="at 3 ranks"):
+        validate_allreduce_choice(forced, chosen, 3)
