@@ -16,6 +16,8 @@ validation therefore fixes the algorithm: ``FORCED`` is what the emulated cluste
 (``mca_args``), ``MODEL_ALLREDUCE`` the name of the same algorithm in perfmodel.collectives; the
 profile measures each operation under the same flags, so its alpha-beta fits describe that algorithm.
 han and the single-node ``sm`` collectives are left out, so that ``tuned`` serves every communicator.
+What ``tuned`` picks when nothing is forced is modelled in perfmodel.ompi_tuned (``--allreduce ompi``),
+and checked on emulated nodes by ``python -m reproduce.validation --only ompi-choice``.
 """
 
 from __future__ import annotations

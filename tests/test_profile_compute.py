@@ -141,3 +141,40 @@ def test_terngrad_codec_is_timed_on_the_ternary_tensors():
     assert codec.elements == sum(n for (_, n), t in zip(named, plan) if t) == 520
     enc, dec = codec.rates()
     assert enc == pytest.approx(520 / codec.encode.median_s) and dec == pytest.approx(2 * 520 / codec.decode.median_s)
+
+
+class _TwinRanks:
+    """A stand-in for an mpi4py communicator: rank 0 of two, the other rank's times ``factor`` x ours."""
+
+    def __init__(self, factor):
+        self.factor = factor
+
+    def Get_rank(self):
+        return 0
+
+    def Barrier(self):
+        pass
+
+    def gather(self, times, root=0):
+        return [times, self.factor * times]
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.2])
+def test_concurrent_timing_spread_is_between_the_ranks_of_a_round(nets, factor):
+    from perfmodel.profile.compute import concurrent_compute
+
+    model, info = load_callable_model(f"{nets}:mlp", (1, 8, 8))
+    cc = concurrent_compute(_TwinRanks(factor), model, info.input_shape, info.num_classes, [4, 8], warmup=1,
+                            repeats=5)
+    assert cc.batches == (4, 8) and cc.repeats == 5
+    for m, x, cv in zip(cc.mean_s, cc.max_s, cc.cv):
+        # the other rank is factor x this one in every round: mean (1 + f)/2 t, slowest f t
+        assert x / m == pytest.approx(2 * factor / (1 + factor), rel=1e-9)
+        # identical ranks wait for nobody, however much the rounds differ from each other; at 1.2x the
+        # spread between the two ranks of a round is (f - 1)/2 t over the mean (1 + f)/2 t (rms over rounds)
+        if factor == 1.0:
+            assert cv == 0.0
+        else:
+            # rms over the 5 rounds of t_r over their mean: at least 1 (equal rounds), at most sqrt(5)
+            base = (factor - 1) / (1 + factor)
+            assert base * (1 - 1e-9) <= cv <= base * np.sqrt(5) * (1 + 1e-9)

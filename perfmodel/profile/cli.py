@@ -5,8 +5,9 @@
 
 Compute is timed in this process (torch), and on CPUs also on all ranks of each MPI run at once
 (their CommProfile's ``compute``: ranks sharing a machine slow each other, and a synchronous step waits
-for the slowest); communication by ``python -m perfmodel.profile.comm`` started by the launcher (``--launcher "srun --mpi=pmix"``, ``$DSGD_LAUNCHER``, else mpiexec; see
-perfmodel.launcher) for every rank count above 1 (one rank moves nothing: recorded with no ops).
+for the slowest); communication by ``python -m perfmodel.profile.comm`` started by the launcher
+(``--launcher "srun --mpi=pmix"``, ``$DSGD_LAUNCHER``, else mpiexec; see perfmodel.launcher) for every
+rank count above 1 (one rank moves nothing: recorded with no ops).
 With GPUs, an NCCL run through torch.distributed is added for rank counts the GPUs can hold.
 The file is written atomically; bad arguments or failures raise ProfileError (one line, exit 2).
 
@@ -61,8 +62,8 @@ def add_profile_parser(subparsers: Any) -> None:
     """Add the ``profile`` subcommand (func=run_profile_command) to an argparse subparsers object."""
     p = subparsers.add_parser(
         "profile", help="measure compute t_c(b) and MPI alpha-beta on this machine, write a profile JSON",
-        description="Time a model's training step over batch sizes and MPI ping-pong/Allreduce/Bcast/Reduce/Allgather/Alltoall "
-                    "over message sizes; write one versioned JSON profile.")
+        description="Time a model's training step over batch sizes and MPI ping-pong/Allreduce/Iallreduce/Bcast/"
+                    "Reduce/Allgather/Alltoall over message sizes; write one versioned JSON profile.")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--workload", metavar="NAME", help="a network of trainers.models (e.g. lenet)")
     src.add_argument("--model", metavar="MODULE:CALLABLE", help="a callable returning a torch.nn.Module")

@@ -19,8 +19,8 @@ calls in a row between two barriers, so a call may start while a slower rank sti
 Measured on 2026-11-23, 2 emulated nodes at 100 Mbit/s (perfmodel.emulate), ring Allreduce of 1 MiB:
 131 ms back to back, 88 ms wire time, and the trainer's one call per step at the wire time.
 Ping-pong times are one way (round trip / 2) between ranks 0 and 1. Allgather and Alltoall sizes
-are OSU's: one rank's block (Allgather), the block each rank sends to each rank (Alltoall). Ranks should each have a core
-of their own (``perfmodel profile`` starts mpiexec with ``--bind-to core`` when they fit): two
+are OSU's: one rank's block (Allgather), the block each rank sends to each rank (Alltoall). Ranks
+should each have a core of their own (``perfmodel profile`` starts mpiexec with ``--bind-to core`` when they fit): two
 busy-polling ranks sharing a core time the scheduler, not the link.
 
 With a model (``--workload`` or ``--model``) and ``--batch``, an MPI run first times the model's

@@ -209,6 +209,7 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
         name = torch.cuda.get_device_name()
     else:
         name = _cpu_model()
+
     def one_step() -> None:  # the smallest batch's step, untimed, before each timed codec round
         x, y = inputs[bs[0]]
         loss_fn(model(x), y).backward()
@@ -232,7 +233,8 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
     ``warmup`` then ``repeats`` rounds, each starting all ranks together after a barrier and taking the
     batch sizes in turn. Returns a ``ConcurrentCompute`` (seconds) on rank 0, None elsewhere: per
     batch the mean step time of one rank, the mean of the slowest rank's and the coefficient of
-    variation over all ranks' steps."""
+    variation between the ranks of a round (the root mean square over rounds of their standard
+    deviation, over the mean)."""
     import numpy as np
     import torch
 
@@ -266,9 +268,12 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
         return None
     t = np.stack(every)  # ranks x repeats x batches
     mean = t.mean(axis=(0, 1))
+    # the spread between the ranks of one round: a slow spell of the whole machine slows every rank
+    # of that round alike and makes nobody wait, so the variance across rounds is left out
+    within = np.sqrt(t.var(axis=0).mean(axis=0))
     return ConcurrentCompute(batches=tuple(bs), mean_s=tuple(float(v) for v in mean),
                              max_s=tuple(float(v) for v in t.max(axis=0).mean(axis=0)),
-                             cv=tuple(float(v) for v in t.std(axis=(0, 1)) / mean), repeats=repeats,
+                             cv=tuple(float(v) for v in within / mean), repeats=repeats,
                              threads=torch.get_num_threads())
 
 

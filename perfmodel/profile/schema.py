@@ -334,7 +334,9 @@ class ConcurrentCompute:
 
     For each batch size (``batches``): ``mean_s``, the mean over ranks and steps of one rank's step
     time; ``max_s``, the mean over steps of the slowest rank's (the step a synchronous exchange waits
-    for); ``cv``, the coefficient of variation of the per-rank step times pooled over ranks and steps.
+    for); ``cv``, the coefficient of variation between the ranks of one round (root mean square over
+    rounds of their standard deviation, over the mean: a slow spell of the whole machine slows every
+    rank of a round alike and makes no rank wait, so the spread across rounds is left out).
     Each of ``repeats`` rounds starts all ranks together after a barrier and takes the batch sizes in
     turn. Ranks that share cores, memory bandwidth or a GPU slow each other here as in a real run,
     and the spread measures the straggler wait (perfmodel.stragglers) on this machine.
