@@ -128,18 +128,28 @@ def _emu_jobs(sc: dict) -> list[tuple[str, str, int, int, str]]:
     return sorted(jobs, key=lambda j: (j[4], j[2], j[3]))
 
 
-def emulated_table(args: argparse.Namespace, out: Path) -> None:
-    """Runs on an emulated cluster (perfmodel.emulate): per (nodes, ranks per node, rate) one profile
-    of its links made on it, then each algorithm's run, validated against that profile."""
-    from perfmodel.emulate import EmulateError, EmulatedCluster, EmulationSpec, check_host, parse_rate
-    from perfmodel.validate import validate
+def _can_emulate(args: argparse.Namespace, table: str) -> bool:
+    """Whether this host can emulate a cluster (perfmodel.emulate.check_host). If not: the error when the
+    table was asked for by name (--only), else a line on stderr and False (the table is skipped)."""
+    from perfmodel.emulate import EmulateError, check_host
 
     try:
         check_host()
     except EmulateError as e:
-        if args.only and "emulated" in args.only:
+        if args.only and table in args.only:
             raise
-        print(f"reproduce/validation: emulated table skipped: {e}", file=sys.stderr)
+        print(f"reproduce/validation: {table} table skipped: {e}", file=sys.stderr)
+        return False
+    return True
+
+
+def emulated_table(args: argparse.Namespace, out: Path) -> None:
+    """Runs on an emulated cluster (perfmodel.emulate): per (nodes, ranks per node, rate) one profile
+    of its links made on it, then each algorithm's run, validated against that profile."""
+    from perfmodel.emulate import EmulatedCluster, EmulationSpec, parse_rate
+    from perfmodel.validate import validate
+
+    if not _can_emulate(args, "emulated"):
         return
     sc = EMU_SCALE[args.scale]
     model, batch = sc["model"], sc["batch"]
@@ -206,19 +216,12 @@ def ompi_choice_table(args: argparse.Namespace, out: Path) -> None:
     """Open MPI's own Allreduce algorithm choice (perfmodel.ompi_tuned, ``--allreduce ompi``) on the
     emulated clusters with one rank per node: MPI_Allreduce timed over message sizes without forcing
     an algorithm, against the model's ``ompi`` allreduce on the link of the forced-ring profile."""
-    from perfmodel.emulate import EmulateError, EmulatedCluster, EmulationSpec, check_host, parse_rate
+    from perfmodel.emulate import EmulatedCluster, EmulationSpec, parse_rate
     from perfmodel.validate import validate_allreduce_choice
 
     sc = EMU_SCALE[args.scale]
     layouts = sc.get("ompi_layouts", [])
-    if not layouts:
-        return
-    try:
-        check_host()
-    except EmulateError as e:
-        if args.only and "ompi-choice" in args.only:
-            raise
-        print(f"reproduce/validation: Open MPI choice table skipped: {e}", file=sys.stderr)
+    if not layouts or not _can_emulate(args, "ompi-choice"):
         return
     table = ResultTable(out / "emulated_ompi.csv", ("scale", "nodes", "rate", "bytes"))
     for rate in EMU_RATES:
