@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ompi_tuned import per_model_algorithm
 from .specs import Cluster, Link, SpecError
 
 ArrayLike = float | np.ndarray
@@ -139,10 +140,9 @@ def cluster_allreduce(algorithm: str, n: ArrayLike, gpus: ArrayLike, cluster: Cl
         from .nccl import nccl_allreduce
 
         return nccl_allreduce(n, gpus, cluster)
-    if algorithm == "ompi":
-        from .ompi_tuned import ompi_allreduce
-
-        return ompi_allreduce(n, gpus, cluster, staging=staging)
+    if algorithm == "ompi":  # for every (n, W) the cluster form of the algorithm Open MPI runs
+        return per_model_algorithm(lambda name, nb, wb: cluster_allreduce(name, nb, wb, cluster, staging=staging),
+                                   n, gpus)
     if algorithm not in _CLUSTER_ALLREDUCE:
         raise SpecError(f"unknown allreduce {algorithm!r}; choose from paper, nccl, ompi, "
                         f"{', '.join(_CLUSTER_ALLREDUCE)}")

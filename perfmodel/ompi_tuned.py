@@ -50,10 +50,11 @@ leaves them out). Element counts for the fallbacks assume ``itemsize`` bytes per
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
-from .specs import Cluster, SpecError
+from .specs import SpecError
 
 #: Open MPI 5.0.x tuned allreduce rules for commutative operations (module docstring): rows of
 #: (communicator size bound, ((total_dsize bound, algorithm), ...)); a row serves p < its bound, a
@@ -145,16 +146,15 @@ def model_algorithm(comm_size, nbytes, itemsize: int = 4):
     return _out(out)
 
 
-def ompi_allreduce(n, gpus, cluster: Cluster, *, staging: str = "device") -> np.ndarray:
-    """Seconds Open MPI takes to allreduce n bytes over W GPUs of ``cluster``: for every (n, W), the
-    cluster form (perfmodel.collectives.cluster_allreduce) of the algorithm its tuned rules run."""
-    from .collectives import cluster_allreduce
-
-    w = np.asarray(gpus, dtype=float)
-    nb, wb = np.broadcast_arrays(np.asarray(n, dtype=float), w)
-    names = np.asarray(model_algorithm(wb, nb))
+def per_model_algorithm(fn: Callable[[str, np.ndarray, np.ndarray], np.ndarray], n, gpus,
+                        itemsize: int = 4) -> np.ndarray:
+    """fn(model_name, n_sel, w_sel) evaluated on each group of (n bytes, W ranks) pairs that Open MPI
+    runs with the same algorithm (``model_algorithm``), assembled in the broadcast shape of n and gpus:
+    the cost (perfmodel.collectives) or the bytes (perfmodel.scaling) of ``--allreduce ompi``."""
+    nb, wb = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(gpus, dtype=float))
+    names = np.asarray(model_algorithm(wb, nb, itemsize))
     out = np.zeros(nb.shape)
     for name in np.unique(names):
         sel = names == name
-        out[sel] = cluster_allreduce(str(name), nb[sel], wb[sel], cluster, staging=staging)
+        out[sel] = fn(str(name), nb[sel], wb[sel])
     return out

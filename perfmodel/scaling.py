@@ -65,7 +65,7 @@ from . import collectives as coll
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
 from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_shard_elems,
                           terngrad_bytes, ternary_split)
-from .ompi_tuned import model_algorithm
+from .ompi_tuned import per_model_algorithm
 from .specs import Cluster, SpecError, Strategy, Workload
 from .stragglers import CVB, async_speedup_factor, sync_slowdown
 
@@ -336,13 +336,7 @@ def _allreduce_bytes(algorithm: str, n, w: np.ndarray) -> np.ndarray:
     basic-linear: the mean over ranks of the root's 2(p-1) n and the others' 2 n, less the root's own
     copy); ompi: those of the algorithm Open MPI's tuned rules run for each (n, p)."""
     if algorithm == "ompi":
-        nb, wb = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(w, dtype=float))
-        names = np.asarray(model_algorithm(wb, nb))
-        out = np.zeros(nb.shape)
-        for name in np.unique(names):
-            sel = names == name
-            out[sel] = _allreduce_bytes(str(name), nb[sel], wb[sel])
-        return out
+        return per_model_algorithm(_allreduce_bytes, n, w)
     if algorithm in ("tree", "recursive-doubling", "paper"):
         steps = np.ceil(np.log2(np.maximum(w, 1.0)))
         return (2 * steps if algorithm == "tree" else steps) * np.asarray(n, dtype=float)

@@ -348,9 +348,10 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
                                                        _optimizer_step_s(prof))))
             continue
         workload = profile_workload(prof)
+        exact = prof.comm_for("mpi", ranks=run.ranks)  # the profile's MPI run at the run's rank count
         if run.ranks > 1:
             op, nbytes = exchange_message(run, workload)
-            measured = prof.comm_for("mpi", ranks=run.ranks) or prof.comm_for("mpi")
+            measured = exact or prof.comm_for("mpi")
             op = op if measured is not None and op in measured.ops else "allreduce"
             cluster = profile_cluster(prof, ranks=run.ranks, network_from=op, nbytes=nbytes,
                                       op_bytes=exchange_blocks(run, workload))
@@ -361,11 +362,9 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         intra = None
         if run.algo == "daso" and rpn > 1 and prof.comm_for("mpi", ranks=rpn) is not None:
             intra = profile_links(prof, ranks=rpn)["network"]  # the profile's run on one node's ranks
-        mpi_run = prof.comm_for("mpi", ranks=run.ranks)
-        concurrent = mpi_run.compute if mpi_run is not None and mpi_run.ranks == run.ranks else None
         pred = predict_run(run, workload, cluster, ncores,
                            codec.rates() if codec is not None else (0.0, 0.0), profile_daso(prof), intra,
-                           concurrent)
+                           exact.compute if exact is not None else None)
         rows.append(_row(path, run, pred))
     return rows
 
@@ -427,7 +426,7 @@ def validate_allreduce_choice(forced: str | os.PathLike, chosen: str | os.PathLi
     size the chosen profile measured: Open MPI's algorithm, measured and predicted seconds and the
     error, and the forced ring's time with its error (how much the choice changes the time)."""
     from .collectives import cluster_allreduce
-    from .ompi_tuned import allreduce_runs, ompi_allreduce
+    from .ompi_tuned import allreduce_runs
     from .profile.schema import load_profile
 
     fp, cp = load_profile(forced), load_profile(chosen)
@@ -447,7 +446,7 @@ def validate_allreduce_choice(forced: str | os.PathLike, chosen: str | os.PathLi
         bw = steps / ranks * n / wire if wire > 0 else float("inf")
         link = Link(latency_s=alpha, bandwidth_Bps=bw, source=f"{forced}: forced ring Allreduce at {ranks} ranks")
         cl = Cluster(name="local", gpus_per_node=1, intra=link, host=free, network=link, gpu="cpu")
-        predicted = float(ompi_allreduce(float(n), ranks, cl))
+        predicted = float(cluster_allreduce("ompi", float(n), ranks, cl))
         ring = float(cluster_allreduce("ring", float(n), ranks, cl))
         rows.append({"ranks": ranks, "bytes": int(n), "algorithm": str(allreduce_runs(ranks, int(n))),
                      "measured_s": float(measured), "predicted_s": predicted,

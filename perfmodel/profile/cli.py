@@ -35,6 +35,7 @@ from perfmodel.launcher import Launcher, flavor_of, launcher_version, resolve_la
 from perfmodel.specs import SpecError
 
 from ..emulate import ENV_MPIEXEC_ARGS
+from .comm import int_list
 from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION, comm_profile_from_dict,
                      load_profile, save_profile)
 
@@ -45,17 +46,6 @@ DEFAULT_OPS = "pingpong,allreduce,iallreduce,bcast,reduce,allgather,alltoall"
 
 
 # ---------------------------------------------------------------- argument parsing
-
-
-def _int_list(text: str, what: str) -> list[int]:
-    """Positive integers from "a,b,c", in the given order."""
-    try:
-        vals = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ProfileError(f"--{what} must be comma-separated integers, got {text!r}") from None
-    if not vals or any(v < 1 for v in vals):
-        raise ProfileError(f"--{what} must be positive integers, got {text!r}")
-    return vals
 
 
 def add_profile_parser(subparsers: Any) -> None:
@@ -247,8 +237,8 @@ def run_profile_command(args: argparse.Namespace) -> int:
     """Run ``perfmodel profile``; returns the exit status (errors raise ProfileError)."""
     from .comm import default_sizes, parse_size
 
-    ranks = sorted(set(_int_list(args.ranks, "ranks")))
-    batches = sorted(set(_int_list(args.batch, "batch")))
+    ranks = sorted(set(int_list(args.ranks, "ranks")))
+    batches = sorted(set(int_list(args.batch, "batch")))
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip())
     bad = [o for o in ops if o not in COMM_OPS]
     if bad or not ops:
@@ -270,7 +260,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
         raise ProfileError(f"--out {out_path} is a directory")
     input_shape = None
     if args.input_shape:
-        input_shape = tuple(_int_list(args.input_shape, "input-shape"))
+        input_shape = tuple(int_list(args.input_shape, "input-shape"))
     multi = [r for r in ranks if r > 1]
     if args.launcher and args.mpiexec:
         raise ProfileError("give --launcher or --mpiexec, not both")

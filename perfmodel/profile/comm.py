@@ -49,7 +49,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-__all__ = ["CommConfig", "parse_size", "default_sizes", "plan_iterations", "summarize", "run_benchmarks", "main"]
+__all__ = ["CommConfig", "int_list", "parse_size", "default_sizes", "plan_iterations", "summarize", "run_benchmarks", "main"]
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "ki": 2**10, "kib": 2**10, "m": 10**6, "mb": 10**6,
           "mi": 2**20, "mib": 2**20, "g": 10**9, "gb": 10**9, "gi": 2**30, "gib": 2**30}
@@ -482,16 +482,23 @@ def config_from_args(args: argparse.Namespace) -> CommConfig:
                       min_repeats=min(5, args.repeats),
                       target_s=args.target_ms / 1000.0, size_budget_s=args.size_budget_s,
                       fit_stat=args.fit_stat, timing=args.timing, workload=args.workload, model=args.model,
-                      input_shape=tuple(_ints(args.input_shape)) if args.input_shape else None,
-                      batches=tuple(sorted(set(_ints(args.batch)))), compute_warmup=args.compute_warmup,
+                      input_shape=tuple(int_list(args.input_shape, "input-shape")) if args.input_shape else None,
+                      batches=tuple(sorted(set(int_list(args.batch, "batch")))) if args.batch else (),
+                      compute_warmup=args.compute_warmup,
                       compute_repeats=args.compute_repeats, threads=args.threads)
 
 
-def _ints(text: str) -> list[int]:
+def int_list(text: str, what: str) -> list[int]:
+    """Positive integers from "a,b,c", in the given order (ProfileError naming option --``what``)."""
+    from .schema import ProfileError
+
     try:
-        return [int(v) for v in text.split(",") if v.strip()]
+        vals = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise ValueError(f"expected comma-separated integers, got {text!r}") from None
+        raise ProfileError(f"--{what} must be comma-separated integers, got {text!r}") from None
+    if not vals or any(v < 1 for v in vals):
+        raise ProfileError(f"--{what} must be positive integers, got {text!r}")
+    return vals
 
 
 def _write_json(obj: Any, path: str) -> None:

@@ -147,6 +147,30 @@ class _CudaClock:
         return [a.elapsed_time(b) / 1000.0 for a, b in zip(self.ev, self.ev[1:])]
 
 
+def _training(model: Any, input_shape: Sequence[int], num_classes: int, batches: Sequence[int], dev: str,
+              lr: float):
+    """What every timing here trains: the model in train mode on ``dev``, SGD (momentum 0.9), cross-entropy,
+    one random batch of inputs and labels per batch size, and ``step(b)``: one untimed training step at
+    batch size b (waited for on CUDA)."""
+    import torch
+
+    model = model.to(dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    inputs = {b: (torch.randn(b, *input_shape, device=dev), torch.randint(0, num_classes, (b,), device=dev))
+              for b in batches}
+
+    def step(b: int) -> None:
+        x, y = inputs[b]
+        loss_fn(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if dev == "cuda":
+            torch.cuda.synchronize()
+
+    return model, opt, loss_fn, inputs, step
+
+
 def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, batches: Sequence[int], *,
                     warmup: int = 3, repeats: int = 10, device: str = "auto", threads: int | None = None,
                     lr: float = 1e-3, seed: int = 0, progress: Callable[[int], None] | None = None) -> ComputeProfile:
@@ -170,13 +194,8 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
             raise ProfileError(f"threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    model = model.to(dev).train()
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    clock_cls = _CudaClock if dev == "cuda" else _CpuClock
-    inputs = {b: (torch.randn(b, *input_shape, device=dev), torch.randint(0, num_classes, (b,), device=dev))
-              for b in bs}
-    clock = clock_cls(4)
+    model, opt, loss_fn, inputs, one_step = _training(model, input_shape, num_classes, bs, dev, lr)
+    clock = (_CudaClock if dev == "cuda" else _CpuClock)(4)
     samples: dict[int, list[list[float]]] = {b: [] for b in bs}
     # round-robin over the batch sizes: a slow spell of the machine (another job, a clock change) then
     # slows every size alike instead of bending the t_c(b) line through the sizes timed during it
@@ -209,17 +228,9 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
         name = torch.cuda.get_device_name()
     else:
         name = _cpu_model()
-
-    def one_step() -> None:  # the smallest batch's step, untimed, before each timed codec round
-        x, y = inputs[bs[0]]
-        loss_fn(model(x), y).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if dev == "cuda":
-            torch.cuda.synchronize()
-
+    # the smallest batch's step, untimed, before each timed codec round
     codec = time_terngrad_codec([(k, p.numel()) for k, p in model.named_parameters() if p.requires_grad],
-                                repeats=repeats, between=one_step)
+                                repeats=repeats, between=lambda: one_step(bs[0]))
     return ComputeProfile(device=dev, key=device_key(name) if dev == "cuda" else "cpu", device_name=name,
                           threads=torch.get_num_threads(), warmup=warmup, repeats=repeats,
                           optimizer=f"SGD(lr={lr}, momentum=0.9), CrossEntropyLoss", rows=tuple(rows),
@@ -248,19 +259,13 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
     if threads is not None:
         torch.set_num_threads(threads)
     torch.manual_seed(seed + comm.Get_rank())
-    model = model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    inputs = {b: (torch.randn(b, *input_shape), torch.randint(0, num_classes, (b,))) for b in bs}
+    *_, step = _training(model, input_shape, num_classes, bs, "cpu", lr)
     times = np.empty((repeats, len(bs)))
     for it in range(warmup + repeats):
         for j, b in enumerate(bs):
-            x, y = inputs[b]
             comm.Barrier()
             t0 = time.perf_counter()
-            loss_fn(model(x), y).backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            step(b)
             if it >= warmup:
                 times[it - warmup, j] = time.perf_counter() - t0
     every = comm.gather(times, root=0)

@@ -614,8 +614,11 @@ def profile_workload(profile: Profile, name: str | None = None, *, kind: str = "
         raise ProfileError(f"profile cannot make a workload: {exc}") from None
 
 
-def _link_from(fit: AlphaBetaFit, nbytes: float | None, *, ring_ranks: int | None, source: str) -> Link:
-    """A Link from an op fit, ring-inverted when ``ring_ranks`` is given.
+def _link_from(fit: AlphaBetaFit, nbytes: float | None, *, ring_ranks: int | None, source: str,
+               block_ranks: int | None = None) -> Link:
+    """A Link from an op fit, ring-inverted when ``ring_ranks`` is given (t = 2(p-1) alpha + 2(p-1)/p n
+    beta), inverted through the p-1 block steps of ``BLOCK_OPS`` when ``block_ranks`` is (t = (p-1)
+    (alpha + n beta), n one block).
 
     With ``nbytes``: latency = the small-message intercept, bandwidth = what a message of nbytes gets
     in the piecewise fit (``AlphaBetaFit.effective``), so the Link reproduces the fitted time at nbytes
@@ -629,6 +632,8 @@ def _link_from(fit: AlphaBetaFit, nbytes: float | None, *, ring_ranks: int | Non
     if ring_ranks is not None:
         p = ring_ranks
         alpha, beta = alpha / (2 * (p - 1)), beta * p / (2 * (p - 1))
+    if block_ranks is not None:
+        alpha, beta = alpha / (block_ranks - 1), beta / (block_ranks - 1)
     bw = 1.0 / beta if beta > 0 else float("inf")
     return Link(latency_s=alpha, bandwidth_Bps=bw, source=f"{source}, {span}")
 
@@ -694,10 +699,8 @@ def profile_op_links(profile: Profile, op_bytes: typing.Mapping[str, float], *,
         measured = mpi.ops.get(op)
         if measured is None:
             continue
-        alpha, beta = measured.fit.effective(float(nbytes))
-        p = mpi.ranks
-        links[op] = Link(latency_s=alpha / (p - 1), bandwidth_Bps=(p - 1) / beta if beta > 0 else float("inf"),
-                         source=f"{_describe(profile)}: MPI {op} at {p} ranks, bandwidth at a {nbytes:.0f} B block")
+        links[op] = _link_from(measured.fit, float(nbytes), ring_ranks=None, block_ranks=mpi.ranks,
+                               source=f"{_describe(profile)}: MPI {op} at {mpi.ranks} ranks, one block")
     return links
 
 
