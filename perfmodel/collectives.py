@@ -237,15 +237,22 @@ def cluster_alltoall(n_each: ArrayLike, gpus: ArrayLike, cluster: Cluster) -> np
 def ps_exchange(n: ArrayLike, gpus: ArrayLike, cluster: Cluster, servers: int) -> tuple[np.ndarray, np.ndarray]:
     """Parameter-server push of n gradient bytes and pull of n parameter bytes by one worker.
 
-    Returns (seconds one worker spends in its own exchange, seconds of server link time per exchange).
+    Returns (seconds one worker spends in its own exchange, seconds of server time per exchange).
     The worker side: GPU->CPU copy, push and pull over the node's network link shared by the node's g
-    workers, CPU->GPU copy. The server side: S servers each with one network link (full duplex), so one
-    exchange occupies n / (S B_network) seconds of the servers' aggregate link.
+    workers, CPU->GPU copy. The server side: S servers, each receiving one push while it sends the
+    previous pull (full duplex), so one exchange occupies (alpha_ps + n beta_ps) / S seconds of them,
+    on the link of ``cluster.network_for("ps")``: the parameter-server exchange a profile timed
+    (perfmodel.profile.schema.op_blocks), else the network link (alpha 0 there: the pushes queue
+    behind each other, their latencies overlap).
     """
     _, g = placement(gpus, cluster)
     n = np.asarray(n, dtype=float)
     worker = 2 * (cluster.network.alpha + g * n * cluster.network.beta) + 2 * n * cluster.host.beta
-    server = n * cluster.network.beta / servers
+    if "ps" in dict(cluster.network_ops):
+        link = cluster.network_for("ps")
+        server = (link.alpha + n * link.beta) / servers
+    else:
+        server = n * cluster.network.beta / servers
     return worker, np.broadcast_to(server, np.shape(worker)).astype(float)
 
 

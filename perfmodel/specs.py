@@ -61,7 +61,7 @@ class Link:
 
 
 #: Collectives a cluster may carry a network link of their own for (Cluster.network_ops).
-NETWORK_OPS: tuple[str, ...] = ("allgather", "alltoall")
+NETWORK_OPS: tuple[str, ...] = ("allgather", "alltoall", "ps")
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class Cluster:
         _positive_int("nics", self.nics)
 
     def network_for(self, op: str) -> Link:
-        """The network link of collective ``op`` ("allgather", "alltoall"): its own from ``network_ops``
+        """The network link of operation ``op`` ("allgather", "alltoall", "ps"): its own from ``network_ops``
         when measured, else ``network``."""
         return dict(self.network_ops).get(op, self.network)
 

@@ -288,7 +288,8 @@ def predict_ps_run(run: RunMeasurement, workload: Workload, cluster: Cluster, co
                    apply_s: float = 0.0) -> dict:
     """Predicted worker step (seconds) and server throughput (samples/s) of a parameter-server run: the
     model's asgd strategy on W = run.workers workers, one per node, over ``cluster.network`` (the
-    profile's ping-pong link). Only the workers compute: compute is stretched by W x threads / cores when
+    profile's ping-pong link), the server's time per exchange on its own link where the cluster has one
+    (``Cluster.network_for("ps")``: the profile's parameter-server exchange). Only the workers compute: compute is stretched by W x threads / cores when
     that exceeds 1. apply_s: seconds the server spends applying a gradient while its worker waits (the
     optimizer step the profile timed), moved from predicted compute to communication. The predicted
     communication is the step less compute: the exchange plus any wait for a saturated server."""
@@ -342,8 +343,10 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             raise ValidateError(f"run log {path} trained {run.model!r}; no --profile of that model "
                                 f"(profiled: {', '.join(sorted(by_model)) or 'none'})")
         ncores = cores if cores is not None else (prof.machine.cpu_affinity or os.cpu_count() or 1)
-        if run.workers:  # point-to-point Send/Recv: the ping-pong link at the run's rank count
-            cluster = profile_cluster(prof, network_from="pingpong", ranks=run.ranks)
+        if run.workers:  # point-to-point Send/Recv: the ping-pong link at the run's rank count, and
+            # the server's time per exchange from the profile's "ps" exchange there, where it has one
+            cluster = profile_cluster(prof, network_from="pingpong", ranks=run.ranks,
+                                      op_bytes={"ps": 4.0 * sum(profile_workload(prof).tensor_sizes)})
             rows.append(_row(path, run, predict_ps_run(run, profile_workload(prof), cluster, ncores,
                                                        _optimizer_step_s(prof))))
             continue

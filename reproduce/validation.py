@@ -102,7 +102,7 @@ EMU_SCALE = {
     # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node; asgd's server is rank
     # 0 with a node of its own (one rank per node: every worker reaches it over the shaped link)
     "smoke": {"model": "lenet", "batch": 8, "steps": 12, "skip": 3, "profile_batches": "8,16",
-              "comm_max": "4Mi", "comm_repeats": 5, "compute_repeats": 20,
+              "comm_max": "2Mi", "comm_repeats": 5, "compute_repeats": 20,
               "layouts": {"ssgd": [(2, 1)], "terngrad": [(2, 1)], "daso": [(2, 2)], "asgd": [(3, 1)]}},
     "small": {"model": "lenet", "batch": 8, "steps": 30, "skip": 5, "profile_batches": "4,8,16",
               "comm_max": "4Mi", "comm_repeats": 9, "compute_repeats": 30, "ompi_layouts": [2, 4],
@@ -201,9 +201,11 @@ def _emulated_profile(out: Path, scale: str, sc: dict, nodes: int, rpn: int, rat
     prof = out / f"profile_emulated_{name}_{scale}.json"
     if not prof.exists():
         ranks_list = ",".join(str(r) for r in sorted({1, rpn, nodes * rpn}))
-        # TernGrad's Allgather and ps exchanges run Allgather and Alltoall: time them where they run
-        tern = any(j[0] == "terngrad" and j[2:5] == (nodes, rpn, rate) for j in _emu_jobs(sc))
-        ops = "pingpong,allreduce,iallreduce" + (",allgather,alltoall" if tern else "")
+        # TernGrad's Allgather and ps exchanges run Allgather and Alltoall, the parameter server its
+        # push/pull exchange: time them where they run
+        algos = {j[0] for j in _emu_jobs(sc) if j[2:5] == (nodes, rpn, rate)}
+        ops = ("pingpong,allreduce,iallreduce" + (",allgather,alltoall" if "terngrad" in algos else "")
+               + (",ps" if "asgd" in algos else ""))
         run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model,
                      "--batch", sc["profile_batches"], "--ranks", ranks_list, "--max-bytes", sc["comm_max"],
                      "--comm-repeats", str(sc["comm_repeats"]), "--repeats", str(sc["compute_repeats"]),

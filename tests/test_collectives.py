@@ -1,5 +1,7 @@
 """Alpha-beta collective costs against hand-derived numbers and limits."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -95,6 +97,10 @@ def test_ps_exchange_by_hand():
     # push + pull on the node link shared by 4 workers, plus two host copies
     assert worker == pytest.approx(2 * (1e-5 + 4 * 1e6 * 1e-9) + 2 * 1e6 / 5e9)
     assert server == pytest.approx(1e6 * 1e-9 / 2)
+    # a measured parameter-server exchange (Cluster.network_ops "ps"): alpha + n beta of its own link
+    ps = dataclasses.replace(cl, network_ops=(("ps", Link(latency_s=2e-5, bandwidth_Bps=5e8)),))
+    worker_ps, server_ps = c.ps_exchange(1e6, 8, ps, servers=2)
+    assert worker_ps == pytest.approx(worker) and server_ps == pytest.approx((2e-5 + 1e6 / 5e8) / 2)
 
 
 def test_allgather_and_alltoall_take_their_own_measured_links_between_nodes():

@@ -36,7 +36,7 @@ def test_comm_module_end_to_end(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
     assert cp.ranks == 2 and cp.backend == "mpi" and cp.library.startswith(("Open MPI", "MPICH", "Intel"))
-    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall"}
+    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall", "ps"}
     assert len(cp.load_avg) == 2 and cp.compute is None  # no model given: no concurrent compute timing
     for op in cp.ops.values():
         assert op.sizes_bytes == tuple(2**k for k in range(3, 21))
@@ -45,8 +45,9 @@ def test_comm_module_end_to_end(tmp_path):
         assert np.all(np.array(op.min_s) <= med) and np.all(med <= np.array(op.max_s))
         assert np.all(med > 1e-8) and np.all(med < 0.1)
         np.testing.assert_allclose(op.algbw_Bps, np.array(op.sizes_bytes) / med)
-        # at 2 ranks every nccl-tests bus-bandwidth factor is 1
-        np.testing.assert_allclose(op.busbw_Bps, op.algbw_Bps)
+        # at 2 ranks every nccl-tests bus-bandwidth factor is 1; the parameter server's counts the
+        # PS_ROUNDS = 2 pushes of its one worker
+        np.testing.assert_allclose(op.busbw_Bps, (2.0 if op.op == "ps" else 1.0) * np.array(op.algbw_Bps))
         fitted = op.fit.time(op.sizes_bytes)
         err = np.max(np.abs(fitted - med) / med)
         assert err == pytest.approx(op.fit.piecewise_max_rel_err, rel=1e-6)
@@ -118,7 +119,7 @@ def test_torch_distributed_path_with_gloo(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
     assert cp.backend == "gloo" and cp.library.startswith("gloo") and cp.ranks == 2
-    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall"}
+    assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall", "ps"}
     assert all(op.sizes_bytes == (8, 4096, 262144) for op in cp.ops.values())
 
 
@@ -138,15 +139,16 @@ def test_block_operations_and_the_step_timed_on_all_ranks_at_once(tmp_path):
     argv = mpiexec_command(MPIEXEC, 3, [], version=version)
     flags = argv[1:argv.index("-n")]
     res = subprocess.run([MPIEXEC, *flags, "-n", "3", sys.executable, "-m", "perfmodel.profile.comm", "--ops",
-                          "allgather,alltoall", "--sizes", "8,4Ki,64Ki", "--repeats", "5", "--model", "tinynets:mlp",
+                          "allgather,alltoall,ps", "--sizes", "8,4Ki,64Ki", "--repeats", "5", "--model", "tinynets:mlp",
                           "--input-shape", "1,8,8", "--batch", "4,8", "--compute-repeats", "5", "--out", str(out)],
                          capture_output=True, text=True, timeout=180, cwd=tmp_path,
                          env=dict(os.environ, PYTHONPATH=env_path, OMP_NUM_THREADS="1"))
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
-    assert cp.ranks == 3 and set(cp.ops) == {"allgather", "alltoall"}
-    for op in cp.ops.values():  # OSU's block size; nccl-tests' busbw = (p-1) x block / t at 3 ranks
-        np.testing.assert_allclose(op.busbw_Bps, 2.0 * np.array(op.algbw_Bps))
+    assert cp.ranks == 3 and set(cp.ops) == {"allgather", "alltoall", "ps"}
+    for name, op in cp.ops.items():  # OSU's block size; nccl-tests' busbw = (p-1) x block / t at 3 ranks;
+        # the parameter server's: the 2 workers x 2 pushes it receives per call
+        np.testing.assert_allclose(op.busbw_Bps, (4.0 if name == "ps" else 2.0) * np.array(op.algbw_Bps))
     cc = cp.compute
     assert cc is not None and cc.batches == (4, 8) and cc.repeats == 5 and cc.threads == 1
     assert all(0 < m <= x for m, x in zip(cc.mean_s, cc.max_s)) and all(v >= 0 for v in cc.cv)

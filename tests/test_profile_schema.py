@@ -13,10 +13,10 @@ import pytest
 from perfmodel import collectives
 from perfmodel.profile.comm import summarize
 from perfmodel.profile.fit import fit_affine
-from perfmodel.profile.schema import (BUSBW_FACTORS, SCHEMA_VERSION, CommProfile, ComputeProfile, ComputeRow,
+from perfmodel.profile.schema import (BUSBW_FACTORS, PS_ROUNDS, SCHEMA_VERSION, CommProfile, ComputeProfile, ComputeRow,
                                       ConcurrentCompute, CopyTimes, Machine, ModelInfo, Profile, ProfileError, Stats,
                                       device_key, load_profile, profile_cluster, profile_from_dict, profile_links,
-                                      profile_op_links, profile_to_dict, profile_workload, save_profile)
+                                      op_blocks, profile_op_links, profile_to_dict, profile_workload, save_profile)
 from perfmodel.specs import Cluster, Link
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -304,8 +304,33 @@ def test_block_operation_links_reproduce_their_measurements():
     assert float(collectives.cluster_allgather(n_ag, 4, plain)) != pytest.approx(float(ag.fit.time(n_ag)), rel=0.05)
     # an operation the profile did not measure: no link, the cluster falls back to its network link
     assert profile_op_links(make_profile(), {"allgather": n_ag}) == {}
-    with pytest.raises(ProfileError, match="per-operation links exist for allgather, alltoall"):
+    with pytest.raises(ProfileError, match="per-operation links exist for allgather, alltoall, ps"):
         profile_op_links(prof, {"allreduce": 8})
+
+
+PS_ALPHA, PS_BW = 40e-6, 1e8
+
+
+def test_parameter_server_link_reproduces_its_exchange():
+    # 3 ranks: 2 workers, PS_ROUNDS = 2 pushes each; the server receives a push while the previous pull
+    # leaves, so a call takes 2 x 2 + 1 = 5 exchange times; one worker alone alternates push and pull (4)
+    assert PS_ROUNDS == 2 and op_blocks("ps", 3) == 5 and op_blocks("ps", 4) == 7 and op_blocks("ps", 2) == 4
+    assert op_blocks("allgather", 4) == op_blocks("alltoall", 4) == 3
+    assert BUSBW_FACTORS["ps"](3) == 4.0  # the bytes the server receives, 2 workers x 2 pushes, over t
+    ops = {"pingpong": _op("pingpong", 3, lambda n: 30e-6 + n / 1.25e8),
+           "ps": _op("ps", 3, lambda n: 5 * (PS_ALPHA + n / PS_BW))}
+    three = CommProfile(ranks=3, backend="mpi", library="Open MPI v5", hosts=("a", "b", "c"), wall_s=3.0, ops=ops)
+    prof = dataclasses.replace(make_profile(), comm=make_profile().comm + (three,))
+    n = 2**20
+    (link,) = profile_op_links(prof, {"ps": n}, ranks=3).values()
+    assert link.latency_s == pytest.approx(PS_ALPHA, rel=2e-2) and link.bandwidth_Bps == pytest.approx(PS_BW, rel=2e-2)
+    # the independent path: the model's server time per exchange on a cluster carrying that link is the
+    # measured call over its 5 exchanges; without it, the ping-pong link's n beta (8.4 ms, not 10.5)
+    cl = profile_cluster(prof, ranks=3, network_from="pingpong", op_bytes={"ps": n})
+    _, server = collectives.ps_exchange(n, 2, cl, servers=1)
+    assert float(server) == pytest.approx(float(ops["ps"].fit.time(n)) / 5, rel=1e-9)
+    _, plain = collectives.ps_exchange(n, 2, profile_cluster(prof, ranks=3, network_from="pingpong"), servers=1)
+    assert float(plain) == pytest.approx(n / 1.25e8, rel=2e-2)
 
 
 def test_concurrent_compute_round_trips_and_interpolates(tmp_path):

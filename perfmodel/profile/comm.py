@@ -1,5 +1,5 @@
-"""Communication micro-benchmarks: ping-pong, Allreduce, Iallreduce, Bcast, Reduce, Allgather and Alltoall
-over message sizes.
+"""Communication micro-benchmarks: ping-pong, Allreduce, Iallreduce, Bcast, Reduce, Allgather, Alltoall
+and a parameter server's push/pull exchange over message sizes.
 
 Run under MPI, one process per rank; rank 0 writes a ``CommProfile`` as JSON::
 
@@ -19,7 +19,11 @@ calls in a row between two barriers, so a call may start while a slower rank sti
 Measured on 2026-11-23, 2 emulated nodes at 100 Mbit/s (perfmodel.emulate), ring Allreduce of 1 MiB:
 131 ms back to back, 88 ms wire time, and the trainer's one call per step at the wire time.
 Ping-pong times are one way (round trip / 2) between ranks 0 and 1. Allgather and Alltoall sizes
-are OSU's: one rank's block (Allgather), the block each rank sends to each rank (Alltoall). Ranks
+are OSU's: one rank's block (Allgather), the block each rank sends to each rank (Alltoall). "ps" is
+the exchange of trainers.asynchronous.ps: every rank but 0 pushes n bytes to rank 0 and waits for n
+bytes back, ``PS_ROUNDS`` times; rank 0 receives from whoever comes first and answers with a
+non-blocking send, so that it receives one push while the previous pull leaves (the size is one push;
+perfmodel.profile.schema.op_blocks inverts the time to the server's per exchange). Ranks
 should each have a core of their own (``perfmodel profile`` starts mpiexec with ``--bind-to core`` when they fit): two
 busy-polling ranks sharing a core time the scheduler, not the link.
 
@@ -48,6 +52,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
+
+from .schema import PS_ROUNDS
 
 __all__ = ["CommConfig", "int_list", "parse_size", "default_sizes", "plan_iterations", "summarize", "run_benchmarks", "main"]
 
@@ -80,7 +86,7 @@ class CommConfig:
     """What to measure and how hard. sizes in bytes (multiples of 4: float32 elements), seconds elsewhere."""
 
     sizes: tuple[int, ...]
-    ops: tuple[str, ...] = ("pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall")
+    ops: tuple[str, ...] = ("pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall", "ps")
     backend: str = "mpi"
     warmup: int = 3
     repeats: int = 15
@@ -213,6 +219,23 @@ class _MPITransport(_Transport):
         if op == "alltoall":  # nbytes: the block each rank sends to each rank
             out, back = np.ones(self.size * send.size, dtype=np.float32), np.zeros(self.size * send.size, np.float32)
             return lambda: comm.Alltoall(out, back)
+        if op == "ps":  # rank 0 serves the others, first come first served (trainers.asynchronous.ps)
+            if rank == 0:
+                status, pulls = MPI.Status(), self.size - 1
+
+                def serve() -> None:
+                    reqs = []
+                    for _ in range(pulls * PS_ROUNDS):
+                        comm.Recv(recv, source=MPI.ANY_SOURCE, tag=8, status=status)
+                        reqs.append(comm.Isend(send, dest=status.Get_source(), tag=9))
+                    MPI.Request.Waitall(reqs)
+                return serve
+
+            def push_pull() -> None:
+                for _ in range(PS_ROUNDS):
+                    comm.Send(send, dest=0, tag=8)
+                    comm.Recv(recv, source=0, tag=9)
+            return push_pull
         if op == "pingpong":
             if rank == 0:
                 def round_trip() -> None:
@@ -305,6 +328,24 @@ class _TorchTransport(_Transport):
             out = torch.ones(self.size * buf.numel(), dtype=torch.float32, device=self.device)
             back = torch.zeros_like(out)
             return lambda: dist.all_to_all_single(back, out)
+        if op == "ps":  # rank 0 serves the others in rank order (NCCL has no receive from any rank)
+            back = torch.zeros_like(buf)
+            if rank == 0:
+                def serve() -> None:
+                    for _ in range(PS_ROUNDS):
+                        reqs = []
+                        for w in range(1, self.size):
+                            dist.recv(back, src=w)
+                            reqs.append(dist.isend(buf, dst=w))
+                        for r in reqs:
+                            r.wait()
+                return serve
+
+            def push_pull() -> None:
+                for _ in range(PS_ROUNDS):
+                    dist.send(buf, dst=0)
+                    dist.recv(back, src=0)
+            return push_pull
         if op == "pingpong":
             if rank == 0:
                 def round_trip() -> None:
@@ -450,7 +491,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", help="comma-separated sizes (e.g. 8,1Ki,1Mi); default powers of two from --min-bytes to --max-bytes")
     p.add_argument("--min-bytes", default="8", help="smallest message (default 8)")
     p.add_argument("--max-bytes", default="64Mi", help="largest message (default 64Mi)")
-    p.add_argument("--ops", default="pingpong,allreduce,iallreduce,bcast,reduce,allgather,alltoall",
+    p.add_argument("--ops", default="pingpong,allreduce,iallreduce,bcast,reduce,allgather,alltoall,ps",
                    help="comma-separated operations")
     p.add_argument("--backend", default="mpi", help="mpi | nccl | gloo")
     p.add_argument("--warmup", type=int, default=3)

@@ -38,7 +38,7 @@ from .fit import AffineFit, AlphaBetaFit
 
 __all__ = [
     "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
-    "ComputeProfile", "OpProfile", "ConcurrentCompute", "CommProfile", "Profile", "BUSBW_FACTORS", "BLOCK_OPS", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS",
+    "ComputeProfile", "OpProfile", "ConcurrentCompute", "CommProfile", "Profile", "BUSBW_FACTORS", "BLOCK_OPS", "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS",
     "device_key", "comm_profile_from_dict", "load_profile", "save_profile", "profile_to_dict", "profile_from_dict",
     "profile_workload", "profile_links", "profile_op_links", "profile_cluster", "nonblocking_factor", "profile_daso",
 ]
@@ -66,10 +66,31 @@ BUSBW_FACTORS: dict[str, typing.Callable[[int], float]] = {
     # nccl-tests' busbw = (total bytes / t) (p-1)/p with total = p x the block, i.e. (p-1) x block / t
     "allgather": lambda p: float(p - 1),
     "alltoall": lambda p: float(p - 1),
+    # a parameter server's exchange (rank 0 serves the p-1 others, PS_ROUNDS pushes and pulls of n
+    # bytes each): the bytes the server receives, p-1 workers x PS_ROUNDS x n, over t
+    "ps": lambda p: float((p - 1) * PS_ROUNDS),
 }
-#: Operations whose ring (allgather) or pairwise (alltoall) form takes p-1 steps of one block each:
-#: t = (p-1)(alpha + n beta) for a block of n bytes (perfmodel.collectives.cluster_allgather/alltoall).
-BLOCK_OPS: tuple[str, ...] = ("allgather", "alltoall")
+#: Pushes (and pulls) each worker makes in one timed call of the "ps" operation: enough for the
+#: server's incoming and outgoing traffic to overlap as in training, few enough to stay cheap.
+PS_ROUNDS = 2
+
+
+def op_blocks(op: str, ranks: int) -> int:
+    """Blocks of n bytes that one call of a ``BLOCK_OPS`` operation on ``ranks`` ranks takes in turn,
+    t = blocks (alpha + n beta): p-1 for the ring Allgather and the pairwise Alltoall (one block per
+    step); for "ps" (p-1) PS_ROUNDS + 1 from 2 workers on, whose server receives one push while it
+    sends the previous pull (full duplex), so that only the first push and the last pull are not
+    overlapped, and 2 PS_ROUNDS for one worker, whose pushes and pulls alternate."""
+    if op not in BLOCK_OPS:
+        raise ValueError(f"no block form for {op!r}; block operations: {', '.join(BLOCK_OPS)}")
+    if op == "ps":
+        return 2 * PS_ROUNDS if ranks == 2 else (ranks - 1) * PS_ROUNDS + 1
+    return ranks - 1
+
+
+#: Operations a call of which takes op_blocks(op, p) blocks in turn: t = blocks (alpha + n beta) for
+#: a block of n bytes (perfmodel.collectives.cluster_allgather/alltoall, ps_exchange's server).
+BLOCK_OPS: tuple[str, ...] = ("allgather", "alltoall", "ps")
 COMM_OPS: tuple[str, ...] = tuple(BUSBW_FACTORS)
 BACKENDS: tuple[str, ...] = ("mpi", "nccl", "gloo")
 FIT_STATS: tuple[str, ...] = ("median", "p25", "min")
@@ -615,10 +636,10 @@ def profile_workload(profile: Profile, name: str | None = None, *, kind: str = "
 
 
 def _link_from(fit: AlphaBetaFit, nbytes: float | None, *, ring_ranks: int | None, source: str,
-               block_ranks: int | None = None) -> Link:
+               blocks: int | None = None) -> Link:
     """A Link from an op fit, ring-inverted when ``ring_ranks`` is given (t = 2(p-1) alpha + 2(p-1)/p n
-    beta), inverted through the p-1 block steps of ``BLOCK_OPS`` when ``block_ranks`` is (t = (p-1)
-    (alpha + n beta), n one block).
+    beta), inverted through the blocks of a ``BLOCK_OPS`` call when ``blocks`` is (t = blocks (alpha +
+    n beta), n one block: ``op_blocks``).
 
     With ``nbytes``: latency = the small-message intercept, bandwidth = what a message of nbytes gets
     in the piecewise fit (``AlphaBetaFit.effective``), so the Link reproduces the fitted time at nbytes
@@ -632,8 +653,8 @@ def _link_from(fit: AlphaBetaFit, nbytes: float | None, *, ring_ranks: int | Non
     if ring_ranks is not None:
         p = ring_ranks
         alpha, beta = alpha / (2 * (p - 1)), beta * p / (2 * (p - 1))
-    if block_ranks is not None:
-        alpha, beta = alpha / (block_ranks - 1), beta / (block_ranks - 1)
+    if blocks is not None:
+        alpha, beta = alpha / blocks, beta / blocks
     bw = 1.0 / beta if beta > 0 else float("inf")
     return Link(latency_s=alpha, bandwidth_Bps=bw, source=f"{source}, {span}")
 
@@ -686,20 +707,21 @@ def profile_op_links(profile: Profile, op_bytes: typing.Mapping[str, float], *,
                      ranks: int | None = None) -> dict[str, Link]:
     """Each measured block operation's own network link ({op: Link} for the ops of ``op_bytes`` that the
     MPI run at ``ranks`` ranks, else the largest, measured; ``BLOCK_OPS``): the op's piecewise fit read at
-    its block of op_bytes[op] bytes, inverted through t = (p-1)(alpha + n beta), so that
-    perfmodel.collectives' ring Allgather / pairwise Alltoall on one rank per node reproduces the
-    measured time at that block. For Cluster.network_ops."""
+    its block of op_bytes[op] bytes, inverted through t = blocks (alpha + n beta) (``op_blocks``), so
+    that perfmodel.collectives' ring Allgather / pairwise Alltoall on one rank per node, and the
+    parameter server's time per exchange, reproduce the measured time at that block. For
+    Cluster.network_ops."""
     mpi = (ranks is not None and profile.comm_for("mpi", ranks=ranks)) or profile.comm_for("mpi")
     links: dict[str, Link] = {}
     if mpi is None:
         return links
     for op, nbytes in op_bytes.items():
         if op not in BLOCK_OPS:
-            raise ProfileError(f"no p-1 step form for {op!r}; per-operation links exist for {', '.join(BLOCK_OPS)}")
+            raise ProfileError(f"no block form for {op!r}; per-operation links exist for {', '.join(BLOCK_OPS)}")
         measured = mpi.ops.get(op)
         if measured is None:
             continue
-        links[op] = _link_from(measured.fit, float(nbytes), ring_ranks=None, block_ranks=mpi.ranks,
+        links[op] = _link_from(measured.fit, float(nbytes), ring_ranks=None, blocks=op_blocks(op, mpi.ranks),
                                source=f"{_describe(profile)}: MPI {op} at {mpi.ranks} ranks, one block")
     return links
 
