@@ -159,7 +159,8 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] 
                             terngrad_decode_elems_per_s=args.terngrad_decode_rate or codec_rates[1],
                             terngrad_exchange=args.terngrad_exchange, terngrad_lanes=args.terngrad_lanes,
                             daso_B=args.daso_b, daso_W=args.daso_w,
-                            ps_servers=args.ps_servers, straggler_cv=cv_task, straggler_machine_cv=cv_mach,
+                            ps_servers=args.ps_servers, ps_update_s=args.ps_update_ms / 1e3,
+                            straggler_cv=cv_task, straggler_machine_cv=cv_mach,
                             **_schedule_fields(args), **daso_strategy_fields(daso)))
     return out
 
@@ -519,6 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--profile's iallreduce/allreduce)")
     p.add_argument("--ps-servers", type=int, default=1,
                    help="asgd, sync-ps: parameter servers; byteps: CPU summation machines (--ps-placement dedicated)")
+    p.add_argument("--ps-update-ms", type=float, default=0.0,
+                   help="asgd: milliseconds a server spends applying one whole push before it answers (default 0)")
     add_schedule_options(p)
     p.add_argument("--profile", default=None, help="profile JSON from `perfmodel profile`")
     p.add_argument("--profile-links", default="network",

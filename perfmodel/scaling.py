@@ -39,7 +39,8 @@ Strategies:
               with daso_progress "async", and paid in full with "wait") and broadcasts them inside
               its node.
     asgd      parameter server: workers never wait for each other; a worker's iteration is its
-              compute plus its own push/pull; the servers' links cap the aggregate rate.
+              compute plus its own push/pull (and the server's update, ps_update_s / S); the servers'
+              time per exchange (link, plus that update) caps the aggregate rate.
     sync-ps   synchronous parameter server: K servers (ps_servers) hold n/K each, on the worker nodes
               or on dedicated nodes (ps_placement); a node sums its GPUs first (ps_local_reduce) or
               every GPU pushes; push, then pull (collectives.sync_ps_exchange).
@@ -412,6 +413,8 @@ def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
 def _asgd_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):
     n = dense_bytes(workload, "fp32")
     worker, server = coll.ps_exchange(n, w, cluster, strategy.ps_servers)
+    update = strategy.ps_update_s / strategy.ps_servers  # each server applies its share of the push
+    worker, server = worker + update, server + update
     with np.errstate(divide="ignore"):  # infinite bandwidth: no cap
         cap = 1.0 / server
     extra = {"exchange_bytes": np.full_like(w, n),

@@ -352,6 +352,9 @@ class Strategy:
     summation on the GPU machines only, no CPU machines) or "dedicated" (servers on their own nodes, each
     with one node network link). ps_local_reduce: sync-ps sums the GPUs of a node before the push
     (TensorFlow distributed_replicated, MXNet dist_device_sync) or every GPU pushes its own gradient.
+    ps_update_s: seconds a parameter server spends applying one whole push (the optimizer step on all
+    the parameters) before it answers; asgd adds ps_update_s / ps_servers to the worker's exchange and
+    to each server's time per exchange (0 by default: the update hidden or free).
     straggler_cv: coefficient of variation of per-batch times (gamma CVB model, 0 = none);
     straggler_machine_cv: machine heterogeneity (0 homogeneous task noise only).
     """
@@ -371,6 +374,7 @@ class Strategy:
     daso_progress: str = "async"
     daso_nonblocking_factor: float = 1.0
     ps_servers: int = 1
+    ps_update_s: float = 0.0
     straggler_cv: float = 0.0
     straggler_machine_cv: float = 0.0
     bucket_mb: float = 25.0
@@ -414,6 +418,7 @@ class Strategy:
             raise SpecError(f"daso_progress must be one of {', '.join(DASO_PROGRESS)}, got {self.daso_progress!r}")
         _positive("daso_nonblocking_factor", self.daso_nonblocking_factor)
         _positive_int("ps_servers", self.ps_servers)
+        _positive("ps_update_s", self.ps_update_s, allow_zero=True)
         _positive("straggler_cv", self.straggler_cv, allow_zero=True)
         _positive("straggler_machine_cv", self.straggler_machine_cv, allow_zero=True)
         _positive("bucket_mb", self.bucket_mb)

@@ -174,6 +174,15 @@ def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps
                           cfg, {}, sent, workers=int(head.get("workers", int(head.get("ranks", 1)) - 1)))
 
 
+def _less(ct: ComputeTime, seconds: float) -> ComputeTime:
+    """ct less a constant number of seconds per step (never below 1 us)."""
+    if seconds == 0.0:
+        return ct
+    if ct.kind == "linear":
+        return replace(ct, t0_s=max(ct.t0_s - seconds, 0.0))
+    return replace(ct, times_s=tuple(max(t - seconds, 1e-6) for t in ct.times_s))
+
+
 def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
     if factor == 1.0:
         return ct
@@ -291,22 +300,24 @@ def predict_ps_run(run: RunMeasurement, workload: Workload, cluster: Cluster, co
     profile's ping-pong link), the server's time per exchange on its own link where the cluster has one
     (``Cluster.network_for("ps")``: the profile's parameter-server exchange). Only the workers compute: compute is stretched by W x threads / cores when
     that exceeds 1. apply_s: seconds the server spends applying a gradient while its worker waits (the
-    optimizer step the profile timed), moved from predicted compute to communication. The predicted
+    optimizer step the profile timed): the model's ps_update_s, taken off the worker's compute, so that it
+    counts as communication and as server time per exchange. The predicted
     communication is the step less compute: the exchange plus any wait for a saturated server."""
     if run.workers < 2:
         raise ValidateError(f"run log {run.path}: {run.workers} worker(s); the model's asgd strategy "
                             f"communicates from 2 workers on (on one it is a single-GPU run)")
     share = max(1.0, run.workers * run.threads / cores)
     gpu = next(iter(workload.compute))
-    wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
+    # the worker's step less the update, which the server applies (ps_update_s) while the worker waits
+    wl = replace(workload, compute={gpu: _less(_stretched(workload.compute[gpu], share), apply_s)})
     cl = replace(cluster, gpus_per_node=1, gpu=gpu)
     ((strategy, _),) = run_strategies(run)
     try:
-        p = predict(wl, cl, strategy, [run.workers], scaling="weak", batch=run.batch)
+        p = predict(wl, cl, replace(strategy, ps_update_s=apply_s), [run.workers], scaling="weak", batch=run.batch)
     except SpecError as e:
         raise ValidateError(f"run log {run.path}: {e}") from None
     t_step = float(p.t_iter_s[0])
-    t_compute = max(0.0, float(p.t_compute_s[0]) - apply_s)
+    t_compute = float(p.t_compute_s[0])
     return {"t_step_s": t_step, "t_compute_s": t_compute, "t_comm_s": t_step - t_compute, "t_compress_s": 0.0,
             "throughput": float(p.throughput[0]), "core_share": share, "bytes_per_step": float(p.bytes_per_gpu[0]),
             "server_utilization": float(p.extra["server_utilization"][0])}
@@ -445,7 +456,7 @@ def validate_allreduce_choice(forced: str | os.PathLike, chosen: str | os.PathLi
     free = Link(latency_s=0.0, bandwidth_Bps=float("inf"), source="CPU ranks: no device copy")
     rows = []
     for n, measured in zip(op.sizes_bytes, op.median_s):
-        wire = float(ring_op.fit.time(float(n))) - steps * alpha  # the ring's bandwidth term at n
+        wire = ring_op.time_at(float(n)) - steps * alpha  # the ring's bandwidth term at n, as measured
         bw = steps / ranks * n / wire if wire > 0 else float("inf")
         link = Link(latency_s=alpha, bandwidth_Bps=bw, source=f"{forced}: forced ring Allreduce at {ranks} ranks")
         cl = Cluster(name="local", gpus_per_node=1, intra=link, host=free, network=link, gpu="cpu")

@@ -225,6 +225,14 @@ def test_asgd_server_bandwidth_caps_throughput():
     np.testing.assert_allclose(p.extra["mean_staleness"], [63, 511])
     more = predict(wl, cl, Strategy("asgd", ps_servers=4), [512], batch=32)
     assert more.throughput[0] == pytest.approx(4 * cap * 32)
+    # a server that spends 1 ms applying each push: 1 / (n / 1.25e9 + 1 ms) exchanges per second; four
+    # servers apply a quarter each
+    upd = predict(wl, cl, Strategy("asgd", ps_servers=1, ps_update_s=1e-3), [512], batch=32)
+    assert upd.throughput[0] == pytest.approx(32 / (n / 1.25e9 + 1e-3))
+    upd4 = predict(wl, cl, Strategy("asgd", ps_servers=4, ps_update_s=1e-3), [512], batch=32)
+    assert upd4.throughput[0] == pytest.approx(4 * 32 / (n / 1.25e9 + 1e-3))
+    with pytest.raises(SpecError, match="ps_update_s"):
+        Strategy("asgd", ps_update_s=-1.0)
 
 
 def test_stragglers_slow_sync_and_not_async():

@@ -348,8 +348,9 @@ def test_ps_prediction_by_hand(tmp_path, profile):
     assert row["predicted_compute_s"] == pytest.approx(T0 + T1 * 32 - STEP_32, rel=1e-3)
     assert row["predicted_comm_s"] == pytest.approx(exchange + STEP_32, rel=1e-3)
     assert row["predicted_throughput"] == pytest.approx(2 * 32 / t_step, rel=1e-3)
-    # the server's link is busy n / bw per exchange, at 2 / t_step exchanges per second
-    assert row["predicted_server_utilization"] == pytest.approx(2 / t_step * GRAD / BW_PP, rel=1e-3)
+    # the server is busy n / bw on its link and STEP_32 on its update per exchange, at 2 / t_step
+    # exchanges per second
+    assert row["predicted_server_utilization"] == pytest.approx(2 / t_step * (GRAD / BW_PP + STEP_32), rel=1e-3)
     assert row["measured_bytes_per_step"] == row["predicted_bytes_per_step"] == 2 * GRAD  # push + pull, fp32
     assert row["workers"] == 2 and row["ranks"] == 3
     assert row["comm_error_pct"] == pytest.approx(100 * (exchange + STEP_32 - 0.001) / 0.001, rel=1e-3)
@@ -358,12 +359,14 @@ def test_ps_prediction_by_hand(tmp_path, profile):
 
 
 def test_a_saturated_server_sets_the_rate(tmp_path):
-    """Ping-pong 0.1 ms + n / (1 MB/s): n / bw = 3.04 ms per exchange at the server. 4 workers (4 cores)
-    would exchange 4 / (3.6 + 2 x 3.14) ms = 405/s; the server takes 1 / 3.04 ms = 329/s. So each worker's
-    step is 4 x 3.04 ms, its compute as without the cap and the rest spent waiting in its exchange."""
+    """Ping-pong 0.1 ms + n / (1 MB/s): n / bw = 3.04 ms per exchange at the server's link, plus its
+    update (the optimizer step, STEP_32 = 0.36 ms): 3.40 ms. 4 workers (4 cores) would exchange
+    4 / (3.6 + 2 x 3.14) ms = 405/s; the server takes 1 / 3.40 ms = 294/s. So each worker's step is
+    4 x 3.40 ms, its compute as without the cap (less the update, which the server runs) and the rest
+    spent waiting in its exchange."""
     prof = slow_pingpong_profile(tmp_path)
-    server = GRAD / 1e6
-    assert 4 / (T0 + T1 * 32 + 2 * (1e-4 + server)) > 1 / server  # the cap binds
+    server = GRAD / 1e6 + STEP_32
+    assert 4 / (T0 + T1 * 32 + 2 * (1e-4 + GRAD / 1e6)) > 1 / server  # the cap binds
     (row,) = validate([write_ps_log(tmp_path / "ps.jsonl", 4, 32, [(0.003, 0.009, 0.003)] * 6)], [prof],
                       skip=1, cores=4)
     assert row["predicted_step_s"] == pytest.approx(4 * server, rel=1e-3)
@@ -371,13 +374,13 @@ def test_a_saturated_server_sets_the_rate(tmp_path):
     assert row["predicted_compute_s"] == pytest.approx(T0 + T1 * 32 - STEP_32, rel=1e-3)
     assert row["predicted_comm_s"] == pytest.approx(4 * server - (T0 + T1 * 32 - STEP_32), rel=1e-3)
     assert row["predicted_server_utilization"] == pytest.approx(1.0)
-    # the same run on 2 cores: only the 4 workers compute, stretched 2x (not the server: it waits), so
-    # they exchange 4 / (7.2 + 6.28) ms = 297/s, below the server's 329/s: no waiting for the server
+    # the same run on 1 core: only the 4 workers compute, stretched 4x (not the server: it waits), so
+    # they exchange 4 / (14.4 + 6.28) ms = 193/s, below the server's 294/s: no waiting for the server
     (shared,) = validate([write_ps_log(tmp_path / "ps2.jsonl", 4, 32, [(0.003, 0.009, 0.003)] * 6)], [prof],
-                         skip=1, cores=2)
-    assert shared["core_share"] == 2.0
-    assert shared["predicted_compute_s"] == pytest.approx(2 * (T0 + T1 * 32) - STEP_32, rel=1e-3)
-    assert shared["predicted_step_s"] == pytest.approx(2 * (T0 + T1 * 32) + 2 * (1e-4 + server), rel=1e-3)
+                         skip=1, cores=1)
+    assert shared["core_share"] == 4.0
+    assert shared["predicted_compute_s"] == pytest.approx(4 * (T0 + T1 * 32) - STEP_32, rel=1e-3)
+    assert shared["predicted_step_s"] == pytest.approx(4 * (T0 + T1 * 32) + 2 * (1e-4 + GRAD / 1e6), rel=1e-3)
     assert shared["predicted_server_utilization"] == pytest.approx(4 / shared["predicted_step_s"] * server, rel=1e-3)
     assert shared["predicted_server_utilization"] < 1
 
