@@ -298,11 +298,12 @@ def predict_ps_run(run: RunMeasurement, workload: Workload, cluster: Cluster, co
     """Predicted worker step (seconds) and server throughput (samples/s) of a parameter-server run: the
     model's asgd strategy on W = run.workers workers, one per node, over ``cluster.network`` (the
     profile's ping-pong link), the server's time per exchange on its own link where the cluster has one
-    (``Cluster.network_for("ps")``: the profile's parameter-server exchange). Only the workers compute: compute is stretched by W x threads / cores when
-    that exceeds 1. apply_s: seconds the server spends applying a gradient while its worker waits (the
-    optimizer step the profile timed): the model's ps_update_s, taken off the worker's compute, so that it
-    counts as communication and as server time per exchange. The predicted
-    communication is the step less compute: the exchange plus any wait for a saturated server."""
+    (``Cluster.network_for("ps")``: the profile's parameter-server exchange). Only the workers compute:
+    compute is stretched by W x threads / cores when that exceeds 1. apply_s: seconds the server spends
+    applying a gradient while its worker waits (the optimizer step the profile timed): the model's
+    ps_update_s, taken off the worker's compute, so that it counts as communication and as server time
+    per exchange. The predicted communication is the step less compute: the exchange plus any wait for
+    a saturated server."""
     if run.workers < 2:
         raise ValidateError(f"run log {run.path}: {run.workers} worker(s); the model's asgd strategy "
                             f"communicates from 2 workers on (on one it is a single-GPU run)")
@@ -354,14 +355,13 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             raise ValidateError(f"run log {path} trained {run.model!r}; no --profile of that model "
                                 f"(profiled: {', '.join(sorted(by_model)) or 'none'})")
         ncores = cores if cores is not None else (prof.machine.cpu_affinity or os.cpu_count() or 1)
+        workload = profile_workload(prof)
         if run.workers:  # point-to-point Send/Recv: the ping-pong link at the run's rank count, and
             # the server's time per exchange from the profile's "ps" exchange there, where it has one
             cluster = profile_cluster(prof, network_from="pingpong", ranks=run.ranks,
-                                      op_bytes={"ps": 4.0 * sum(profile_workload(prof).tensor_sizes)})
-            rows.append(_row(path, run, predict_ps_run(run, profile_workload(prof), cluster, ncores,
-                                                       _optimizer_step_s(prof))))
+                                      op_bytes={"ps": 4.0 * sum(workload.tensor_sizes)})
+            rows.append(_row(path, run, predict_ps_run(run, workload, cluster, ncores, _optimizer_step_s(prof))))
             continue
-        workload = profile_workload(prof)
         exact = prof.comm_for("mpi", ranks=run.ranks)  # the profile's MPI run at the run's rank count
         if run.ranks > 1:
             op, nbytes = exchange_message(run, workload)

@@ -38,7 +38,8 @@ from .fit import AffineFit, AlphaBetaFit
 
 __all__ = [
     "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
-    "ComputeProfile", "OpProfile", "ConcurrentCompute", "CommProfile", "Profile", "BUSBW_FACTORS", "BLOCK_OPS", "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS",
+    "ComputeProfile", "OpProfile", "ConcurrentCompute", "CommProfile", "Profile", "BUSBW_FACTORS", "BLOCK_OPS",
+    "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS",
     "device_key", "comm_profile_from_dict", "load_profile", "save_profile", "profile_to_dict", "profile_from_dict",
     "profile_workload", "profile_links", "profile_op_links", "profile_cluster", "nonblocking_factor", "profile_daso",
 ]
@@ -348,7 +349,7 @@ class OpProfile:
         linearly between the two measured sizes around nbytes (exact for an alpha-beta line between
         them; the measured time itself at a measured size), the piecewise fit outside the measured
         sizes. The fit may miss a size by up to its tolerance (15%, perfmodel.profile.fit): on the
-        emulated links the ring Iallreduce of 233 KB took 15.9 ms by its neighbours and 11.8 ms by the fit."""
+        emulated links the ring Iallreduce of 233 KB took 15.9 ms by its neighbours, 11.8 ms by the fit."""
         import numpy as np
 
         n = float(nbytes)
@@ -650,7 +651,7 @@ def profile_workload(profile: Profile, name: str | None = None, *, kind: str = "
         raise ProfileError(f"profile cannot make a workload: {exc}") from None
 
 
-def _link_from(fit: "AlphaBetaFit | OpProfile", nbytes: float | None, *, ring_ranks: int | None, source: str,
+def _link_from(op: "OpProfile | AlphaBetaFit", nbytes: float | None, *, ring_ranks: int | None, source: str,
                blocks: int | None = None) -> Link:
     """A Link from an op's measurements (an ``OpProfile``) or a bare fit, ring-inverted when
     ``ring_ranks`` is given (t = 2(p-1) alpha + 2(p-1)/p n beta), inverted through the blocks of a
@@ -661,13 +662,12 @@ def _link_from(fit: "AlphaBetaFit | OpProfile", nbytes: float | None, *, ring_ra
     fit's (``AlphaBetaFit.effective``), so the Link reproduces that time at nbytes exactly. Without:
     the single line fitted over all sizes.
     """
-    measured = fit if isinstance(fit, OpProfile) else None
-    fit = measured.fit if measured is not None else fit
+    fit = op.fit if isinstance(op, OpProfile) else op
     if nbytes is None:
         alpha, beta, span = fit.alpha_s, fit.beta_s_per_byte, "one line over all sizes"
-    elif measured is not None:
+    elif isinstance(op, OpProfile):
         alpha = fit.latency_s
-        beta = max(measured.time_at(nbytes) - alpha, 0.0) / nbytes
+        beta = max(op.time_at(nbytes) - alpha, 0.0) / nbytes
         span = f"latency of the smallest messages, bandwidth measured at {nbytes:.0f} B"
     else:
         alpha, beta = fit.effective(nbytes)
