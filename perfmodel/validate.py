@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .compression import (aggregate_bits, encode_seconds, levels_lane_bits, ps_shard_elems, resolve_level_lanes,
-                          ternary_split)
+from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_shard_elems,
+                          resolve_level_lanes, ternary_split)
 from .scaling import predict
 from .specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload, daso_strategy_fields
 
@@ -359,7 +359,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         if run.workers:  # point-to-point Send/Recv: the ping-pong link at the run's rank count, and
             # the server's time per exchange from the profile's "ps" exchange there, where it has one
             cluster = profile_cluster(prof, network_from="pingpong", ranks=run.ranks,
-                                      op_bytes={"ps": 4.0 * sum(workload.tensor_sizes)})
+                                      op_bytes={"ps": dense_bytes(workload, "fp32")})
             rows.append(_row(path, run, predict_ps_run(run, workload, cluster, ncores, _optimizer_step_s(prof))))
             continue
         exact = prof.comm_for("mpi", ranks=run.ranks)  # the profile's MPI run at the run's rank count
