@@ -241,18 +241,15 @@ def ps_exchange(n: ArrayLike, gpus: ArrayLike, cluster: Cluster, servers: int) -
     The worker side: GPU->CPU copy, push and pull over the node's network link shared by the node's g
     workers, CPU->GPU copy. The server side: S servers, each receiving one push while it sends the
     previous pull (full duplex), so one exchange occupies (alpha_ps + n beta_ps) / S seconds of them,
-    on the link of ``cluster.network_for("ps")``: the parameter-server exchange a profile timed
-    (perfmodel.profile.schema.op_blocks), else the network link (alpha 0 there: the pushes queue
-    behind each other, their latencies overlap).
+    on the cluster's own "ps" link (``Cluster.network_ops``: the parameter-server exchange a profile
+    timed, perfmodel.profile.schema.op_blocks), else n / (S B_network) on the network link (no alpha:
+    the pushes queue behind each other, their latencies overlap).
     """
     _, g = placement(gpus, cluster)
     n = np.asarray(n, dtype=float)
     worker = 2 * (cluster.network.alpha + g * n * cluster.network.beta) + 2 * n * cluster.host.beta
-    if "ps" in dict(cluster.network_ops):
-        link = cluster.network_for("ps")
-        server = (link.alpha + n * link.beta) / servers
-    else:
-        server = n * cluster.network.beta / servers
+    ps = dict(cluster.network_ops).get("ps")
+    server = (ps.alpha + n * ps.beta if ps is not None else n * cluster.network.beta) / servers
     return worker, np.broadcast_to(server, np.shape(worker)).astype(float)
 
 

@@ -434,8 +434,8 @@ def validate_allreduce_choice(forced: str | os.PathLike, chosen: str | os.PathLi
     forced: a profile whose MPI Allreduce at ``ranks`` ranks ran the forced ring
     (perfmodel.mpi_algorithms.FORCED), which gives the link the model charges: its latency is the
     ring's time for messages up to 1 KiB (median over those sizes) over its 2(p-1) steps, and at each
-    size n the bandwidth that makes the ring formula on that latency give the forced ring's fitted time
-    at n (so the ring is reproduced and the other algorithms get a per-step latency, not a line's
+    size n the bandwidth that makes the ring formula on that latency give the forced ring's measured time
+    at n (``OpProfile.time_at``; so the ring is reproduced and the other algorithms get a per-step latency, not a line's
     intercept); chosen: a profile of the same cluster timed without forcing an algorithm. One row per
     size the chosen profile measured: Open MPI's algorithm, measured and predicted seconds and the
     error, and the forced ring's time with its error (how much the choice changes the time)."""

@@ -42,7 +42,7 @@ from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, Profile
 __all__ = ["add_profile_parser", "run_profile_command", "format_summary", "main", "mpiexec_command"]
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OPS = "pingpong,allreduce,iallreduce,bcast,reduce,allgather,alltoall,ps"
+DEFAULT_OPS = ",".join(COMM_OPS)
 
 
 # ---------------------------------------------------------------- argument parsing

@@ -23,9 +23,9 @@ are OSU's: one rank's block (Allgather), the block each rank sends to each rank 
 the exchange of trainers.asynchronous.ps: every rank but 0 pushes n bytes to rank 0 and waits for n
 bytes back, ``PS_ROUNDS`` times; rank 0 receives from whoever comes first and answers with a
 non-blocking send, so that it receives one push while the previous pull leaves (the size is one push;
-perfmodel.profile.schema.op_blocks inverts the time to the server's per exchange). Ranks
-should each have a core of their own (``perfmodel profile`` starts mpiexec with ``--bind-to core`` when they fit): two
-busy-polling ranks sharing a core time the scheduler, not the link.
+perfmodel.profile.schema.op_blocks inverts the time to the server's per exchange). Ranks should
+each have a core of their own (``perfmodel profile`` starts mpiexec with ``--bind-to core`` when they
+fit): two busy-polling ranks sharing a core time the scheduler, not the link.
 
 With a model (``--workload`` or ``--model``) and ``--batch``, an MPI run first times the model's
 training step on all its ranks at once (perfmodel.profile.compute.concurrent_compute): the
@@ -53,7 +53,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from .schema import PS_ROUNDS
+from .schema import (BACKENDS, BUSBW_FACTORS, COMM_OPS, FIT_STATS, PS_ROUNDS, TIMINGS, CommProfile, OpProfile,
+                     ProfileError, Stats)
 
 __all__ = ["CommConfig", "int_list", "parse_size", "default_sizes", "plan_iterations", "summarize", "run_benchmarks", "main"]
 
@@ -86,7 +87,7 @@ class CommConfig:
     """What to measure and how hard. sizes in bytes (multiples of 4: float32 elements), seconds elsewhere."""
 
     sizes: tuple[int, ...]
-    ops: tuple[str, ...] = ("pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall", "ps")
+    ops: tuple[str, ...] = COMM_OPS
     backend: str = "mpi"
     warmup: int = 3
     repeats: int = 15
@@ -107,8 +108,6 @@ class CommConfig:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        from .schema import BACKENDS, COMM_OPS, FIT_STATS
-
         if self.workload and self.model:
             raise ValueError("give workload or model, not both")
         if (self.workload or self.model) and (not self.batches or min(self.batches) < 1):
@@ -140,8 +139,6 @@ class CommConfig:
             raise ValueError("target_s and size_budget_s must be > 0")
         if self.max_iters < 1:
             raise ValueError(f"max_iters must be >= 1, got {self.max_iters}")
-        from .schema import TIMINGS
-
         if self.timing not in TIMINGS:
             raise ValueError(f"timing must be one of {', '.join(TIMINGS)}, got {self.timing!r}")
 
@@ -418,8 +415,6 @@ def summarize(op: str, ranks: int, sizes: Sequence[int], samples: Sequence[Seque
     """An ``OpProfile`` (schema) from per-size run times: stats, bandwidths and the alpha-beta fit of
     the ``fit_stat`` column."""
     from .fit import fit_alpha_beta
-    from .schema import BUSBW_FACTORS, OpProfile, Stats
-
     stats = [Stats.of(s) for s in samples]
     med = [s.median_s for s in stats]
     algbw = [n / t for n, t in zip(sizes, med)]
@@ -435,8 +430,6 @@ def summarize(op: str, ranks: int, sizes: Sequence[int], samples: Sequence[Seque
 
 def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | None = None):
     """Measure every op and size on the current MPI job; the ``CommProfile`` on rank 0, None elsewhere."""
-    from .schema import CommProfile
-
     start = time.perf_counter()
     load_before = _load_avg()
     t = _transport(cfg.backend)
@@ -491,7 +484,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", help="comma-separated sizes (e.g. 8,1Ki,1Mi); default powers of two from --min-bytes to --max-bytes")
     p.add_argument("--min-bytes", default="8", help="smallest message (default 8)")
     p.add_argument("--max-bytes", default="64Mi", help="largest message (default 64Mi)")
-    p.add_argument("--ops", default="pingpong,allreduce,iallreduce,bcast,reduce,allgather,alltoall,ps",
+    p.add_argument("--ops", default=",".join(COMM_OPS),
                    help="comma-separated operations")
     p.add_argument("--backend", default="mpi", help="mpi | nccl | gloo")
     p.add_argument("--warmup", type=int, default=3)
@@ -531,8 +524,6 @@ def config_from_args(args: argparse.Namespace) -> CommConfig:
 
 def int_list(text: str, what: str) -> list[int]:
     """Positive integers from "a,b,c", in the given order (ProfileError naming option --``what``)."""
-    from .schema import ProfileError
-
     try:
         vals = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:

@@ -751,7 +751,8 @@ def profile_op_links(profile: Profile, op_bytes: typing.Mapping[str, float], *,
 def nonblocking_factor(profile: Profile, nbytes: float | None = None, ranks: int | None = None) -> float | None:
     """Measured time (``OpProfile.time_at``) of a non-blocking MPI allreduce waited at once over a
     blocking one of ``nbytes`` (default: the profiled model's gradient bytes), at the same rank count;
-    None when the profile did not measure ``iallreduce``. DASO's cycling-phase sync is such a non-blocking allreduce."""
+    None when the profile did not measure ``iallreduce``. DASO's cycling-phase sync is such a
+    non-blocking allreduce."""
     mpi = (ranks is not None and profile.comm_for("mpi", ranks=ranks)) or profile.comm_for("mpi")
     if mpi is None or "iallreduce" not in mpi.ops or "allreduce" not in mpi.ops:
         return None
