@@ -41,7 +41,7 @@ from .scaling import predict
 from .specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload, daso_strategy_fields
 
 if TYPE_CHECKING:
-    from .profile.schema import ConcurrentCompute
+    from .profile.schema import ConcurrentCompute, ModelInfo
 
 
 class ValidateError(ValueError):
@@ -359,7 +359,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         if run.workers:  # point-to-point Send/Recv: the ping-pong link at the run's rank count, and
             # the server's time per exchange from the profile's "ps" exchange there, where it has one
             cluster = profile_cluster(prof, network_from="pingpong", ranks=run.ranks,
-                                      op_bytes={"ps": dense_bytes(workload, "fp32")})
+                                      op_bytes=read_sizes(run, workload))
             rows.append(_row(path, run, predict_ps_run(run, workload, cluster, ncores, _optimizer_step_s(prof))))
             continue
         exact = prof.comm_for("mpi", ranks=run.ranks)  # the profile's MPI run at the run's rank count
@@ -383,7 +383,26 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
     return rows
 
 
-def exchange_message(run: RunMeasurement, workload: Workload) -> tuple[str, float]:
+def read_sizes(run: RunMeasurement, model: Workload | ModelInfo) -> dict[str, float]:
+    """The message size (bytes) at which ``validate`` reads each profiled operation for ``run``: the
+    network link's operation (``exchange_message``), the blocks of its Allgather and Alltoall
+    (``exchange_blocks``), DASO's Iallreduce at the gradient's bytes (perfmodel.profile.schema
+    nonblocking_factor), or the parameter server's push ("ps": the fp32 gradient). Timing these
+    operations at exactly these sizes (``perfmodel profile --extra-sizes``) leaves nothing to
+    interpolate. model: the run's Workload, or the profiled ModelInfo (tensor sizes are all it needs).
+    {} for one rank."""
+    if run.workers:
+        return {"ps": dense_bytes(model, "fp32")}
+    if run.ranks < 2:
+        return {}
+    op, nbytes = exchange_message(run, model)
+    sizes = {op: nbytes, **exchange_blocks(run, model)}
+    if run.algo == "daso":  # DASO's non-blocking factor: iallreduce over allreduce at the gradient's bytes
+        sizes["iallreduce"] = nbytes
+    return sizes
+
+
+def exchange_message(run: RunMeasurement, workload: Workload | ModelInfo) -> tuple[str, float]:
     """The profiled operation whose fit is the run's network link, and the bytes of the message its
     exchange sends (the piecewise fit's bandwidth is read at that size: perfmodel.profile.schema
     profile_links). SSGD and TernGrad: the "iallreduce" fit, the same ring as the blocking Allreduce
@@ -409,7 +428,7 @@ def exchange_message(run: RunMeasurement, workload: Workload) -> tuple[str, floa
     return "allreduce", grad
 
 
-def exchange_blocks(run: RunMeasurement, workload: Workload) -> dict[str, float]:
+def exchange_blocks(run: RunMeasurement, workload: Workload | ModelInfo) -> dict[str, float]:
     """The Allgather and Alltoall a run's exchange calls, each with its block (bytes one rank sends in
     one step: perfmodel.profile.schema.BLOCK_OPS), so that the model charges them on their own measured
     links (Cluster.network_ops) where the profile has them. TernGrad's Allgather exchange: every rank's

@@ -144,8 +144,9 @@ def _can_emulate(args: argparse.Namespace, table: str) -> bool:
 
 
 def emulated_table(args: argparse.Namespace, out: Path) -> None:
-    """Runs on an emulated cluster (perfmodel.emulate): per (nodes, ranks per node, rate) one profile
-    of its links made on it, then each algorithm's run, validated against that profile."""
+    """Runs on an emulated cluster (perfmodel.emulate): per (nodes, ranks per node, rate) each
+    algorithm's run, then one profile of its links made on it (each operation also timed at the
+    message sizes the runs are read at), against which every run is validated."""
     from perfmodel.emulate import EmulatedCluster, EmulationSpec, parse_rate
     from perfmodel.validate import validate
 
@@ -168,8 +169,8 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
         ranks = nodes * rpn
         with EmulatedCluster(EmulationSpec(nodes=nodes, ranks_per_node=rpn, rate_bps=parse_rate(rate))) as cl:
             extra = cl.mpiexec_args()
-            prof = _emulated_profile(out, args.scale, sc, nodes, rpn, rate, extra)
-            for algo, ex, *_ in jobs:
+            logs = []
+            for algo, ex, *_ in jobs:  # the runs first: the profile then times each link at their sizes
                 log = runs / f"{name}_{algo}{'_' + ex if ex else ''}.jsonl"
                 targs = _run_args(algo, model, batch, ranks, sc["steps"], log)
                 if algo == "daso":
@@ -179,23 +180,45 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
                 want = {"algo": algo, "model": model, "batch": batch, "steps": sc["steps"], "dataset": "synthetic"}
                 run_command(mpi_command(ranks, targs, extra=extra), log, want, 900,
                             f"emulated {name} {algo} {ex}".rstrip())
-                (row,) = validate([str(log)], [str(prof)], skip=sc["skip"])
-                row.update({"scale": args.scale, "exchange": ex, "nodes": nodes, "ranks_per_node": rpn,
-                            "rate": rate, "rate_bps": parse_rate(rate), "log": str(log.relative_to(out)),
-                            "comm_share": row["measured_comm_s"] / row["measured_step_s"],
-                            "profile": prof.name,
-                            "settings": settings_text({"batch_per_rank": batch, "steps": sc["steps"],
-                                                       "skip": sc["skip"], "dataset": "synthetic", "threads": 1,
-                                                       "mpi": " ".join(extra[extra.index("--map-by"):]),
-                                                       "daso": "B=2 W=1" if algo == "daso" else ""})})
-                table.add(row)
-                bar.update(1)
+                logs.append((algo, ex, log))
+            prof = _emulated_profile(out, args.scale, sc, nodes, rpn, rate, extra)
+        for algo, ex, log in logs:
+            (row,) = validate([str(log)], [str(prof)], skip=sc["skip"])
+            row.update({"scale": args.scale, "exchange": ex, "nodes": nodes, "ranks_per_node": rpn,
+                        "rate": rate, "rate_bps": parse_rate(rate), "log": str(log.relative_to(out)),
+                        "comm_share": row["measured_comm_s"] / row["measured_step_s"],
+                        "profile": prof.name,
+                        "settings": settings_text({"batch_per_rank": batch, "steps": sc["steps"],
+                                                   "skip": sc["skip"], "dataset": "synthetic", "threads": 1,
+                                                   "mpi": " ".join(extra[extra.index("--map-by"):]),
+                                                   "daso": "B=2 W=1" if algo == "daso" else ""})})
+            table.add(row)
+            bar.update(1)
     bar.close()
+
+
+def _read_sizes(runs: Path, name: str, model: str, skip: int) -> dict[str, list[int]]:
+    """op -> the sizes (bytes) at which perfmodel.validate reads it for the cluster's complete run logs
+    (``runs``/``name``_*.jsonl; perfmodel.validate.read_sizes)."""
+    from perfmodel.profile.compute import load_workload_model
+    from perfmodel.validate import ValidateError, measure_run, read_sizes
+
+    info = None
+    sizes: dict[str, set[int]] = {}
+    for log in sorted(runs.glob(f"{name}_*.jsonl")):
+        try:
+            run = measure_run(str(log), skip)
+        except ValidateError:  # an unfinished or foreign log: nothing to time for it
+            continue
+        info = info or load_workload_model(model)[1]
+        for op, nbytes in read_sizes(run, info).items():
+            sizes.setdefault(op, set()).add(int(nbytes))
+    return {op: sorted(v) for op, v in sorted(sizes.items())}
 
 
 def _emulated_profile(out: Path, scale: str, sc: dict, nodes: int, rpn: int, rate: str, extra: list[str]) -> Path:
     """The profile of one emulated cluster (its links under the forced algorithms, ``extra``), made
-    on it unless it exists."""
+    on it unless it exists, each operation also timed at the sizes its complete runs are read at."""
     model = sc["model"]
     name = f"{model}_{nodes}x{rpn}_{rate}"
     prof = out / f"profile_emulated_{name}_{scale}.json"
@@ -206,10 +229,13 @@ def _emulated_profile(out: Path, scale: str, sc: dict, nodes: int, rpn: int, rat
         algos = {j[0] for j in _emu_jobs(sc) if j[2:5] == (nodes, rpn, rate)}
         ops = ("pingpong,allreduce,iallreduce" + (",allgather,alltoall" if "terngrad" in algos else "")
                + (",ps" if "asgd" in algos else ""))
+        at = [f"{op}={','.join(map(str, sizes))}" for op, sizes in
+              _read_sizes(out / "runs" / f"emulated_{scale}", name, model, sc["skip"]).items() if op in ops.split(",")]
         run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model,
                      "--batch", sc["profile_batches"], "--ranks", ranks_list, "--max-bytes", sc["comm_max"],
                      "--comm-repeats", str(sc["comm_repeats"]), "--repeats", str(sc["compute_repeats"]),
-                     "--ops", ops, "--mpiexec-args", " ".join(extra), "--quiet", "--out", str(prof)],
+                     "--ops", ops, *(a for item in at for a in ("--extra-sizes", item)),
+                     "--mpiexec-args", " ".join(extra), "--quiet", "--out", str(prof)],
                     900, f"emulated profile {name}")
     return prof
 

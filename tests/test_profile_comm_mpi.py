@@ -173,7 +173,8 @@ def test_profile_command_with_ranks_1_and_2(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
     res = subprocess.run([sys.executable, "-m", "perfmodel.profile.cli", "profile", "--model", "tinynets:mlp",
                           "--input-shape", "1,8,8", "--batch", "4,8", "--repeats", "3", "--ranks", "1,2",
-                          "--max-bytes", "64Ki", "--comm-repeats", "5", "--out", str(out)],
+                          "--max-bytes", "64Ki", "--comm-repeats", "5", "--extra-sizes", "allreduce=4432",
+                          "--out", str(out)],
                          capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "allreduce fitted vs measured (2 ranks" in res.stdout and f"wrote {out}" in res.stdout
@@ -194,3 +195,7 @@ def test_profile_command_with_ranks_1_and_2(tmp_path):
     lo = max(i for i, s in enumerate(ar.sizes_bytes) if s <= n)
     (x0, x1), (y0, y1) = ar.sizes_bytes[lo:lo + 2], ar.median_s[lo:lo + 2]
     assert 2 * link.alpha + n * link.beta == pytest.approx(y0 + (y1 - y0) * (n - x0) / (x1 - x0), rel=1e-9)
+    # --extra-sizes timed the Allreduce at the gradient's 4432 bytes itself (1108 parameters), and the
+    # other operations only at the powers of two: the link is the measured time there
+    assert n == 4432 and x0 == n and 4432 not in prof.comm[1].ops["pingpong"].sizes_bytes
+    assert 2 * link.alpha + n * link.beta == pytest.approx(y0, rel=1e-9)

@@ -121,7 +121,10 @@ def test_profile_command_without_mpi(nets, tmp_path, capsys):
                                         (["--batch", "4,x"], "comma-separated integers"),
                                         (["--ranks", "0"], "positive integers"),
                                         (["--ops", "allreduce,gather"], "unknown operation 'gather'"),
-                                        (["--min-bytes", "5", "--max-bytes", "7"], "no power of two")])
+                                        (["--min-bytes", "5", "--max-bytes", "7"], "no power of two"),
+                                        (["--extra-sizes", "allreduce"], "use OP=SIZE"),
+                                        (["--ops", "allreduce", "--extra-sizes", "alltoall=8"],
+                                         "which --ops does not time")])
 def test_profile_command_bad_arguments_exit_2(nets, tmp_path, capsys, argv, match):
     rc = profile_main(["profile", "--model", f"{nets}:mlp", "--input-shape", "1,8,8", "--ranks", "1",
                        "--out", str(tmp_path / "p.json"), "--quiet", *argv])

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from perfmodel.profile.comm import CommConfig, default_sizes, parse_size, plan_iterations
+from perfmodel.profile.comm import CommConfig, default_sizes, parse_extra_sizes, parse_size, plan_iterations
 from perfmodel.profile.fit import AlphaBetaFit, Segment, fit_affine, fit_alpha_beta
 
 SIZES = np.array(default_sizes(8, 64 * 2**20), dtype=float)  # 8 B .. 64 MiB
@@ -168,8 +168,27 @@ def test_plan_iterations_adapts_to_the_message_cost():
 @pytest.mark.parametrize("kwargs,match", [({"sizes": (6,)}, "multiples of 4"), ({"sizes": ()}, "empty"),
                                           ({"sizes": (8, 8)}, "increasing"), ({"ops": ("gather",)}, "unknown op"),
                                           ({"backend": "tcp"}, "unknown backend"), ({"min_repeats": 2}, "min_repeats"),
-                                          ({"fit_stat": "mean"}, "fit_stat")])
+                                          ({"fit_stat": "mean"}, "fit_stat"),
+                                          ({"extra_sizes": (("bcast", (8,)),), "ops": ("allreduce",)}, "not among"),
+                                          ({"extra_sizes": (("allreduce", (10,)),)}, "multiples of 4")])
 def test_comm_config_validates(kwargs, match):
     base = {"sizes": (8, 16)}
     with pytest.raises(ValueError, match=match):
         CommConfig(**(base | kwargs))
+
+
+def test_extra_sizes_add_to_one_operation_only():
+    # "233099" is rounded up to whole float32 elements; repeated items for one op merge
+    extra = parse_extra_sizes(["iallreduce=233099,1Ki", "allgather=100", "iallreduce=8"])
+    assert extra == (("iallreduce", (8, 1024, 233100)), ("allgather", (100,)))
+    cfg = CommConfig(sizes=(8, 16, 262144), extra_sizes=extra)
+    assert cfg.sizes_for("iallreduce") == (8, 16, 1024, 233100, 262144)
+    assert cfg.sizes_for("allgather") == (8, 16, 100, 262144)
+    assert cfg.sizes_for("allreduce") == (8, 16, 262144)
+
+
+@pytest.mark.parametrize("item,match", [("allreduce", "OP=SIZE"), ("=8", "OP=SIZE"), ("allreduce=", "OP=SIZE"),
+                                        ("gather=8", "unknown op"), ("allreduce=8x", "bad size")])
+def test_extra_sizes_reject_garbage(item, match):
+    with pytest.raises(ValueError, match=match):
+        parse_extra_sizes([item])

@@ -439,6 +439,36 @@ def test_exchange_blocks_are_the_allgather_and_alltoall_blocks():
     assert exchange_blocks(run("ssgd", 4), wl) == {} and exchange_blocks(run("terngrad", 1), wl) == {}
 
 
+def test_read_sizes_are_where_validate_reads_each_profiled_operation():
+    from perfmodel.profile.schema import ModelInfo
+    from perfmodel.specs import ComputeTime, Workload
+    from perfmodel.validate import RunMeasurement, read_sizes
+
+    wl = Workload(name="w", tensor_sizes=(1000, 600, 10), classifier_tensors=1,
+                  compute={"cpu": ComputeTime("linear", t0_s=0.0, t1_s=1e-3)})
+    # the profiled model gives the same sizes: its tensor sizes are all they need
+    info = ModelInfo(name="w", origin="workload", input_shape=(1, 8, 8), num_classes=10,
+                     tensor_names=("a.weight", "b.weight", "c.weight"), tensor_sizes=(1000, 600, 10))
+    assert info.classifier_tensors == 1
+
+    def run(algo, ranks, workers=0, **cfg):
+        return RunMeasurement("x", algo, "w", ranks, 8, 1, 10, 1.0, 0.5, 0.5, 0.0, 8.0, {"algo": algo, **cfg}, {},
+                              workers=workers)
+    grad = 4.0 * 1610
+    for model in (wl, info):
+        assert read_sizes(run("ssgd", 2, bucket_mb=25.0), model) == {"iallreduce": grad}
+        # levels, packed lanes at 4 ranks: 1600 elements x 4 bits
+        assert read_sizes(run("terngrad", 4, tern_exchange="levels", tern_lanes="packed"), model) == \
+            {"iallreduce": 800.0}
+        # ps: the fp32 part's link at the 2-bit codes' 400 B, push 100 B per peer, pull 200 B
+        assert read_sizes(run("terngrad", 4, tern_exchange="ps"), model) == \
+            {"iallreduce": 400.0, "alltoall": 100.0, "allgather": 200.0}
+        # DASO: the blocking allreduce and its non-blocking factor, both at the fp32 gradient
+        assert read_sizes(run("daso", 4), model) == {"allreduce": grad, "iallreduce": grad}
+        assert read_sizes(run("asgd", 3, workers=2), model) == {"ps": grad}
+        assert read_sizes(run("ssgd", 1), model) == {}
+
+
 def test_open_mpis_own_choice_is_predicted_on_the_forced_rings_link(tmp_path):
     # forced ring at 4 ranks: t = 6 a + 1.5 n / B; Open MPI's own choice measured as 2 a + ... by hand
     import dataclasses

@@ -69,6 +69,10 @@ def add_profile_parser(subparsers: Any) -> None:
     p.add_argument("--min-bytes", default="8", help="smallest message (default 8)")
     p.add_argument("--max-bytes", default="64Mi", help="largest message (default 64Mi)")
     p.add_argument("--ops", default=DEFAULT_OPS, help=f"communication operations (default {DEFAULT_OPS})")
+    p.add_argument("--extra-sizes", action="append", default=[], metavar="OP=SIZE[,SIZE...]",
+                   help="also time OP at these message sizes, e.g. the bytes your job's exchange sends "
+                        "(iallreduce=233100,1724320): links are read at a job's message size, interpolated "
+                        "between measured sizes; repeatable")
     p.add_argument("--comm-repeats", type=int, default=15, help="timed runs per message size (default 15)")
     p.add_argument("--comm-timing", choices=("barrier", "back-to-back"), default="barrier",
                    help="barrier: each collective after a barrier, timed alone, as a training step starts its "
@@ -235,7 +239,7 @@ def _progress_bar(total: int, desc: str, quiet: bool):
 
 def run_profile_command(args: argparse.Namespace) -> int:
     """Run ``perfmodel profile``; returns the exit status (errors raise ProfileError)."""
-    from .comm import default_sizes, parse_size
+    from .comm import default_sizes, parse_extra_sizes, parse_size
 
     ranks = sorted(set(int_list(args.ranks, "ranks")))
     batches = sorted(set(int_list(args.batch, "batch")))
@@ -245,8 +249,13 @@ def run_profile_command(args: argparse.Namespace) -> int:
         raise ProfileError(f"--ops: unknown operation {bad[0] if bad else args.ops!r}; choose from {', '.join(COMM_OPS)}")
     try:
         sizes = default_sizes(parse_size(args.min_bytes), parse_size(args.max_bytes))
+        extra = parse_extra_sizes(args.extra_sizes)
     except ValueError as exc:
-        raise ProfileError(str(exc)) from None
+        raise ProfileError(f"{exc}") from None
+    unused = [op for op, _ in extra if op not in ops]
+    if unused:
+        raise ProfileError(f"--extra-sizes for {unused[0]!r}, which --ops does not time ({', '.join(ops)})")
+    timed = len(ops) * len(sizes) + sum(len(set(more) - set(sizes)) for _, more in extra)
     if args.timeout <= 0:
         raise ProfileError(f"--timeout must be > 0, got {args.timeout}")
     if args.comm_repeats < 3:
@@ -311,6 +320,8 @@ def run_profile_command(args: argparse.Namespace) -> int:
 
     module_args = ["--min-bytes", str(sizes[0]), "--max-bytes", str(sizes[-1]), "--ops", ",".join(ops),
                    "--repeats", str(args.comm_repeats), "--fit-stat", args.fit_stat, "--timing", args.comm_timing]
+    for op, more in extra:
+        module_args += ["--extra-sizes", f"{op}={','.join(map(str, more))}"]
     if not args.no_compute and compute is not None and compute.device == "cpu":
         # CPU ranks share the machine: time the step on all ranks of each MPI run at once, too
         module_args += (["--workload", args.workload] if args.workload
@@ -327,7 +338,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
             comm.append(CommProfile(ranks=1, backend=backend, library="", hosts=(socket.gethostname(),),
                                     wall_s=0.0, ops={}))
             continue
-        bar = _progress_bar(len(ops) * len(sizes), f"{backend} x{r}", args.quiet)
+        bar = _progress_bar(timed, f"{backend} x{r}", args.quiet)
         with bar:
             cp = run_comm(None, r, backend=backend, module_args=module_args, launcher=launcher,
                           timeout=args.timeout, on_progress=lambda: bar.update(1))

@@ -18,7 +18,12 @@ training step's collectives begin after its compute; ``"back-to-back"`` (nccl-te
 calls in a row between two barriers, so a call may start while a slower rank still finishes the last.
 Measured on 2026-11-23, 2 emulated nodes at 100 Mbit/s (perfmodel.emulate), ring Allreduce of 1 MiB:
 131 ms back to back, 88 ms wire time, and the trainer's one call per step at the wire time.
-Ping-pong times are one way (round trip / 2) between ranks 0 and 1. Allgather and Alltoall sizes
+``extra_sizes`` adds sizes to single operations, so that each is also timed exactly at the messages a
+job sends (the model reads a link at its message size, interpolating between measured sizes:
+perfmodel.profile.schema.OpProfile.time_at; interpolation cannot see a protocol switch between two
+sizes: measured on 2026-11-23, 4 emulated nodes at 100 Mbit/s, the ring Iallreduce took 1.06x the wire
+time up to 245760 B and 1.31x at 262144 B, where its blocks of n/4 reach Open MPI's TCP eager limit,
+64 KiB, and go by rendezvous). Ping-pong times are one way (round trip / 2) between ranks 0 and 1. Allgather and Alltoall sizes
 are OSU's: one rank's block (Allgather), the block each rank sends to each rank (Alltoall). "ps" is
 the exchange of trainers.asynchronous.ps: every rank but 0 pushes n bytes to rank 0 and waits for n
 bytes back, ``PS_ROUNDS`` times; rank 0 receives from whoever comes first and answers with a
@@ -106,6 +111,13 @@ class CommConfig:
     compute_warmup: int = 3
     compute_repeats: int = 10
     threads: int = 1
+    # more sizes for single operations, timed besides ``sizes``: ((op, (bytes, ...)), ...)
+    extra_sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    def sizes_for(self, op: str) -> tuple[int, ...]:
+        """The sizes (bytes) ``op`` is timed at: ``sizes`` and its extra sizes, increasing."""
+        extra = [n for name, more in self.extra_sizes if name == op for n in more]
+        return tuple(sorted(set(self.sizes) | set(extra)))
 
     def __post_init__(self) -> None:
         if self.workload and self.model:
@@ -124,6 +136,12 @@ class CommConfig:
                 raise ValueError(f"sizes must be integers >= 4 and multiples of 4 bytes, got {s!r}")
         if list(self.sizes) != sorted(set(self.sizes)):
             raise ValueError(f"sizes must be strictly increasing, got {self.sizes}")
+        for op, more in self.extra_sizes:
+            if op not in self.ops:
+                raise ValueError(f"extra sizes for {op!r}, which is not among the timed ops ({', '.join(self.ops)})")
+            for s in more:
+                if isinstance(s, bool) or not isinstance(s, int) or s < 4 or s % 4:
+                    raise ValueError(f"extra sizes must be integers >= 4 and multiples of 4 bytes, got {s!r}")
         if not self.ops:
             raise ValueError("ops must not be empty")
         for op in self.ops:
@@ -447,14 +465,15 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
         ops_to_run = [op for op in cfg.ops if t.size > 1]  # one rank: nothing moves, nothing to time
         for op in ops_to_run:
             per_size, iters = [], []
-            for nbytes in cfg.sizes:
+            sizes = cfg.sizes_for(op)
+            for nbytes in sizes:
                 s, i = measure_op(t, op, nbytes, cfg)
                 per_size.append(s)
                 iters.append(i)
                 if progress is not None and t.rank == 0:
                     progress(op, nbytes)
             if t.rank == 0:
-                ops[op] = summarize(op, t.size, cfg.sizes, per_size, iters, cfg.fit_stat, cfg.timing)
+                ops[op] = summarize(op, t.size, sizes, per_size, iters, cfg.fit_stat, cfg.timing)
         hosts = t.hosts()
     finally:
         t.close()
@@ -486,6 +505,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-bytes", default="64Mi", help="largest message (default 64Mi)")
     p.add_argument("--ops", default=",".join(COMM_OPS),
                    help="comma-separated operations")
+    p.add_argument("--extra-sizes", action="append", default=[], metavar="OP=SIZE[,SIZE...]",
+                   help="also time OP at these sizes (rounded up to whole float32 elements); repeatable")
     p.add_argument("--backend", default="mpi", help="mpi | nccl | gloo")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=15, help="timed runs per size (fewer, not below 5, for slow sizes)")
@@ -519,7 +540,23 @@ def config_from_args(args: argparse.Namespace) -> CommConfig:
                       input_shape=tuple(int_list(args.input_shape, "input-shape")) if args.input_shape else None,
                       batches=tuple(sorted(set(int_list(args.batch, "batch")))) if args.batch else (),
                       compute_warmup=args.compute_warmup,
-                      compute_repeats=args.compute_repeats, threads=args.threads)
+                      compute_repeats=args.compute_repeats, threads=args.threads,
+                      extra_sizes=parse_extra_sizes(args.extra_sizes))
+
+
+def parse_extra_sizes(items: Sequence[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """((op, sizes), ...) from "OP=SIZE[,SIZE...]" items (sizes as parse_size reads them, rounded up to
+    a multiple of 4 bytes: whole float32 elements); one entry per op, sizes merged and increasing."""
+    merged: dict[str, set[int]] = {}
+    for item in items:
+        op, eq, sizes = str(item).partition("=")
+        op = op.strip()
+        if not eq or not op or not sizes.strip():
+            raise ValueError(f"bad extra sizes {item!r}; use OP=SIZE[,SIZE...], e.g. iallreduce=233100,1Mi")
+        if op not in COMM_OPS:
+            raise ValueError(f"extra sizes for unknown op {op!r}; choose from {', '.join(COMM_OPS)}")
+        merged.setdefault(op, set()).update(-(-max(parse_size(s), 4) // 4) * 4 for s in sizes.split(",") if s.strip())
+    return tuple((op, tuple(sorted(v))) for op, v in merged.items())
 
 
 def int_list(text: str, what: str) -> list[int]:
