@@ -551,8 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ranks-per-node", type=int, default=1, help="MPI ranks placed on each node (default 1)")
     p.add_argument("--rate", default="1gbit", help="each node's link rate, tc notation (default 1gbit)")
     p.add_argument("--burst", type=int, default=0, metavar="BYTES",
-                   help="token bucket depth of each link in bytes (default 0: 16 KiB up to 1 Gbit/s, "
-                        "rate x 131 us above; a deeper bucket lets a message after idle pass faster than the rate)")
+                   help="token bucket depth of each link in bytes (default 0: rate x 131 us, at least two full "
+                        "frames, 3028 B; a deeper bucket lets a message after idle pass faster than the rate)")
     p.add_argument("--cleanup", action="store_true",
                    help="only remove what killed emulations left behind (namespaces, links, hosts lines)")
     p.add_argument("argv", nargs=argparse.REMAINDER,

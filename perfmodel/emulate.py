@@ -69,21 +69,24 @@ class EmulationInterrupted(KeyboardInterrupt):
     that stop on Ctrl-C stop on these too, and the context manager still tears down)."""
 
 
-#: The token bucket's default depth (bytes): 11 full-size Ethernet frames, 131 us at 1 Gbit/s. A deeper
-#: bucket fills while the link idles (a training step's compute) and then lets that many bytes pass at
-#: memory speed, which a real link never does. Measured here on 2026-11-23 (2 nodes x 1 rank, 250
-#: Mbit/s, ring Allreduce of 426 KB, median of 12): 64 KiB bucket 17.0 ms back to back but 12.7 ms after
-#: 4 ms idle; 16 KiB bucket 14.5 ms and 14.3 ms (wire time at 29.9 MB/s of TCP payload: 14.2 ms); 4 KiB
-#: 14.7 ms both. A 1.72 MB Allreduce: 58.7 / 58.6 ms with 16 KiB. tc-tbf(8) asks for at least one
-#: timer tick's worth of bytes at the rate; with high-resolution timers that is below one frame up to
-#: 1 Gbit/s, so the bucket grows with the rate only above it (rate x 131 us).
-DEFAULT_BURST_BYTES = 16 * 1024
-BURST_TIME_S = DEFAULT_BURST_BYTES * 8 / 1e9
+#: The token bucket's depth (bytes) where the rate needs no more: two full Ethernet frames (the bucket
+#: must hold the largest packet; tbf cuts larger GSO packets into frames). A deeper bucket fills while the
+#: link idles (a training step's compute) and then lets that many bytes pass at memory speed, which a
+#: real link never does. Measured here on 2026-11-23 (2 nodes x 1 rank, Allgather and Allreduce timed
+#: after a barrier, and after a barrier and 4 ms idle; benchmarks/emulated_link.py): at 100 Mbit/s a
+#: 16 KiB bucket gave 9.1 ms back to back and 7.9 ms after idle for 106 KB (1.3 ms of free bytes, 5-9% of
+#: a TernGrad step), 1.7 and 0.4 ms for 20 KB; 3028 B gave 9.1 and 9.0 ms, 1.7 and 1.5 ms. At 250 Mbit/s
+#: 4 KiB gave 14.6 ms both for 426 KB (16 KiB: 14.5 and 14.2; wire at 29.9 MB/s of TCP payload 14.2).
+MIN_BURST_BYTES = 2 * 1514
+#: Above that the bucket holds the rate's bytes of 131 us (16 KiB at 1 Gbit/s, 4 KiB at 250 Mbit/s), so
+#: that a link of high rate keeps up while tbf's timer waits for the next tokens. tc-tbf(8) asks for at
+#: least one timer tick's worth of bytes at the rate; with high-resolution timers that is below one frame.
+BURST_TIME_S = 16 * 1024 * 8 / 1e9
 
 
 def default_burst(rate_bps: float) -> int:
-    """Token bucket depth in bytes for a link of rate_bps bits/s: 16 KiB, or rate x 131 us above 1 Gbit/s."""
-    return max(DEFAULT_BURST_BYTES, int(rate_bps * BURST_TIME_S / 8))
+    """Token bucket depth in bytes for a link of rate_bps bits/s: rate x 131 us, at least two full frames."""
+    return max(MIN_BURST_BYTES, int(rate_bps * BURST_TIME_S / 8))
 
 
 def parse_rate(text: str) -> float:
@@ -104,7 +107,7 @@ def parse_rate(text: str) -> float:
 class EmulationSpec:
     """N nodes of R ranks each, every node's outgoing link shaped to rate_bps bits/s.
 
-    burst_bytes: the token bucket's depth; 0 picks ``default_burst(rate_bps)`` (16 KiB up to 1 Gbit/s), so
+    burst_bytes: the token bucket's depth; 0 picks ``default_burst(rate_bps)`` (rate x 131 us, at least 3028 B), so
     that a message takes about n / R whether the link was idle before or not, as on a real wire."""
 
     nodes: int

@@ -54,9 +54,10 @@ def test_spec_validates_and_derives():
     spec = em.EmulationSpec(nodes=2, ranks_per_node=3, rate_bps=1e9)
     assert spec.ranks == 6
     assert spec.rate_text == "1000000000bit"
-    assert spec.burst == 16384  # 16 KiB up to 1 Gbit/s
-    assert em.EmulationSpec(nodes=2, rate_bps=1e8).burst == 16384
-    assert em.EmulationSpec(nodes=2, rate_bps=1e10).burst == 163840  # 10 Gbit/s x 131.072 us / 8
+    assert spec.burst == 16384  # 1 Gbit/s x 131.072 us / 8
+    assert em.EmulationSpec(nodes=2, rate_bps=2.5e8).burst == 4096
+    assert em.EmulationSpec(nodes=2, rate_bps=1e8).burst == 3028  # 1638 B of the rate: two full frames instead
+    assert em.EmulationSpec(nodes=2, rate_bps=1e10).burst == 163840
     assert em.EmulationSpec(nodes=2, rate_bps=1e8, burst_bytes=5000).burst == 5000
     for bad in ({"nodes": 0}, {"nodes": 2, "ranks_per_node": 0}, {"nodes": 2, "rate_bps": 0.0},
                 {"nodes": 201}, {"nodes": 2, "burst_bytes": -1}, {"nodes": True}):
