@@ -408,8 +408,9 @@ def exchange_message(run: RunMeasurement, workload: Workload | ModelInfo) -> tup
     profile_links). SSGD and TernGrad: the "iallreduce" fit, the same ring as the blocking Allreduce
     (perfmodel.mpi_algorithms forces both), timed one call at a time; SSGD's overlapped buckets run it
     (trainers.grad_buckets), and on the emulated links the blocking ring, timed the same way, ran
-    1.4-1.5x slower than the wire at some sizes (2 nodes at 250 Mbit/s: 128 KiB, 256 KiB, 4 MiB; at 100
-    Mbit/s from 1 MiB) where the trainers' own blocking Allreduce ran at the wire (TernGrad levels, 233 KB
+    1.4-1.6x slower than the wire at some sizes (2 nodes at 250 Mbit/s: 128 KiB, 256 KiB, 4 MiB; at 100
+    Mbit/s from 1 MiB, with a 16 KiB token bucket; with the shallow bucket of perfmodel.emulate still at
+    256 KiB and 4 MiB) where the trainers' own blocking Allreduce ran at the wire (TernGrad levels, 233 KB
     at 250 Mbit/s: 8.0 ms, wire 7.8 ms), and the non-blocking ring at every size. SSGD: at one bucket;
     TernGrad: at its codes' size (lanes of levels_lane_bits for levels, 2-bit packed for ps and
     allgather). DASO (its own blocking/non-blocking factor, perfmodel.profile.schema.profile_daso):
