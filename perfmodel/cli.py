@@ -133,7 +133,7 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
                 ps_placement=args.ps_placement, ps_local_reduce=args.ps_local_reduce == "on")
 
 
-def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] = (0.0, 0.0),
+def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, ...] = (0.0, 0.0, 0.0),
                      daso: dict | None = None, cluster=None) -> list[Strategy]:
     """Strategies from the command line; TernGrad codec rates from a profile unless given."""
     names = [s.strip() for s in args.strategy.split(",") if s.strip()]
@@ -157,6 +157,7 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, float] 
                             terngrad_min_elems=args.terngrad_min_elems, terngrad_fp32_last=args.terngrad_fp32_last,
                             terngrad_encode_elems_per_s=args.terngrad_encode_rate or codec_rates[0],
                             terngrad_decode_elems_per_s=args.terngrad_decode_rate or codec_rates[1],
+                            terngrad_convert_elems_per_s=args.terngrad_convert_rate or codec_rates[2],
                             terngrad_exchange=args.terngrad_exchange, terngrad_lanes=args.terngrad_lanes,
                             daso_B=args.daso_b, daso_W=args.daso_w,
                             ps_servers=args.ps_servers, ps_update_s=args.ps_update_ms / 1e3,
@@ -305,12 +306,12 @@ def _resolve_workload_cluster(args: argparse.Namespace):
         else:
             workload, settings = resolve_workload(args.workload, cluster, wopts)
         codec = profile.compute.codec if profile.compute is not None else None
-        rates = codec.rates() if codec is not None and args.workload is None else (0.0, 0.0)
+        rates = codec.rates() if codec is not None and args.workload is None else (0.0, 0.0, 0.0)
         daso = profile_daso(profile) if base is None else {}
     else:
         cluster = resolve_cluster(args.cluster, copts)
         workload, settings = resolve_workload(args.workload, cluster, wopts)
-        rates, daso = (0.0, 0.0), {}
+        rates, daso = (0.0, 0.0, 0.0), {}
     return workload, cluster, rates, daso, settings
 
 
@@ -503,7 +504,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--terngrad-encode-rate", type=float, default=0.0,
                    help="elements/s to ternarize+pack (0: free, or the profile's measurement)")
     p.add_argument("--terngrad-decode-rate", type=float, default=0.0,
-                   help="elements/s to unpack+average one copy (0: free, or the profile's measurement)")
+                   help="elements/s to unpack+sum one copy (0: free, or the profile's measurement)")
+    p.add_argument("--terngrad-convert-rate", type=float, default=0.0,
+                   help="elements/s to turn the summed codes into the float mean, once per step (0: free, "
+                        "or the profile's measurement)")
     p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels",
                    help="levels (integer allreduce), ps (sharded parameter server) or allgather "
                         "(does not scale); the trainer's exchanges")

@@ -29,9 +29,9 @@ Strategies:
               plus allgather of ceil(log2(2W+1))-bit sums; allgather = every GPU's 2-bit codes to
               every GPU. The paper's form charges its parameter server: push 2 bits and pull
               log2(2W+1) bits per element on full-duplex links, so |theta| is the larger, the pull
-              (scalers and fp32 tensors included). Encoding and the decoding of each copy received are computation (column
-              t_compress_s), charged on every GPU count, one included: a 1-GPU TernGrad run still
-              ternarizes.
+              (scalers and fp32 tensors included). Encoding, the decoding of each copy received and
+              the sum's conversion to the float mean (once) are computation (column t_compress_s),
+              charged on every GPU count, one included: a 1-GPU TernGrad run still ternarizes.
     daso      node-local gradient allreduce every batch (bucketed and overlapped with backprop, as torch
               DDP inside HeAT's DataParallelMultiGPU does); every B batches one GPU per node allreduces
               the parameters across nodes (bf16 and blocking when W=0; fp32 and non-blocking otherwise:
@@ -352,6 +352,7 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
     # compression is computation: charged on every GPU count, never hidden behind backprop
     encode = encode_seconds(split.ternary_elems, strategy.terngrad_encode_elems_per_s)
     decode_one = encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
+    convert = encode_seconds(split.ternary_elems, strategy.terngrad_convert_elems_per_s)
     copies = {"allgather": w, "ps": np.full_like(w, 2.0), "levels": np.ones_like(w)}[exchange]
     if strategy.allreduce == "paper":
         # the paper's parameter server: push one worker's 2-bit gradient, pull the sum at log2(2W+1)
@@ -359,9 +360,9 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
         # one direction of fp32's symmetric exchange; on full-duplex links push and pull travel at
         # once, so TernGrad's |theta| is the larger direction: the pull (the push for W = 1)
         n = terngrad_bytes(split, np.maximum(2.0, np.log2(2 * w + 1)))
-        extra = {"t_compress_s": encode + np.ones_like(w) * decode_one}
+        extra = {"t_compress_s": encode + np.ones_like(w) * decode_one + convert}
         return coll.paper_allreduce(n, w, cluster), n * np.log2(np.maximum(w, 1)), extra, w
-    extra = {"t_compress_s": encode + copies * decode_one}
+    extra = {"t_compress_s": encode + copies * decode_one + convert}
     alg = strategy.allreduce
     # scaler sharing (allreduce(max) of one float per ternary tensor) and the fp32 tensors' allreduce
     t = coll.cluster_allreduce(alg, scalers, w, cluster) + coll.cluster_allreduce(alg, fp32, w, cluster)

@@ -330,9 +330,10 @@ class Strategy:
     wire: element format on the wire for ssgd, sync-ps and byteps ("fp32", "fp16", "bf16").
     terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
     layer when set, travel in fp32 (defaults: the trainers', 1 and True). terngrad_encode_elems_per_s:
-    scalers+ternarize+pack rate, once per step; terngrad_decode_elems_per_s: unpack+average rate per
+    scalers+ternarize+pack rate, once per step; terngrad_decode_elems_per_s: unpack+sum rate per
     received copy (allgather decodes every worker's copy, levels one sum, ps the p shards it serves
-    and the gathered sum); elements per second, 0 means free. terngrad_exchange: the trainer's
+    and the gathered sum); terngrad_convert_elems_per_s: the summed codes' conversion to the float
+    mean s x sum / p, once per step; elements per second, 0 means free. terngrad_exchange: the trainer's
     exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
     then int16; in 4-bit lanes at 2..7 workers when terngrad_lanes is "packed", which needs a transport
     with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.compression.levels_lane_bits;
@@ -367,6 +368,7 @@ class Strategy:
     terngrad_fp32_last: bool = True
     terngrad_encode_elems_per_s: float = 0.0
     terngrad_decode_elems_per_s: float = 0.0
+    terngrad_convert_elems_per_s: float = 0.0
     terngrad_exchange: str = "levels"
     terngrad_lanes: str = "int8"
     daso_B: int = 4
@@ -401,6 +403,8 @@ class Strategy:
         _positive("terngrad_encode_elems_per_s", self.terngrad_encode_elems_per_s, allow_zero=True,
                   allow_inf=True)
         _positive("terngrad_decode_elems_per_s", self.terngrad_decode_elems_per_s, allow_zero=True,
+                  allow_inf=True)
+        _positive("terngrad_convert_elems_per_s", self.terngrad_convert_elems_per_s, allow_zero=True,
                   allow_inf=True)
         if self.terngrad_exchange not in TERNGRAD_EXCHANGES:
             raise SpecError(f"terngrad_exchange must be one of {', '.join(TERNGRAD_EXCHANGES)}, "

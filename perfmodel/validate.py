@@ -191,11 +191,11 @@ def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
     return replace(ct, times_s=tuple(t * factor for t in ct.times_s))
 
 
-def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0, 0.0),
+def run_strategies(run: RunMeasurement, codec_rates: tuple[float, ...] = (0.0, 0.0, 0.0),
                    daso: dict | None = None) -> list[tuple[Strategy, int]]:
     """The model strategies (with step counts) that describe a run's steps.
 
-    codec_rates: TernGrad (encode, decode) elements/s from the profile, 0 when not measured.
+    codec_rates: TernGrad (encode, decode, convert) elements/s from the profile, 0 when not measured.
     daso: DASO's non-blocking sync on the profiled machine (perfmodel.profile.schema.profile_daso: progress and
     the iallreduce/allreduce factor).
     """
@@ -219,7 +219,8 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, float] = (0.0,
                           terngrad_min_elems=int(cfg.get("tern_min_elems", 1)),
                           terngrad_fp32_last=bool(cfg.get("tern_fp32_last", True)),
                           terngrad_encode_elems_per_s=codec_rates[0],
-                          terngrad_decode_elems_per_s=codec_rates[1]), run.steps)]
+                          terngrad_decode_elems_per_s=codec_rates[1],
+                          terngrad_convert_elems_per_s=codec_rates[2]), run.steps)]
     if run.algo == "daso":
         phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
         fields = daso_strategy_fields(daso)
@@ -247,7 +248,7 @@ def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float
 
 
 def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
-                codec_rates: tuple[float, float] = (0.0, 0.0), daso: dict | None = None,
+                codec_rates: tuple[float, ...] = (0.0, 0.0, 0.0), daso: dict | None = None,
                 intra: Link | None = None, concurrent: ConcurrentCompute | None = None) -> dict:
     """Predicted step time and throughput of one run (step-count-weighted over DASO phases).
 
@@ -258,7 +259,7 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     stragglers; the wait for the slowest rank that the model adds (t_straggler_s) is time the
     trainer's ranks spend in their first collective, so it counts as communication here."""
     share = max(1.0, run.ranks * run.threads / cores)
-    codec_rates = (codec_rates[0] / share, codec_rates[1] / share)  # encoding is CPU work too
+    codec_rates = tuple(r / share for r in codec_rates)  # encoding is CPU work too
     gpu = next(iter(workload.compute))
     straggler_cv = 0.0
     if concurrent is not None:
@@ -377,7 +378,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         if run.algo == "daso" and rpn > 1 and prof.comm_for("mpi", ranks=rpn) is not None:
             intra = profile_links(prof, ranks=rpn)["network"]  # the profile's run on one node's ranks
         pred = predict_run(run, workload, cluster, ncores,
-                           codec.rates() if codec is not None else (0.0, 0.0), profile_daso(prof), intra,
+                           codec.rates() if codec is not None else (0.0, 0.0, 0.0), profile_daso(prof), intra,
                            exact.compute if exact is not None else None)
         rows.append(_row(path, run, pred))
     return rows

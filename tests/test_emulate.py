@@ -133,10 +133,16 @@ def test_ranks_land_on_their_nodes():
     _nothing_left(str(os.getpid()))
 
 
+def _default_sigint() -> None:
+    # a job started in the background by a non-interactive shell inherits SIGINT ignored (POSIX), and
+    # Python then keeps ignoring it: restore the default, as a terminal's Ctrl-C finds it
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_cli(*cmd: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "perfmodel.cli", "emulate", "--nodes", "2", "--ranks-per-node",
                              "1", "--rate", "1gbit", "--", *cmd], env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_sigint)
 
 
 def _wait_up(proc: subprocess.Popen) -> str:

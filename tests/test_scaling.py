@@ -143,6 +143,10 @@ def test_terngrad_encode_and_decode_costs_by_hand():
     np.testing.assert_allclose(levels.t_iter_s - levels_free.t_iter_s, elems / 1e8 + elems / 2e8)
     # one GPU: no communication, but a TernGrad run still ternarizes, so it is slower than fp32 training
     assert levels.t_comm_s[0] == 0 and levels.speedup[0] < 1
+    # the sum's conversion to the float mean: once per step, whatever the copies
+    conv = predict(wl, cl, Strategy("terngrad", terngrad_exchange="allgather", terngrad_encode_elems_per_s=1e8,
+                                    terngrad_decode_elems_per_s=2e8, terngrad_convert_elems_per_s=4e8), [1, 8], batch=32)
+    np.testing.assert_allclose(conv.extra["t_compress_s"], elems / 1e8 + np.array([1, 8]) * elems / 2e8 + elems / 4e8)
 
 
 @pytest.mark.parametrize("name", ["ssgd", "terngrad", "daso", "asgd"])

@@ -251,7 +251,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
         sizes = default_sizes(parse_size(args.min_bytes), parse_size(args.max_bytes))
         extra = parse_extra_sizes(args.extra_sizes)
     except ValueError as exc:
-        raise ProfileError(f"{exc}") from None
+        raise ProfileError(str(exc)) from None
     unused = [op for op, _ in extra if op not in ops]
     if unused:
         raise ProfileError(f"--extra-sizes for {unused[0]!r}, which --ops does not time ({', '.join(ops)})")

@@ -288,8 +288,8 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     the trainer's defaults: 2.5-sigma clipping, last layer in fp32): encode = scalers + the fused
     counter-based ternarize-and-pack (encode_packed) of the flat gradient; decode = the integer sum of
     ``workers`` packed copies (unpack_sum) and its conversion to the float mean, s * sum / p, as the
-    trainer's allgather exchange decodes (a levels exchange skips the unpacking: its decode is cheaper
-    than one copy's share of this). The trainers' codec runs on host memory (numba or numpy), on CPU and
+    trainer's allgather exchange decodes; convert = that conversion alone, timed apart (the trainer's
+    ``_decode``: a multiply by s and a divide by p per tensor, once per step however many copies). The trainers' codec runs on host memory (numba or numpy), on CPU and
 GPU runs alike. ``between`` (e.g. one training step) runs untimed before each timed round, so that the
 codec meets the caches as a training step leaves them, as in the trainer (in a bare loop its buffers
 stay cached: LeNet's encoding took 0.24 ms there and 0.5-0.6 ms after each step, its one-copy
@@ -315,7 +315,7 @@ decoding 0.15 and 0.41 ms, on this project's 2-core machine). None when the trai
     scratch = np.empty(n, dtype=np.int8)
     sums = np.empty(n, dtype=np.int32)
     mean = torch.empty(n)
-    enc_t, dec_t = [], []
+    enc_t, dec_t, conv_t = [], [], []
     for it in range(repeats + 2):
         if between is not None:
             between()
@@ -327,14 +327,18 @@ decoding 0.15 and 0.41 ms, on this project's 2-core machine). None when the trai
         sums[:] = 0
         t1b = time.perf_counter()
         unpack_sum(received, n, sums)
-        for k in range(len(sizes)):
+        t1c = time.perf_counter()
+        for k in range(len(sizes)):  # as trainers.sync.terngrad's _decode: times s, then over p
             a, b = int(starts[k]), int(starts[k + 1])
-            torch.mul(torch.from_numpy(sums[a:b]), float(shared[k]) / workers, out=mean[a:b])
+            torch.mul(torch.from_numpy(sums[a:b]), float(shared[k]), out=mean[a:b])
+            mean[a:b].div_(float(workers))
         t2 = time.perf_counter()
         if it >= 2:
             enc_t.append(t1 - t0)
             dec_t.append(t2 - t1b)
-    return CodecTimes(elements=int(n), encode=Stats.of(enc_t), decode=Stats.of(dec_t), workers=workers)
+            conv_t.append(t2 - t1c)
+    return CodecTimes(elements=int(n), encode=Stats.of(enc_t), decode=Stats.of(dec_t), workers=workers,
+                      convert=Stats.of(conv_t))
 
 
 def time_copies(nbytes: int, *, warmup: int = 2, repeats: int = 10):

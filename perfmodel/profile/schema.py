@@ -245,18 +245,27 @@ class CodecTimes:
     """TernGrad's worker-side cost for the model's gradient, as the MPI trainer runs it (CPU/GPU time).
 
     encode: scalers, stochastic ternarization and 2-bit packing of ``elements`` ternary elements, once
-    per step. decode: unpacking and averaging ``workers`` workers' packed gradients (an Allgather
-    exchange decodes every worker's copy).
+    per step. decode: unpacking and summing ``workers`` workers' packed gradients (an Allgather
+    exchange decodes every worker's copy), then ``convert``: the conversion of the summed codes to the
+    float mean s x sum / p written into the gradient, once per step whatever the number of copies
+    (trainers.sync.terngrad ``_decode``; part of decode; None in profiles made before it was timed,
+    whose decode spreads it over the copies).
     """
 
     elements: int
     encode: Stats
     decode: Stats
     workers: int
+    convert: Stats | None = None
 
-    def rates(self) -> tuple[float, float]:
-        """(encode, decode) in elements per second; decode per worker's copy."""
-        return (self.elements / self.encode.median_s, self.workers * self.elements / self.decode.median_s)
+    def rates(self) -> tuple[float, float, float]:
+        """(encode, decode, convert) in elements per second; decode per worker's copy, without the
+        conversion where it was timed; convert 0 (free) where it was not."""
+        if self.convert is None:
+            return (self.elements / self.encode.median_s, self.workers * self.elements / self.decode.median_s, 0.0)
+        unpack = max(self.decode.median_s - self.convert.median_s, 1e-9)
+        return (self.elements / self.encode.median_s, self.workers * self.elements / unpack,
+                self.elements / self.convert.median_s)
 
 
 @dataclass(frozen=True)
