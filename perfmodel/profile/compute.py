@@ -289,11 +289,12 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     counter-based ternarize-and-pack (encode_packed) of the flat gradient; decode = the integer sum of
     ``workers`` packed copies (unpack_sum) and its conversion to the float mean, s * sum / p, as the
     trainer's allgather exchange decodes; convert = that conversion alone, timed apart (the trainer's
-    ``_decode``: a multiply by s and a divide by p per tensor, once per step however many copies). The trainers' codec runs on host memory (numba or numpy), on CPU and
-GPU runs alike. ``between`` (e.g. one training step) runs untimed before each timed round, so that the
-codec meets the caches as a training step leaves them, as in the trainer (in a bare loop its buffers
-stay cached: LeNet's encoding took 0.24 ms there and 0.5-0.6 ms after each step, its one-copy
-decoding 0.15 and 0.41 ms, on this project's 2-core machine). None when the trainers package is absent."""
+    ``_decode``: a multiply by s and a divide by p per tensor, once per step however many copies). The
+    trainers' codec runs on host memory (numba or numpy), on CPU and GPU runs alike. ``between`` (e.g.
+    one training step) runs untimed before each timed round, so that the codec meets the caches as a
+    training step leaves them, as in the trainer (in a bare loop its buffers stay cached: LeNet's
+    encoding took 0.24 ms there and 0.5-0.6 ms after each step, its one-copy decoding 0.15 and 0.41 ms,
+    on this project's 2-core machine). None when the trainers package is absent."""
     try:
         import numpy as np
         import torch
