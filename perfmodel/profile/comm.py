@@ -23,8 +23,9 @@ job sends (the model reads a link at its message size, interpolating between mea
 perfmodel.profile.schema.OpProfile.time_at; interpolation cannot see a protocol switch between two
 sizes: measured on 2026-11-23, 4 emulated nodes at 100 Mbit/s, the ring Iallreduce took 1.06x the wire
 time up to 245760 B and 1.31x at 262144 B, where its blocks of n/4 reach Open MPI's TCP eager limit,
-64 KiB, and go by rendezvous). Ping-pong times are one way (round trip / 2) between ranks 0 and 1. Allgather and Alltoall sizes
-are OSU's: one rank's block (Allgather), the block each rank sends to each rank (Alltoall). "ps" is
+64 KiB, and go by rendezvous). Ping-pong times are one way (round trip / 2) between ranks 0 and 1.
+Allgather and Alltoall sizes are OSU's: one rank's block (Allgather), the block each rank sends to each
+rank (Alltoall). "ps" is
 the exchange of trainers.asynchronous.ps: every rank but 0 pushes n bytes to rank 0 and waits for n
 bytes back, ``PS_ROUNDS`` times; rank 0 receives from whoever comes first and answers with a
 non-blocking send, so that it receives one push while the previous pull leaves (the size is one push;
@@ -131,17 +132,15 @@ class CommConfig:
             raise ValueError(f"fit_stat must be one of {', '.join(FIT_STATS)}, got {self.fit_stat!r}")
         if not self.sizes:
             raise ValueError("sizes must not be empty")
-        for s in self.sizes:
-            if isinstance(s, bool) or not isinstance(s, int) or s < 4 or s % 4:
-                raise ValueError(f"sizes must be integers >= 4 and multiples of 4 bytes, got {s!r}")
+        for what, sizes in (("sizes", self.sizes), *(("extra sizes", more) for _, more in self.extra_sizes)):
+            for s in sizes:
+                if isinstance(s, bool) or not isinstance(s, int) or s < 4 or s % 4:
+                    raise ValueError(f"{what} must be integers >= 4 and multiples of 4 bytes, got {s!r}")
         if list(self.sizes) != sorted(set(self.sizes)):
             raise ValueError(f"sizes must be strictly increasing, got {self.sizes}")
-        for op, more in self.extra_sizes:
+        for op, _ in self.extra_sizes:
             if op not in self.ops:
                 raise ValueError(f"extra sizes for {op!r}, which is not among the timed ops ({', '.join(self.ops)})")
-            for s in more:
-                if isinstance(s, bool) or not isinstance(s, int) or s < 4 or s % 4:
-                    raise ValueError(f"extra sizes must be integers >= 4 and multiples of 4 bytes, got {s!r}")
         if not self.ops:
             raise ValueError("ops must not be empty")
         for op in self.ops:
