@@ -183,6 +183,8 @@ def test_profile_command_with_ranks_1_and_2(tmp_path):
     assert "-n 2" in prof.comm[1].launch and "--bind-to" in prof.comm[1].launch
     # a CPU profile times the step on both ranks at once too, at the same batch sizes and repeats
     assert prof.comm[1].compute.batches == (4, 8) and prof.comm[1].compute.repeats == 3
+    # and right after an Allreduce of the model's fp32 gradient (--compute-after grad, the default)
+    assert prof.comm[1].compute.after_bytes == (4432,) and len(prof.comm[1].compute.after_mean_s[0]) == 2
     assert "training step on all 2 ranks at once" in res.stdout
     assert prof.machine.mpi_library and prof.machine.mpiexec_version
     link = profile_links(prof)["network"]

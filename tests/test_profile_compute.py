@@ -1,5 +1,6 @@
 """Compute hooks on CPU: phase timings, the t_c(b) fit, model loading, and `profile` without MPI."""
 
+import collections
 import statistics
 import sys
 import textwrap
@@ -124,7 +125,10 @@ def test_profile_command_without_mpi(nets, tmp_path, capsys):
                                         (["--min-bytes", "5", "--max-bytes", "7"], "no power of two"),
                                         (["--extra-sizes", "allreduce"], "use OP=SIZE"),
                                         (["--ops", "allreduce", "--extra-sizes", "alltoall=8"],
-                                         "which --ops does not time")])
+                                         "which --ops does not time"),
+                                        (["--compute-after", "1Mi,x"], "--compute-after: bad size 'x'"),
+                                        (["--compute-after", "0"], "--compute-after: sizes must be positive"),
+                                        (["--compute-after", "grad,none"], "bad size 'none'")])
 def test_profile_command_bad_arguments_exit_2(nets, tmp_path, capsys, argv, match):
     rc = profile_main(["profile", "--model", f"{nets}:mlp", "--input-shape", "1,8,8", "--ranks", "1",
                        "--out", str(tmp_path / "p.json"), "--quiet", *argv])
@@ -163,11 +167,40 @@ class _TwinRanks:
     def Get_rank(self):
         return 0
 
+    def Get_size(self):
+        return 2
+
     def Barrier(self):
         pass
 
     def gather(self, times, root=0):
         return [times, self.factor * times]
+
+    def Allreduce(self, send, recv):
+        self.allreduced = getattr(self, "allreduced", []) + [send.size]
+        recv[:] = 2 * send
+
+
+def test_concurrent_timing_after_an_allreduce_of_each_size(nets):
+    from perfmodel.profile.compute import concurrent_compute
+
+    model, info = load_callable_model(f"{nets}:mlp", (1, 8, 8))
+    comm = _TwinRanks(1.5)
+    cc = concurrent_compute(comm, model, info.input_shape, info.num_classes, [4, 8], warmup=1, repeats=3,
+                            after_bytes=[1000, 10])
+    # sizes rounded up to whole float32 elements and sorted; each round times the step after the barrier
+    # alone and after each size's Allreduce, at each batch size: (1 + 3 rounds) x 2 batches calls per size
+    assert cc.after_bytes == (12, 1000)
+    calls = collections.Counter(comm.allreduced)
+    assert calls[3] == calls[250] == 8
+    # then the codec, each of 3 + 2 rounds after the scalers' Allreduce (4 tensors: 4 floats) and
+    # decoding after the packed codes' (the first layer's 64 x 32 + 32 elements, 2 bits each: 520 B)
+    assert calls[4] == calls[130] == 5 and sum(calls.values()) == 26
+    assert cc.codec.elements == 64 * 32 + 32 and cc.codec.workers == 2
+    assert len(cc.after_mean_s) == 2 and all(len(r) == 2 and min(r) > 0 for r in cc.after_mean_s)
+    assert cc.after(4, 0) == cc.mean_s[0] and cc.after(4, 1000) == cc.after_mean_s[1][0]
+    with pytest.raises(ProfileError, match="positive"):
+        concurrent_compute(comm, model, info.input_shape, info.num_classes, [4], after_bytes=[0])
 
 
 @pytest.mark.parametrize("factor", [1.0, 1.2])

@@ -374,6 +374,27 @@ def test_concurrent_compute_round_trips_and_interpolates(tmp_path):
             dataclasses.replace(cc, **bad)
 
 
+def test_step_after_an_exchange_is_linear_in_its_bytes_from_the_barrier_alone(tmp_path):
+    cc = ConcurrentCompute(batches=(4, 8), mean_s=(2e-3, 3e-3), max_s=(2e-3, 3e-3), cv=(0.0, 0.0), repeats=10,
+                           after_bytes=(1000, 5000), after_mean_s=((3e-3, 4e-3), (4e-3, 6e-3)))
+    assert cc.after(8, 0) == cc.after(8, -1) == cc.at(8)[0] == 3e-3  # no exchange: after the barrier alone
+    assert cc.after(8, 500) == pytest.approx(3.5e-3)  # halfway between 0 B (3 ms) and 1000 B (4 ms)
+    assert cc.after(8, 3000) == pytest.approx(5e-3)  # halfway between 1000 B (4 ms) and 5000 B (6 ms)
+    assert cc.after(8, 1e9) == pytest.approx(6e-3)  # the largest size's time beyond it
+    assert cc.after(6, 1000) == pytest.approx(3.5e-3)  # linear in the batch too
+    assert dataclasses.replace(cc, after_bytes=(), after_mean_s=()).after(8, 3000) == 3e-3
+    prof = make_profile()
+    prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(prof.comm[1], compute=cc)))
+    save_profile(prof, tmp_path / "p.json")
+    assert load_profile(tmp_path / "p.json").comm[1].compute == cc
+    for bad, match in [({"after_bytes": (5000, 1000)}, "increasing"), ({"after_bytes": (0, 1000)}, "positive"),
+                       ({"after_mean_s": ((3e-3, 4e-3),)}, "2 values for each of the 2"),
+                       ({"after_mean_s": ((3e-3,), (4e-3, 6e-3))}, "2 values"),
+                       ({"after_mean_s": ((3e-3, 0.0), (4e-3, 6e-3))}, "finite and > 0")]:
+        with pytest.raises(ValueError, match=match):
+            dataclasses.replace(cc, **bad)
+
+
 @pytest.mark.parametrize("name,key", [("NVIDIA GeForce GTX 1080", "gtx1080"), ("Tesla P100-PCIE-16GB", "p100pcie16gb"),
                                       ("NVIDIA H200", "h200"), ("NVIDIA A100-SXM4-40GB", "a100sxm440gb")])
 def test_device_key(name, key):

@@ -73,6 +73,11 @@ def add_profile_parser(subparsers: Any) -> None:
                    help="also time OP at these message sizes, e.g. the bytes your job's exchange sends "
                         "(iallreduce=233100,1724320): links are read at a job's message size, interpolated "
                         "between measured sizes; repeatable")
+    p.add_argument("--compute-after", default="grad", metavar="SIZE[,SIZE...]|grad|none",
+                   help="also time each MPI run's concurrent training step right after an Allreduce of these "
+                        "sizes, as a data-parallel step computes between two exchanges (CPU caches emptied, "
+                        "cores woken); "
+                        "grad: the model's fp32 gradient (default); none: not")
     p.add_argument("--comm-repeats", type=int, default=15, help="timed runs per message size (default 15)")
     p.add_argument("--comm-timing", choices=("barrier", "back-to-back"), default="barrier",
                    help="barrier: each collective after a barrier, timed alone, as a training step starts its "
@@ -237,6 +242,25 @@ def _progress_bar(total: int, desc: str, quiet: bool):
     return tqdm(total=total, desc=desc, disable=quiet, leave=False, file=sys.stderr)
 
 
+def compute_after_sizes(text: str, grad_bytes: int) -> tuple[int, ...]:
+    """The sizes (bytes, whole float32 elements, increasing) of ``--compute-after``: sizes as
+    perfmodel.profile.comm.parse_size reads them, "grad" for ``grad_bytes``, "none" for none."""
+    from .comm import parse_size
+
+    out: set[int] = set()
+    for item in (t.strip() for t in str(text).split(",")):
+        if item == "none" and text.strip() == "none":
+            return ()
+        try:
+            n = grad_bytes if item == "grad" else parse_size(item)
+        except ValueError:
+            raise ProfileError(f"--compute-after: bad size {item!r}; use sizes like 1Mi, grad or none") from None
+        if n < 1:
+            raise ProfileError(f"--compute-after: sizes must be positive, got {item!r}")
+        out.add(-(-n // 4) * 4)
+    return tuple(sorted(out))
+
+
 def run_profile_command(args: argparse.Namespace) -> int:
     """Run ``perfmodel profile``; returns the exit status (errors raise ProfileError)."""
     from .comm import default_sizes, parse_extra_sizes, parse_size
@@ -256,6 +280,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
     if unused:
         raise ProfileError(f"--extra-sizes for {unused[0]!r}, which --ops does not time ({', '.join(ops)})")
     timed = len(ops) * len(sizes) + sum(len(set(more) - set(sizes)) for _, more in extra)
+    compute_after_sizes(args.compute_after, 4)  # bad sizes fail here, before anything is timed
     if args.timeout <= 0:
         raise ProfileError(f"--timeout must be > 0, got {args.timeout}")
     if args.comm_repeats < 3:
@@ -328,6 +353,9 @@ def run_profile_command(args: argparse.Namespace) -> int:
                         else ["--model", args.model] + (["--input-shape", args.input_shape] if args.input_shape else []))
         module_args += ["--batch", ",".join(map(str, batches)), "--compute-warmup", str(args.warmup),
                         "--compute-repeats", str(args.repeats), "--threads", str(args.threads)]
+        after = compute_after_sizes(args.compute_after, 4 * sum(info.tensor_sizes))
+        if after:
+            module_args += ["--compute-after", ",".join(map(str, after))]
     runs: list[tuple[int, str]] = [(r, "mpi") for r in ranks]
     runs += [(r, "nccl") for r in nccl_ranks]
     comm: list[CommProfile] = []

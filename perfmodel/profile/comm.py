@@ -35,7 +35,8 @@ fit): two busy-polling ranks sharing a core time the scheduler, not the link.
 
 With a model (``--workload`` or ``--model``) and ``--batch``, an MPI run first times the model's
 training step on all its ranks at once (perfmodel.profile.compute.concurrent_compute): the
-CommProfile's ``compute``.
+CommProfile's ``compute``; with ``compute_after`` also right after an Allreduce of each of those sizes,
+as a data-parallel trainer computes between two exchanges.
 
 Backends: "mpi" (mpi4py, float32 numpy buffers), "nccl" (torch.distributed on CUDA tensors, one GPU
 per rank, chosen by the node-local rank) and "gloo" (torch.distributed on CPU tensors; it exercises the
@@ -112,6 +113,8 @@ class CommConfig:
     compute_warmup: int = 3
     compute_repeats: int = 10
     threads: int = 1
+    # the concurrent step is also timed right after an Allreduce of each of these sizes (bytes)
+    compute_after: tuple[int, ...] = ()
     # more sizes for single operations, timed besides ``sizes``: ((op, (bytes, ...)), ...)
     extra_sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
@@ -132,7 +135,8 @@ class CommConfig:
             raise ValueError(f"fit_stat must be one of {', '.join(FIT_STATS)}, got {self.fit_stat!r}")
         if not self.sizes:
             raise ValueError("sizes must not be empty")
-        for what, sizes in (("sizes", self.sizes), *(("extra sizes", more) for _, more in self.extra_sizes)):
+        for what, sizes in (("sizes", self.sizes), ("compute-after sizes", self.compute_after),
+                            *(("extra sizes", more) for _, more in self.extra_sizes)):
             for s in sizes:
                 if isinstance(s, bool) or not isinstance(s, int) or s < 4 or s % 4:
                     raise ValueError(f"{what} must be integers >= 4 and multiples of 4 bytes, got {s!r}")
@@ -459,7 +463,7 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
                            else load_callable_model(cfg.model, cfg.input_shape))
             concurrent = concurrent_compute(t.comm, model, info.input_shape, info.num_classes, cfg.batches,
                                             warmup=cfg.compute_warmup, repeats=cfg.compute_repeats,
-                                            threads=cfg.threads)
+                                            threads=cfg.threads, after_bytes=cfg.compute_after)
         ops = {}
         ops_to_run = [op for op in cfg.ops if t.size > 1]  # one rank: nothing moves, nothing to time
         for op in ops_to_run:
@@ -522,6 +526,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--compute-warmup", type=int, default=3, help="untimed rounds of the concurrent timing")
     p.add_argument("--compute-repeats", type=int, default=10, help="timed rounds of the concurrent timing")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per rank while timing compute")
+    p.add_argument("--compute-after", default="",
+                   help="also time the concurrent step right after an Allreduce of each of these sizes, e.g. 1Mi")
     return p
 
 
@@ -540,6 +546,8 @@ def config_from_args(args: argparse.Namespace) -> CommConfig:
                       batches=tuple(sorted(set(int_list(args.batch, "batch")))) if args.batch else (),
                       compute_warmup=args.compute_warmup,
                       compute_repeats=args.compute_repeats, threads=args.threads,
+                      compute_after=tuple(sorted({-(-max(parse_size(s), 4) // 4) * 4
+                                                  for s in args.compute_after.split(",") if s.strip()})),
                       extra_sizes=parse_extra_sizes(args.extra_sizes))
 
 

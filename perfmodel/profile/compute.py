@@ -239,13 +239,19 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
 
 def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_classes: int,
                        batches: Sequence[int], *, warmup: int = 3, repeats: int = 10, threads: int | None = 1,
-                       lr: float = 1e-3, seed: int = 0):
+                       lr: float = 1e-3, seed: int = 0, after_bytes: Sequence[int] = ()):
     """Time one SGD step of ``model`` (CPU) on every rank of the mpi4py communicator ``comm`` at once:
     ``warmup`` then ``repeats`` rounds, each starting all ranks together after a barrier and taking the
     batch sizes in turn. Returns a ``ConcurrentCompute`` (seconds) on rank 0, None elsewhere: per
     batch the mean step time of one rank, the mean of the slowest rank's and the coefficient of
     variation between the ranks of a round (the root mean square over rounds of their standard
-    deviation, over the mean)."""
+    deviation, over the mean). ``after_bytes``: each round also times the step right after an
+    Allreduce of each of these sizes (bytes, float32 sums; ``ConcurrentCompute.after_mean_s``): a
+    data-parallel trainer's compute between two exchanges (one step's optimizer step, the next one's
+    forward and backward) all follows an exchange. Then TernGrad's codec is timed on all ranks at once
+    as the MPI trainer meets it (``time_terngrad_codec``, rank 0's times): the encoding after a training
+    step and the Allreduce of the scalers (4 bytes per ternary tensor), the decoding right after an
+    Allreduce of the 2-bit packed codes."""
     import numpy as np
     import torch
 
@@ -258,20 +264,32 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
         raise ProfileError(f"batch sizes must be positive, got {list(batches)}")
     if threads is not None:
         torch.set_num_threads(threads)
+    if any(int(n) < 1 for n in after_bytes):
+        raise ProfileError(f"after_bytes must be positive, got {list(after_bytes)}")
+    after = sorted({-(-int(n) // 4) * 4 for n in after_bytes})  # whole float32 elements
     torch.manual_seed(seed + comm.Get_rank())
     *_, step = _training(model, input_shape, num_classes, bs, "cpu", lr)
-    times = np.empty((repeats, len(bs)))
+    buffers = [(np.ones(n // 4, dtype=np.float32), np.empty(n // 4, dtype=np.float32)) for n in after]
+    times = np.empty((1 + len(after), repeats, len(bs)))  # (none, each size) x rounds x batches
     for it in range(warmup + repeats):
-        for j, b in enumerate(bs):
-            comm.Barrier()
-            t0 = time.perf_counter()
-            step(b)
-            if it >= warmup:
-                times[it - warmup, j] = time.perf_counter() - t0
+        for k in range(1 + len(after)):  # each round: the batch sizes after the barrier alone, then after each size
+            for j, b in enumerate(bs):
+                comm.Barrier()
+                if k:
+                    comm.Allreduce(*buffers[k - 1])
+                t0 = time.perf_counter()
+                step(b)
+                if it >= warmup:
+                    times[k, it - warmup, j] = time.perf_counter() - t0
+    named = [(k, p.numel()) for k, p in model.named_parameters() if p.requires_grad]
+    codec = time_terngrad_codec(named, repeats=repeats, workers=comm.Get_size(), seed=seed,
+                                between=_exchange_after(comm, step, bs[0], 4 * len(named)),
+                                before_decode=_exchange_after(comm, None, 0, _packed_bytes(named)))
     every = comm.gather(times, root=0)
     if comm.Get_rank() != 0:
         return None
-    t = np.stack(every)  # ranks x repeats x batches
+    t_all = np.stack(every, axis=1)  # (none, after...) x ranks x repeats x batches
+    t = t_all[0]
     mean = t.mean(axis=(0, 1))
     # the spread between the ranks of one round: a slow spell of the whole machine slows every rank
     # of that round alike and makes nobody wait, so the variance across rounds is left out
@@ -279,11 +297,38 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
     return ConcurrentCompute(batches=tuple(bs), mean_s=tuple(float(v) for v in mean),
                              max_s=tuple(float(v) for v in t.max(axis=0).mean(axis=0)),
                              cv=tuple(float(v) for v in within / mean), repeats=repeats,
-                             threads=torch.get_num_threads())
+                             threads=torch.get_num_threads(), after_bytes=tuple(after),
+                             after_mean_s=tuple(tuple(float(v) for v in a.mean(axis=(0, 1))) for a in t_all[1:]),
+                             codec=codec)
+
+
+def _packed_bytes(named_sizes: Sequence[tuple[str, int]]) -> int:
+    """Bytes of the 2-bit packed codes of the tensors TernGrad ternarizes (trainers.compress), at least 4."""
+    try:
+        from trainers.compress import TernGradCodec, packed_nbytes
+    except ImportError:
+        return 4
+    plan = TernGradCodec().plan(list(named_sizes))
+    return max(4, -(-packed_nbytes(sum(n for (_, n), t in zip(named_sizes, plan) if t)) // 4) * 4)
+
+
+def _exchange_after(comm: Any, step: Callable[[int], None] | None, batch: int, nbytes: int) -> Callable[[], None]:
+    """A callable that runs ``step(batch)`` (when given), then an Allreduce of ``nbytes`` (float32) on ``comm``."""
+    import numpy as np
+
+    send, recv = np.ones(nbytes // 4, dtype=np.float32), np.empty(nbytes // 4, dtype=np.float32)
+
+    def run() -> None:
+        if step is not None:
+            step(batch)
+        comm.Allreduce(send, recv)
+
+    return run
 
 
 def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int = 10, workers: int = 4,
-                        seed: int = 0, between: Callable[[], Any] | None = None) -> CodecTimes | None:
+                        seed: int = 0, between: Callable[[], Any] | None = None,
+                        before_decode: Callable[[], Any] | None = None) -> CodecTimes | None:
     """Time the MPI trainer's TernGrad path on gradients of these tensor sizes (trainers.compress, with
     the trainer's defaults: 2.5-sigma clipping, last layer in fp32): encode = scalers + the fused
     counter-based ternarize-and-pack (encode_packed) of the flat gradient; decode = the integer sum of
@@ -294,7 +339,9 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     one training step) runs untimed before each timed round, so that the codec meets the caches as a
     training step leaves them, as in the trainer (in a bare loop its buffers stay cached: LeNet's
     encoding took 0.24 ms there and 0.5-0.6 ms after each step, its one-copy decoding 0.15 and 0.41 ms,
-    on this project's 2-core machine). None when the trainers package is absent."""
+    on this project's 2-core machine). ``before_decode`` (e.g. the exchange) runs untimed between
+    the encoding and the decoding of each round, as the trainer decodes right after its exchange.
+    None when the trainers package is absent."""
     try:
         import numpy as np
         import torch
@@ -326,6 +373,8 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
         t1 = time.perf_counter()
         received = np.tile(packed, (workers, 1))  # what an Allgather leaves in the receive buffer
         sums[:] = 0
+        if before_decode is not None:
+            before_decode()
         t1b = time.perf_counter()
         unpack_sum(received, n, sums)
         t1c = time.perf_counter()
