@@ -8,8 +8,12 @@ uses: ``exchange_message``; TernGrad's Allgather and Alltoall on their own profi
 blocks: ``exchange_blocks``). Compute: where the profile timed the training step on all the run's
 ranks at once (perfmodel.profile.schema.ConcurrentCompute), its mean per rank, and its spread as the
 model's stragglers (the wait for the slowest rank counts as communication, where the trainer's ranks
-spend it); otherwise the one-process time, stretched by ranks x threads / cores when runs on one CPU
-machine have more busy threads than cores (encoding and decoding are always stretched so).
+spend it); where the profile also timed that step right after Allreduces, the mean after the
+exchange that sends what the run's strategy sends per step (``after_exchange_bytes``: a trainer
+computes between two exchanges, with the caches the exchange left), and TernGrad's codec as timed
+there (encoding after a step and the scalers' Allreduce, decoding after the codes' Allreduce);
+otherwise the one-process time, stretched by ranks x threads / cores when runs on one CPU machine
+have more busy threads than cores (encoding and decoding are always stretched so).
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
 Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the
 model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rounding.
@@ -257,9 +261,15 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     concurrent: the training step timed on the run's ranks at once (the profile's MPI run at
     run.ranks ranks): its mean is the compute time, not stretched, and its spread (cv) the model's
     stragglers; the wait for the slowest rank that the model adds (t_straggler_s) is time the
-    trainer's ranks spend in their first collective, so it counts as communication here."""
+    trainer's ranks spend in their first collective, so it counts as communication here. Where it was
+    also timed after Allreduces, each strategy's compute is the step after the Allreduce that sends
+    the strategy's predicted bytes per rank (``after_exchange_bytes``); where its codec was timed too,
+    its rates, not stretched, replace ``codec_rates``."""
     share = max(1.0, run.ranks * run.threads / cores)
-    codec_rates = tuple(r / share for r in codec_rates)  # encoding is CPU work too
+    if concurrent is not None and concurrent.codec is not None:  # timed on the run's ranks at once
+        codec_rates = concurrent.codec.rates()
+    else:
+        codec_rates = tuple(r / share for r in codec_rates)  # encoding is CPU work too
     gpu = next(iter(workload.compute))
     straggler_cv = 0.0
     if concurrent is not None:
@@ -275,9 +285,15 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     t_iter = t_comp = t_comm = t_compress = sent = 0.0
     total = 0
     for strategy, n in run_strategies(run, codec_rates, daso):
+        strategy = replace(strategy, straggler_cv=straggler_cv)
         try:
-            p = predict(wl, cl, replace(strategy, straggler_cv=straggler_cv), [run.ranks], scaling="weak",
-                        batch=run.batch)
+            p = predict(wl, cl, strategy, [run.ranks], scaling="weak", batch=run.batch)
+            if concurrent is not None and concurrent.after_bytes:
+                nbytes = after_exchange_bytes(float(p.bytes_per_gpu[0]), run.ranks)
+                after = replace(wl, compute={gpu: ComputeTime.table(
+                    {b: concurrent.after(b, nbytes) for b in concurrent.batches},
+                    source=f"training step on {run.ranks} ranks at once after an Allreduce of {nbytes:.0f} B")})
+                p = predict(after, cl, strategy, [run.ranks], scaling="weak", batch=run.batch)
         except SpecError as e:
             raise ValidateError(f"run log {run.path}: {e}") from None
         wait = float(p.extra["t_straggler_s"][0])
@@ -382,6 +398,13 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
                            exact.compute if exact is not None else None)
         rows.append(_row(path, run, pred))
     return rows
+
+
+def after_exchange_bytes(sent_bytes: float, ranks: int) -> float:
+    """The Allreduce message (bytes) whose ring sends ``sent_bytes`` from each of ``ranks`` ranks,
+    sent p / (2 (p - 1)): what the profile's step after an Allreduce (ConcurrentCompute.after) is read
+    at for a strategy that sends sent_bytes per rank and step (SSGD: its gradient). 0 for one rank."""
+    return sent_bytes * ranks / (2.0 * (ranks - 1)) if ranks > 1 else 0.0
 
 
 def read_sizes(run: RunMeasurement, model: Workload | ModelInfo) -> dict[str, float]:

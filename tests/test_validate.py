@@ -117,6 +117,36 @@ def test_ranks_timed_at_once_give_compute_and_the_wait_for_the_slowest(tmp_path)
     assert row4["predicted_compute_s"] == pytest.approx(2 * (T0 + T1 * 32), rel=1e-3)
 
 
+def test_compute_is_the_step_timed_after_the_exchange_the_strategy_sends(tmp_path):
+    # the profile's 2-rank run also timed the step right after an Allreduce of 2 GRAD bytes: an SSGD run
+    # on 2 ranks sends GRAD per rank (its ring), as an Allreduce of GRAD does, so its compute is read
+    # halfway between the step after the barrier alone (4 ms at batch 32) and after 2 GRAD (7 ms)
+    import dataclasses
+
+    from perfmodel.profile.schema import ConcurrentCompute
+
+    prof = make_profile()
+    cc = ConcurrentCompute(batches=(16, 32, 64), mean_s=(3e-3, 4e-3, 6e-3), max_s=(3e-3, 4e-3, 6e-3),
+                           cv=(0.0, 0.0, 0.0), repeats=10, after_bytes=(2 * GRAD,),
+                           after_mean_s=((5e-3, 7e-3, 9e-3),))
+    prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(prof.comm[1], compute=cc)))
+    path = tmp_path / "p.json"
+    save_profile(prof, path)
+    (row,) = validate([write_log(tmp_path / "a.jsonl", "ssgd", 2, 32, [0.01] * 8)], [str(path)], skip=2, cores=2)
+    assert row["predicted_bytes_per_step"] == pytest.approx(GRAD)
+    assert row["predicted_compute_s"] == pytest.approx(5.5e-3, rel=1e-9)
+    assert row["predicted_step_s"] == pytest.approx(5.5e-3 + ALPHA_OP + GRAD / BW_OP, rel=1e-3)
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4, 8, 512])
+def test_after_exchange_bytes_inverts_the_ring_allreduces_bytes_per_rank(ranks):
+    from perfmodel.validate import after_exchange_bytes
+    from trainers.comm import ring_allreduce_bytes
+
+    assert after_exchange_bytes(ring_allreduce_bytes(1724320, ranks), ranks) == pytest.approx(1724320, rel=1e-12)
+    assert after_exchange_bytes(1000.0, 1) == 0.0
+
+
 def test_daso_steps_are_predicted_per_logged_phase(tmp_path, profile):
     extra = {i: {"B": 1, "W": 0} for i in range(5)} | {i: {"B": 2, "W": 1} for i in range(5, 11)}
     log = write_log(tmp_path / "d.jsonl", "daso", 4, 16, [0.01] * 11, extra=extra, cfg={"ranks_per_node": 2})
