@@ -102,7 +102,7 @@ EMU_SCALE = {
     # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node; asgd's server is rank
     # 0 with a node of its own (one rank per node: every worker reaches it over the shaped link)
     "smoke": {"model": "lenet", "batch": 8, "steps": 12, "skip": 3, "profile_batches": "8,16",
-              "comm_max": "2Mi", "comm_repeats": 5, "compute_repeats": 20,
+              "comm_max": "2Mi", "comm_repeats": 5, "compute_repeats": 10,
               "layouts": {"ssgd": [(2, 1)], "terngrad": [(2, 1)], "daso": [(2, 2)], "asgd": [(3, 1)]}},
     "small": {"model": "lenet", "batch": 8, "steps": 30, "skip": 5, "profile_batches": "4,8,16",
               "comm_max": "4Mi", "comm_repeats": 9, "compute_repeats": 30, "ompi_layouts": [2, 4],
@@ -197,23 +197,42 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
     bar.close()
 
 
-def _read_sizes(runs: Path, name: str, model: str, skip: int) -> dict[str, list[int]]:
-    """op -> the sizes (bytes) at which perfmodel.validate reads it for the cluster's complete run logs
-    (``runs``/``name``_*.jsonl; perfmodel.validate.read_sizes)."""
-    from perfmodel.profile.compute import load_workload_model
-    from perfmodel.validate import ValidateError, measure_run, read_sizes
+def _cluster_runs(runs: Path, name: str, skip: int) -> list:
+    """The complete run logs of one emulated cluster (``runs``/``name``_*.jsonl), measured
+    (perfmodel.validate.measure_run); unfinished or foreign logs are left out."""
+    from perfmodel.validate import ValidateError, measure_run
 
-    info = None
-    sizes: dict[str, set[int]] = {}
+    out = []
     for log in sorted(runs.glob(f"{name}_*.jsonl")):
         try:
-            run = measure_run(str(log), skip)
+            out.append(measure_run(str(log), skip))
         except ValidateError:  # an unfinished or foreign log: nothing to time for it
             continue
-        info = info or load_workload_model(model)[1]
+    return out
+
+
+def _read_sizes(runs: list, model: str) -> dict[str, list[int]]:
+    """op -> the sizes (bytes) at which perfmodel.validate reads it for these runs
+    (perfmodel.validate.read_sizes)."""
+    from perfmodel.profile.compute import load_workload_model
+    from perfmodel.validate import read_sizes
+
+    info = load_workload_model(model)[1] if runs else None
+    sizes: dict[str, set[int]] = {}
+    for run in runs:
         for op, nbytes in read_sizes(run, info).items():
             sizes.setdefault(op, set()).add(int(nbytes))
     return {op: sorted(v) for op, v in sorted(sizes.items())}
+
+
+def _compute_after(runs: list) -> list[int]:
+    """The Allreduce sizes (bytes) after which the profile times the concurrent step, so that validate
+    reads it at each synchronous run's bytes per step (perfmodel.validate.after_exchange_bytes) without
+    interpolating; parameter-server runs are not read there."""
+    from perfmodel.validate import after_exchange_bytes
+
+    return sorted({-(-int(after_exchange_bytes(r.bytes_per_step, r.ranks)) // 4) * 4
+                   for r in runs if not r.workers and r.ranks > 1 and r.bytes_per_step > 0})
 
 
 def _emulated_profile(out: Path, scale: str, sc: dict, nodes: int, rpn: int, rate: str, extra: list[str]) -> Path:
@@ -229,10 +248,13 @@ def _emulated_profile(out: Path, scale: str, sc: dict, nodes: int, rpn: int, rat
         algos = {j[0] for j in _emu_jobs(sc) if j[2:5] == (nodes, rpn, rate)}
         ops = ("pingpong,allreduce,iallreduce" + (",allgather,alltoall" if "terngrad" in algos else "")
                + (",ps" if "asgd" in algos else ""))
-        at = [f"{op}={','.join(map(str, sizes))}" for op, sizes in
-              _read_sizes(out / "runs" / f"emulated_{scale}", name, model, sc["skip"]).items() if op in ops.split(",")]
+        runs = _cluster_runs(out / "runs" / f"emulated_{scale}", name, sc["skip"])
+        at = [f"{op}={','.join(map(str, sizes))}" for op, sizes in _read_sizes(runs, model).items()
+              if op in ops.split(",")]
+        after = ",".join(map(str, _compute_after(runs))) or "none"
         run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model,
                      "--batch", sc["profile_batches"], "--ranks", ranks_list, "--max-bytes", sc["comm_max"],
+                     "--compute-after", after,
                      "--comm-repeats", str(sc["comm_repeats"]), "--repeats", str(sc["compute_repeats"]),
                      "--ops", ops, *(a for item in at for a in ("--extra-sizes", item)),
                      "--mpiexec-args", " ".join(extra), "--quiet", "--out", str(prof)],
