@@ -294,7 +294,9 @@ def _resolve_workload_cluster(args: argparse.Namespace):
         from .profile.schema import profile_cluster, profile_daso, profile_workload
 
         base = None if args.cluster in (None, "local") else resolve_cluster(args.cluster, copts)
-        cluster = profile_cluster(profile, base, links=args.profile_links)
+        # the local cluster also carries the link measured on DASO's global group, where profiled
+        op_bytes = {"global_iallreduce": profile.model.gradient_bytes} if profile.model is not None else None
+        cluster = profile_cluster(profile, base, links=args.profile_links, op_bytes=op_bytes)
         if base is None:
             cluster = apply_overrides(cluster, copts)
         if args.workload is None:

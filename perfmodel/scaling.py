@@ -36,8 +36,9 @@ Strategies:
               DDP inside HeAT's DataParallelMultiGPU does); every B batches one GPU per node allreduces
               the parameters across nodes (bf16 and blocking when W=0; fp32 and non-blocking otherwise:
               its time, times daso_nonblocking_factor, is hidden behind the next W batches of compute
-              with daso_progress "async", and paid in full with "wait") and broadcasts them inside
-              its node.
+              with daso_progress "async", and paid in full with "wait"; where the cluster carries the
+              link measured on that group itself, network_ops "global_iallreduce", the fp32 ring over
+              the nodes on that link with no factor) and broadcasts them inside its node.
     asgd      parameter server: workers never wait for each other; a worker's iteration is its
               compute plus its own push/pull (and the server's update, ps_update_s / S); the servers'
               time per exchange (link, plus that update) caps the aggregate rate.
@@ -399,7 +400,11 @@ def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
     if blocking:
         exposed = t_global
     else:  # the non-blocking sync, hidden behind W batches only if the network moves it meanwhile
-        t_global = t_global * strategy.daso_nonblocking_factor
+        own = dict(cluster.network_ops).get("global_iallreduce")
+        if own is None:  # a blocking Allreduce's link, scaled to the non-blocking one
+            t_global = t_global * strategy.daso_nonblocking_factor
+        else:  # the non-blocking Iallreduce measured on the global group (one rank per node) itself
+            t_global = coll.ring_allreduce(n_global, nodes, own.alpha, own.beta)
         hidden = strategy.daso_W * t_comp if strategy.daso_progress == "async" else 0.0
         exposed = np.maximum(t_global - hidden, 0.0)
     t = t_local + (exposed + np.where(nodes > 1, t_bcast, 0.0)) / strategy.daso_B

@@ -61,7 +61,8 @@ class Link:
 
 
 #: Collectives a cluster may carry a network link of their own for (Cluster.network_ops).
-NETWORK_OPS: tuple[str, ...] = ("allgather", "alltoall", "ps")
+#: "global_iallreduce": DASO's non-blocking global sync on one rank per node (perfmodel.scaling).
+NETWORK_OPS: tuple[str, ...] = ("allgather", "alltoall", "ps", "global_iallreduce")
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,8 @@ class Cluster:
         _positive_int("nics", self.nics)
 
     def network_for(self, op: str) -> Link:
-        """The network link of operation ``op`` ("allgather", "alltoall", "ps"): its own from ``network_ops``
-        when measured, else ``network``."""
+        """The network link of operation ``op`` (``NETWORK_OPS``): its own from ``network_ops`` when
+        measured, else ``network``."""
         return dict(self.network_ops).get(op, self.network)
 
     def with_link(self, which: str, link: Link) -> "Cluster":

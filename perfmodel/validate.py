@@ -5,7 +5,8 @@ steps; the prediction is ``scaling.predict`` for the run's strategy, rank count 
 the "local" cluster of the profile whose model is the run's model (the MPI link measured at the run's
 rank count when the profile has it, read off the operation and at the message size the run's exchange
 uses: ``exchange_message``; TernGrad's Allgather and Alltoall on their own profiled links at their
-blocks: ``exchange_blocks``). Compute: where the profile timed the training step on all the run's
+blocks: ``exchange_blocks``; DASO's global sync on the Iallreduce timed on one rank per node:
+``global_sync_message``). Compute: where the profile timed the training step on all the run's
 ranks at once (perfmodel.profile.schema.ConcurrentCompute), its mean per rank, and its spread as the
 model's stragglers (the wait for the slowest rank counts as communication, where the trainer's ranks
 spend it); where the profile also timed that step right after Allreduces, the mean after the
@@ -385,7 +386,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             measured = exact or prof.comm_for("mpi")
             op = op if measured is not None and op in measured.ops else "allreduce"
             cluster = profile_cluster(prof, ranks=run.ranks, network_from=op, nbytes=nbytes,
-                                      op_bytes=exchange_blocks(run, workload))
+                                      op_bytes={**exchange_blocks(run, workload), **global_sync_message(run, workload)})
         else:
             cluster = profile_cluster(prof)
         codec = prof.compute.codec
@@ -411,7 +412,7 @@ def read_sizes(run: RunMeasurement, model: Workload | ModelInfo) -> dict[str, fl
     """The message size (bytes) at which ``validate`` reads each profiled operation for ``run``: the
     network link's operation (``exchange_message``), the blocks of its Allgather and Alltoall
     (``exchange_blocks``), DASO's Iallreduce at the gradient's bytes (perfmodel.profile.schema
-    nonblocking_factor), or the parameter server's push ("ps": the fp32 gradient). Timing these
+    nonblocking_factor) and its global group's (``global_sync_message``), or the parameter server's push ("ps": the fp32 gradient). Timing these
     operations at exactly these sizes (``perfmodel profile --extra-sizes``) leaves nothing to
     interpolate. model: the run's Workload, or the profiled ModelInfo (tensor sizes are all it needs).
     {} for one rank."""
@@ -420,10 +421,21 @@ def read_sizes(run: RunMeasurement, model: Workload | ModelInfo) -> dict[str, fl
     if run.ranks < 2:
         return {}
     op, nbytes = exchange_message(run, model)
-    sizes = {op: nbytes, **exchange_blocks(run, model)}
+    sizes = {op: nbytes, **exchange_blocks(run, model), **global_sync_message(run, model)}
     if run.algo == "daso":  # DASO's non-blocking factor: iallreduce over allreduce at the gradient's bytes
         sizes["iallreduce"] = nbytes
     return sizes
+
+
+def global_sync_message(run: RunMeasurement, workload: Workload | ModelInfo) -> dict[str, float]:
+    """DASO's cycling-phase global sync with several ranks per node: {"global_iallreduce": the fp32
+    parameters' bytes}, the Iallreduce that one rank of each node runs (trainers/sync/daso.py), so that
+    the model charges it on the link measured on that group (Cluster.network_ops) where the profile has
+    it. {} for the other runs."""
+    rpn = int(run.config.get("ranks_per_node") or 1)
+    if run.algo != "daso" or rpn < 2 or run.ranks // rpn < 2:
+        return {}
+    return {"global_iallreduce": 4.0 * sum(workload.tensor_sizes)}
 
 
 def exchange_message(run: RunMeasurement, workload: Workload | ModelInfo) -> tuple[str, float]:

@@ -244,10 +244,10 @@ def _emulated_profile(out: Path, scale: str, sc: dict, nodes: int, rpn: int, rat
     if not prof.exists():
         ranks_list = ",".join(str(r) for r in sorted({1, rpn, nodes * rpn}))
         # TernGrad's Allgather and ps exchanges run Allgather and Alltoall, the parameter server its
-        # push/pull exchange: time them where they run
+        # push/pull exchange, DASO's global sync its Iallreduce on one rank per node: time them where they run
         algos = {j[0] for j in _emu_jobs(sc) if j[2:5] == (nodes, rpn, rate)}
         ops = ("pingpong,allreduce,iallreduce" + (",allgather,alltoall" if "terngrad" in algos else "")
-               + (",ps" if "asgd" in algos else ""))
+               + (",ps" if "asgd" in algos else "") + (",global_iallreduce" if "daso" in algos else ""))
         runs = _cluster_runs(out / "runs" / f"emulated_{scale}", name, sc["skip"])
         at = [f"{op}={','.join(map(str, sizes))}" for op, sizes in _read_sizes(runs, model).items()
               if op in ops.split(",")]

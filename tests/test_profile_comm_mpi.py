@@ -201,3 +201,32 @@ def test_profile_command_with_ranks_1_and_2(tmp_path):
     # other operations only at the powers of two: the link is the measured time there
     assert n == 4432 and x0 == n and 4432 not in prof.comm[1].ops["pingpong"].sizes_bytes
     assert 2 * link.alpha + n * link.beta == pytest.approx(y0, rel=1e-9)
+
+
+def test_global_iallreduce_runs_on_the_first_rank_of_each_node(tmp_path):
+    # 4 ranks on 2 pretend nodes (host names node0, node0, node1, node1): DASO's global group is
+    # ranks 0 and 2; an Iallreduce of ones on it sums to 2 there, ranks 1 and 3 are off it
+    out = tmp_path / "group.json"
+    res = _mpiexec(4, sys.executable, str(ROOT / "tests" / "mpi_scripts" / "global_group.py"), str(out),
+                   timeout=240)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(out.read_text())
+    assert got["leaders"] == [[0, 2]] * 4
+    assert got["group_sizes"] == [2, 0, 2, 0]
+    assert got["sums"] == [2.0, 0.0, 2.0, 0.0]
+    assert got["nodes"] == 2 and got["hosts"] == ["node0", "node1"]
+    assert set(got["ops"]) == {"iallreduce", "global_iallreduce"}
+    g, a = got["ops"]["global_iallreduce"], got["ops"]["iallreduce"]
+    assert g["sizes"] == [8, 4096, 65536]
+    # bus bandwidth on the group of 2 nodes: factor 2(2-1)/2 = 1; on all 4 ranks 2(4-1)/4 = 1.5
+    np.testing.assert_allclose(g["busbw"], g["algbw"])
+    np.testing.assert_allclose(a["busbw"], 1.5 * np.array(a["algbw"]))
+
+
+def test_global_iallreduce_is_not_timed_on_one_host(tmp_path):
+    out = tmp_path / "comm.json"
+    res = _mpiexec(2, sys.executable, "-m", "perfmodel.profile.comm", "--max-bytes", "64",
+                   "--ops", "iallreduce,global_iallreduce", "--repeats", "3", "--out", str(out))
+    assert res.returncode == 0, res.stderr[-2000:]
+    cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
+    assert set(cp.ops) == {"iallreduce"} and cp.nodes == 1

@@ -306,8 +306,70 @@ def test_block_operation_links_reproduce_their_measurements():
     assert float(collectives.cluster_allgather(n_ag, 4, plain)) != pytest.approx(ag.time_at(n_ag), rel=0.05)
     # an operation the profile did not measure: no link, the cluster falls back to its network link
     assert profile_op_links(make_profile(), {"allgather": n_ag}) == {}
-    with pytest.raises(ProfileError, match="per-operation links exist for allgather, alltoall, ps"):
+    with pytest.raises(ProfileError, match="per-operation link for .allreduce.; they exist for allgather, alltoall, ps, global_iallreduce"):
         profile_op_links(prof, {"allreduce": 8})
+
+
+GLOBAL_ALPHA, GLOBAL_BW = 30e-6, 1.2e7  # a ring over 2 nodes, one rank each
+
+
+def _with_global_group(prof, hosts=("n0", "n1")):
+    # 4 ranks on 2 nodes: the all-ranks Iallreduce, and DASO's global group (one rank per node), a
+    # 2-rank ring: t = 2 (alpha + n/2 / bw)
+    ops = {"allreduce": _op("allreduce", 4, lambda n: 6 * 40e-6 + 1.5 * n / 1.1e7),
+           "iallreduce": _op("iallreduce", 4, lambda n: 6 * 40e-6 + 1.5 * n / 1.05e7),
+           "global_iallreduce": _op("global_iallreduce", 2, lambda n: 2 * GLOBAL_ALPHA + n / GLOBAL_BW)}
+    four = CommProfile(ranks=4, backend="mpi", library="Open MPI v5", hosts=hosts, wall_s=3.0, ops=ops)
+    return dataclasses.replace(prof, comm=prof.comm + (four,))
+
+
+def test_global_group_link_is_ring_inverted_over_the_nodes():
+    prof = _with_global_group(make_profile())
+    run = prof.comm_for("mpi", 4)
+    assert run.nodes == 2
+    n = 1724320.0
+    link = profile_op_links(prof, {"global_iallreduce": n}, ranks=4)["global_iallreduce"]
+    # latency: the fit's intercept over 2(M-1) = 2 steps; bandwidth: the ring formula on that latency
+    # gives the measured time at n
+    g = run.ops["global_iallreduce"]
+    assert link.latency_s == pytest.approx(g.fit.latency_s / 2, rel=1e-12)
+    assert link.latency_s == pytest.approx(GLOBAL_ALPHA, rel=2e-3)
+    assert float(collectives.ring_allreduce(n, 2, link.alpha, link.beta)) == pytest.approx(g.time_at(n), rel=1e-9)
+    assert link.bandwidth_Bps == pytest.approx(GLOBAL_BW, rel=2e-3)
+    cl = profile_cluster(prof, ranks=4, op_bytes={"global_iallreduce": n})
+    assert cl.network_for("global_iallreduce") == link and cl.network_for("allgather") == cl.network
+    # the all-ranks runs of the same profile do not carry it; a profile without it gives no link
+    assert profile_op_links(make_profile(), {"global_iallreduce": n}) == {}
+    assert profile_op_links(prof, {"global_iallreduce": n}, ranks=2) == {}
+
+
+@pytest.mark.parametrize("hosts", [("n0",), ("n0", "n1", "n2", "n3")])
+def test_global_group_needs_several_nodes_with_several_ranks_on_some(hosts):
+    with pytest.raises(ValueError, match="global_iallreduce runs on one rank per node"):
+        _with_global_group(make_profile(), hosts)
+
+
+def test_ring_latency_skips_the_sizes_below_one_element_per_rank():
+    # Open MPI's ring Allreduce runs recursive doubling below one float32 per rank: at 4 ranks the
+    # 8 B call (2 elements) takes 70 us, every ring call from 16 B on 190 us + n / 20 MB/s. The
+    # latency of the ring link is the intercept of the calls from 16 B on over their 2(p-1) = 6
+    # steps, not that of a segment through the 8 B call
+    def t(n):
+        return 70e-6 if n < 16 else 190e-6 + 1.5 * n / 2e7
+
+    op = _op("allreduce", 4, t)
+    assert op.fit.latency_s < 100e-6  # the stored fit starts with the 8 B call's algorithm
+    assert op.latency_from(16) == pytest.approx(190e-6, rel=2e-3)
+    assert op.latency_from(8) == op.latency_from(1e12) == op.fit.latency_s  # all sizes, or too few
+    four = CommProfile(ranks=4, backend="mpi", library="Open MPI v5", hosts=("a", "b", "c", "d"), wall_s=1.0,
+                       ops={"allreduce": op})
+    prof = dataclasses.replace(make_profile(), comm=make_profile().comm + (four,))
+    net = profile_links(prof, ranks=4, nbytes=2**20)["network"]
+    assert net.latency_s == pytest.approx(190e-6 / 6, rel=2e-3)
+    assert float(collectives.ring_allreduce(2**20, 4, net.alpha, net.beta)) == pytest.approx(op.time_at(2**20), rel=1e-9)
+    # the 2-rank run: one element per rank is 8 B, its smallest size: the stored fit's intercept
+    two = prof.comm_for("mpi", 2).ops["allreduce"]
+    assert profile_links(prof, ranks=2, nbytes=2**20)["network"].latency_s == two.fit.latency_s / 2
 
 
 PS_ALPHA, PS_BW = 40e-6, 1e8

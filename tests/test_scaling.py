@@ -1,6 +1,7 @@
 """The scaling model: paper formulas by hand, limits, and vectorized == scalar at every point."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -216,6 +217,19 @@ def test_daso_reduces_to_ssgd_cost_on_one_node_and_by_hand_on_many():
                 dict(daso_nonblocking_factor=float("nan"))):
         with pytest.raises(SpecError):
             Strategy("daso", **bad)
+    # the cluster carries the link measured on DASO's global group itself (one GPU per node): the
+    # non-blocking fp32 sync is the ring over the 4 nodes on it, and the factor does not apply again;
+    # the blocking bf16 sync (W=0) keeps the network link
+    own = Link(3e-5, 4e8)
+    cg = replace(cl, network_ops=(("global_iallreduce", own),))
+    glob_own = 2 * 3 * 3e-5 + 2 * 3 / 4 * n32 / 4e8
+    p = predict(wl, cg, Strategy("daso", daso_B=4, daso_W=1, daso_progress="wait", daso_nonblocking_factor=3.0),
+                [16], batch=32)
+    assert p.extra["t_global_sync_s"][0] == pytest.approx(glob_own)
+    assert p.t_comm_s[0] == pytest.approx(local + (glob_own + bcast) / 4)
+    p = predict(wl, cg, Strategy("daso", daso_B=2, daso_W=0, daso_progress="wait", daso_nonblocking_factor=3.0),
+                [16], batch=32)
+    assert p.t_comm_s[0] == pytest.approx(local + (glob + bcast) / 2)
 
 
 def test_asgd_server_bandwidth_caps_throughput():

@@ -246,6 +246,32 @@ def test_daso_sync_on_cpu_is_paid_at_the_wait_with_the_measured_nonblocking_fact
     assert plain["predicted_comm_s"] == pytest.approx((ALPHA_OP + GRAD / BW_OP) / 4, rel=1e-3)
 
 
+def test_daso_global_sync_is_charged_at_its_groups_measured_iallreduce(tmp_path):
+    """DASO on 2 nodes x 2 ranks, B=4, W=1, waited on CPU: the profile's Iallreduce on one rank per node
+    ("global_iallreduce") is what one global sync costs, once every 4 steps. Two profiles that differ
+    only in that measurement differ in predicted communication by a quarter of the difference of their
+    times at the fp32 gradient; the all-ranks Iallreduce's factor no longer applies."""
+    import dataclasses
+
+    from perfmodel.profile.schema import nonblocking_factor
+    from test_profile_schema import _op, _with_global_group
+
+    paths = []
+    for scale in (1.0, 2.0):
+        prof = _with_global_group(make_profile())
+        four = prof.comm[-1]
+        g = _op("global_iallreduce", 2, lambda n, s=scale: s * (2 * 30e-6 + n / 1.2e7))
+        prof = dataclasses.replace(prof, comm=prof.comm[:-1] + (dataclasses.replace(four, ops=dict(four.ops, global_iallreduce=g)),))
+        assert nonblocking_factor(prof) != pytest.approx(1.0, abs=1e-3)
+        paths.append(tmp_path / f"p{scale}.json")
+        save_profile(prof, paths[-1])
+        measured = g.time_at(GRAD)
+    extra = {i: {"B": 4, "W": 1} for i in range(12)}
+    log = write_log(tmp_path / "d.jsonl", "daso", 4, 32, [0.004] * 12, extra=extra, cfg={"ranks_per_node": 2})
+    (one,), (two,) = (validate([log], [str(p)], skip=0, cores=4) for p in paths)
+    assert two["predicted_comm_s"] - one["predicted_comm_s"] == pytest.approx(measured / 2 / 4, rel=1e-6)
+
+
 def make_profile_path(tmp_path):
     path = tmp_path / "plain.json"
     save_profile(make_profile(), path)
@@ -495,6 +521,10 @@ def test_read_sizes_are_where_validate_reads_each_profiled_operation():
             {"iallreduce": 400.0, "alltoall": 100.0, "allgather": 200.0}
         # DASO: the blocking allreduce and its non-blocking factor, both at the fp32 gradient
         assert read_sizes(run("daso", 4), model) == {"allreduce": grad, "iallreduce": grad}
+        # with 2 ranks per node, also its global sync: the Iallreduce on one rank of each node
+        assert read_sizes(run("daso", 4, ranks_per_node=2), model) == \
+            {"allreduce": grad, "iallreduce": grad, "global_iallreduce": grad}
+        assert read_sizes(run("daso", 4, ranks_per_node=4), model) == {"allreduce": grad, "iallreduce": grad}
         assert read_sizes(run("asgd", 3, workers=2), model) == {"ps": grad}
         assert read_sizes(run("ssgd", 1), model) == {}
 

@@ -25,7 +25,11 @@ sizes: measured on 2026-11-23, 4 emulated nodes at 100 Mbit/s, the ring Iallredu
 time up to 245760 B and 1.31x at 262144 B, where its blocks of n/4 reach Open MPI's TCP eager limit,
 64 KiB, and go by rendezvous). Ping-pong times are one way (round trip / 2) between ranks 0 and 1.
 Allgather and Alltoall sizes are OSU's: one rank's block (Allgather), the block each rank sends to each
-rank (Alltoall). "ps" is
+rank (Alltoall). "global_iallreduce" is the Iallreduce on the first rank of each host while the
+others wait at the barrier: DASO's global sync runs on one rank per node (trainers/sync/daso.py), whose
+link is not the all-ranks ring's (measured on 2026-11-24, 2 emulated nodes x 2 ranks at 100 Mbit/s: 1.72
+MB took 149.4 ms on one rank per node, where the 4-rank ring's link predicted 165 ms); it is timed only
+where the hosts differ and some host runs several ranks. "ps" is
 the exchange of trainers.asynchronous.ps: every rank but 0 pushes n bytes to rank 0 and waits for n
 bytes back, ``PS_ROUNDS`` times; rank 0 receives from whoever comes first and answers with a
 non-blocking send, so that it receives one push while the previous pull leaves (the size is one push;
@@ -190,6 +194,12 @@ class _Transport:
     def hosts(self) -> list[str]: ...
     def close(self) -> None: ...
 
+    def node_leaders(self) -> list[int]:
+        """The first rank on each host, in rank order (the same list on every rank): the group of
+        "global_iallreduce", DASO's global sync on one rank per node."""
+        names = self.comm.allgather(socket.gethostname())
+        return sorted({names.index(h) for h in names})
+
 
 class _MPITransport(_Transport):
     def __init__(self) -> None:
@@ -227,6 +237,14 @@ class _MPITransport(_Transport):
             return lambda: comm.Allreduce(send, recv, op=MPI.SUM)
         if op == "iallreduce":  # non-blocking, waited at once: its cost when nothing progresses it meanwhile
             return lambda: comm.Iallreduce(send, recv, op=MPI.SUM).Wait()
+        if op == "global_iallreduce":  # the same on the first rank of each node; the others idle
+            if getattr(self, "_leaders", None) is None:
+                color = 0 if rank in self.node_leaders() else MPI.UNDEFINED
+                self._leaders = comm.Split(color, rank)  # collective: every rank prepares every op
+            group = self._leaders
+            if group == MPI.COMM_NULL:
+                return lambda: None
+            return lambda: group.Iallreduce(send, recv, op=MPI.SUM).Wait()
         if op == "bcast":
             return lambda: comm.Bcast(send, root=0)
         if op == "reduce":
@@ -335,6 +353,14 @@ class _TorchTransport(_Transport):
             return lambda: dist.all_reduce(buf)
         if op == "iallreduce":
             return lambda: dist.all_reduce(buf, async_op=True).wait()
+        if op == "global_iallreduce":  # the same on the first rank of each node; the others idle
+            leaders = self.node_leaders()
+            if getattr(self, "_leaders", None) is None:
+                self._leaders = dist.new_group(leaders)  # collective: every rank prepares every op
+            group = self._leaders
+            if rank not in leaders:
+                return lambda: None
+            return lambda: dist.all_reduce(buf, group=group, async_op=True).wait()
         if op == "bcast":
             return lambda: dist.broadcast(buf, src=0)
         if op == "reduce":
@@ -465,7 +491,13 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
                                             warmup=cfg.compute_warmup, repeats=cfg.compute_repeats,
                                             threads=cfg.threads, after_bytes=cfg.compute_after)
         ops = {}
-        ops_to_run = [op for op in cfg.ops if t.size > 1]  # one rank: nothing moves, nothing to time
+        nodes = len(t.node_leaders())
+
+        def timed(op: str) -> bool:  # one rank: nothing moves; DASO's global group: only where it
+            # differs from all ranks (2 or more nodes, several ranks on some)
+            return t.size > 1 and (op != "global_iallreduce" or 2 <= nodes < t.size)
+
+        ops_to_run = [op for op in cfg.ops if timed(op)]
         for op in ops_to_run:
             per_size, iters = [], []
             sizes = cfg.sizes_for(op)
@@ -476,7 +508,8 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
                 if progress is not None and t.rank == 0:
                     progress(op, nbytes)
             if t.rank == 0:
-                ops[op] = summarize(op, t.size, sizes, per_size, iters, cfg.fit_stat, cfg.timing)
+                ops[op] = summarize(op, nodes if op == "global_iallreduce" else t.size, sizes, per_size, iters,
+                                    cfg.fit_stat, cfg.timing)
         hosts = t.hosts()
     finally:
         t.close()

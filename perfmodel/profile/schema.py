@@ -61,6 +61,9 @@ BUSBW_FACTORS: dict[str, typing.Callable[[int], float]] = {
     "pingpong": lambda p: 1.0,  # one-way time of a message between two ranks (nccl-tests sendrecv)
     "allreduce": _busbw_allreduce,
     "iallreduce": _busbw_allreduce,  # MPI_Iallreduce + MPI_Wait back to back (DASO's non-blocking sync)
+    # the same on one rank per node (each host's first rank; the others wait at the barrier): DASO's
+    # global group, p = the nodes (CommProfile.nodes); timed only where some node runs several ranks
+    "global_iallreduce": _busbw_allreduce,
     "bcast": lambda p: 1.0,
     "reduce": lambda p: 1.0,
     # OSU's convention: the size is one rank's block (allgather) or one block to each peer (alltoall);
@@ -353,6 +356,21 @@ class OpProfile:
             raise ValueError(f"stat must be one of {', '.join(FIT_STATS)}, got {stat!r}")
         return getattr(self, f"{stat}_s")
 
+    def latency_from(self, min_bytes: float) -> float:
+        """Small-message latency (seconds) of the messages of at least ``min_bytes``: the fit's intercept
+        (``AlphaBetaFit.latency_s``), refitted (the ``fit_stat`` column) to those sizes alone where smaller
+        ones were measured. A ring's latency: Open MPI's ring Allreduce runs recursive doubling below
+        one element per rank (ompi/mca/coll/base/coll_base_allreduce.c), and a fit through those sizes
+        may start with a segment of that algorithm (4 emulated nodes at 250 Mbit/s: 8 B in 0.07 ms,
+        16 B to 4 KiB in 0.19 ms, and an intercept of 0)."""
+        from .fit import fit_alpha_beta
+
+        col = getattr(self, f"{self.fit_stat}_s")
+        keep = [(n, t) for n, t in zip(self.sizes_bytes, col) if n >= min_bytes]
+        if len(keep) == len(self.sizes_bytes) or len(keep) < 2:
+            return self.fit.latency_s
+        return fit_alpha_beta([n for n, _ in keep], [t for _, t in keep]).latency_s
+
     def time_at(self, nbytes: float) -> float:
         """Seconds for a message of ``nbytes`` as measured: the fitted column (``fit_stat``) interpolated
         linearly between the two measured sizes around nbytes (exact for an alpha-beta line between
@@ -484,6 +502,11 @@ class CommProfile:
     launch: str = ""
     compute: ConcurrentCompute | None = None
 
+    @property
+    def nodes(self) -> int:
+        """Hosts the ranks ran on (at least 1): the group size of "global_iallreduce"."""
+        return max(1, len(set(self.hosts)))
+
     def __post_init__(self) -> None:
         if self.ranks < 1:
             raise ValueError(f"ranks must be >= 1, got {self.ranks}")
@@ -494,6 +517,9 @@ class CommProfile:
                 raise ValueError(f"ops key {name!r} holds op {op.op!r}")
         if self.ranks == 1 and self.ops:
             raise ValueError("a one-rank communication profile has no ops")
+        if "global_iallreduce" in self.ops and not 2 <= self.nodes < self.ranks:
+            raise ValueError(f"global_iallreduce runs on one rank per node: it needs 2 or more nodes with "
+                             f"several ranks on some, got {self.ranks} ranks on {self.nodes} host(s)")
 
 
 @dataclass(frozen=True)
@@ -702,7 +728,8 @@ def _link_from(op: "OpProfile | AlphaBetaFit", nbytes: float | None, *, ring_ran
     ``ring_ranks`` is given (t = 2(p-1) alpha + 2(p-1)/p n beta), inverted through the blocks of a
     ``BLOCK_OPS`` call when ``blocks`` is (t = blocks (alpha + n beta), n one block: ``op_blocks``).
 
-    With ``nbytes``: latency = the small-message intercept, bandwidth = what a message of nbytes gets:
+    With ``nbytes``: latency = the small-message intercept (for a ring, of the messages of at least one
+    float32 element per rank: ``OpProfile.latency_from``), bandwidth = what a message of nbytes gets:
     from an OpProfile its measured time there (``OpProfile.time_at``), from a bare fit the piecewise
     fit's (``AlphaBetaFit.effective``), so the Link reproduces that time at nbytes exactly. Without:
     the single line fitted over all sizes.
@@ -711,7 +738,8 @@ def _link_from(op: "OpProfile | AlphaBetaFit", nbytes: float | None, *, ring_ran
     if nbytes is None:
         alpha, beta, span = fit.alpha_s, fit.beta_s_per_byte, "one line over all sizes"
     elif isinstance(op, OpProfile):
-        alpha = fit.latency_s
+        # a ring needs one float32 element per rank: below 4 p bytes Open MPI runs another algorithm
+        alpha = op.latency_from(4.0 * ring_ranks) if ring_ranks is not None else fit.latency_s
         beta = max(op.time_at(nbytes) - alpha, 0.0) / nbytes
         span = f"latency of the smallest messages, bandwidth measured at {nbytes:.0f} B"
     else:
@@ -776,17 +804,25 @@ def profile_op_links(profile: Profile, op_bytes: typing.Mapping[str, float], *,
     MPI run at ``ranks`` ranks, else the largest, measured; ``BLOCK_OPS``): the op's piecewise fit read at
     its block of op_bytes[op] bytes, inverted through t = blocks (alpha + n beta) (``op_blocks``), so
     that perfmodel.collectives' ring Allgather / pairwise Alltoall on one rank per node, and the
-    parameter server's time per exchange, reproduce the measured time at that block. For
+    parameter server's time per exchange, reproduce the measured time at that block. And
+    "global_iallreduce" (DASO's global group, one rank per node): read at its message of
+    op_bytes["global_iallreduce"] bytes and ring-inverted over the run's nodes (CommProfile.nodes). For
     Cluster.network_ops."""
     mpi = (ranks is not None and profile.comm_for("mpi", ranks=ranks)) or profile.comm_for("mpi")
     links: dict[str, Link] = {}
     if mpi is None:
         return links
     for op, nbytes in op_bytes.items():
-        if op not in BLOCK_OPS:
-            raise ProfileError(f"no block form for {op!r}; per-operation links exist for {', '.join(BLOCK_OPS)}")
+        if op not in BLOCK_OPS and op != "global_iallreduce":
+            raise ProfileError(f"no per-operation link for {op!r}; they exist for "
+                               f"{', '.join(BLOCK_OPS + ('global_iallreduce',))}")
         measured = mpi.ops.get(op)
         if measured is None:
+            continue
+        if op == "global_iallreduce":  # a ring over the nodes, one rank each
+            links[op] = _link_from(measured, float(nbytes), ring_ranks=mpi.nodes,
+                                   source=f"{_describe(profile)}: MPI Iallreduce on one rank of each of "
+                                          f"{mpi.nodes} nodes, ring-inverted")
             continue
         links[op] = _link_from(measured, float(nbytes), ring_ranks=None, blocks=op_blocks(op, mpi.ranks),
                                source=f"{_describe(profile)}: MPI {op} at {mpi.ranks} ranks, one block")
