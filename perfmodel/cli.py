@@ -158,6 +158,8 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, ...] = 
                             terngrad_encode_elems_per_s=args.terngrad_encode_rate or codec_rates[0],
                             terngrad_decode_elems_per_s=args.terngrad_decode_rate or codec_rates[1],
                             terngrad_convert_elems_per_s=args.terngrad_convert_rate or codec_rates[2],
+                            terngrad_ps_aggregate_elems_per_s=args.terngrad_ps_aggregate_rate or (
+                                codec_rates[3] if len(codec_rates) > 3 else 0.0),
                             terngrad_exchange=args.terngrad_exchange, terngrad_lanes=args.terngrad_lanes,
                             daso_B=args.daso_b, daso_W=args.daso_w,
                             ps_servers=args.ps_servers, ps_update_s=args.ps_update_ms / 1e3,
@@ -510,6 +512,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--terngrad-convert-rate", type=float, default=0.0,
                    help="elements/s to turn the summed codes into the float mean, once per step (0: free, "
                         "or the profile's measurement)")
+    p.add_argument("--terngrad-ps-aggregate-rate", type=float, default=0.0,
+                   help="elements (W x shard) per second of the ps exchange's own work on each rank: the "
+                        "shards' sum, its packing, the sums' unpacking (0: two decodes, or the profile's "
+                        "measurement)")
     p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels",
                    help="levels (integer allreduce), ps (sharded parameter server) or allgather "
                         "(does not scale); the trainer's exchanges")

@@ -131,6 +131,14 @@ def ps_shard_elems(elems: int, workers: float | np.ndarray) -> np.ndarray:
     return np.ceil(np.maximum(np.ceil(elems / p), 1.0) / 8.0) * 8.0
 
 
+def ps_aggregate_seconds(ternary_elems: int, workers: float | np.ndarray, rate: float) -> np.ndarray:
+    """Seconds of the sharded parameter-server exchange's work on one rank besides its collectives:
+    workers x shard elements (ps_shard_elems) at ``rate`` elements/s (the profile's
+    CodecTimes.aggregate; 0: none)."""
+    return np.asarray(encode_seconds(np.asarray(workers, dtype=float) * ps_shard_elems(ternary_elems, workers), rate),
+                      dtype=float)
+
+
 def encode_seconds(elems: float, encode_elems_per_s: float) -> float:
     """Seconds to ternarize, pack and unpack ``elems`` elements at the given rate (0 rate means free)."""
     if encode_elems_per_s == 0 or np.isinf(encode_elems_per_s):

@@ -31,7 +31,9 @@ Strategies:
               log2(2W+1) bits per element on full-duplex links, so |theta| is the larger, the pull
               (scalers and fp32 tensors included). Encoding, the decoding of each copy received and
               the sum's conversion to the float mean (once) are computation (column t_compress_s),
-              charged on every GPU count, one included: a 1-GPU TernGrad run still ternarizes.
+              charged on every GPU count, one included: a 1-GPU TernGrad run still ternarizes; ps
+              decodes twice, or, where measured (terngrad_ps_aggregate_elems_per_s), does its own
+              work of W x shard elements: the shards' sum, its b-bit packing, the sums' unpacking.
     daso      node-local gradient allreduce every batch (bucketed and overlapped with backprop, as torch
               DDP inside HeAT's DataParallelMultiGPU does); every B batches one GPU per node allreduces
               the parameters across nodes (bf16 and blocking when W=0; fp32 and non-blocking otherwise:
@@ -65,8 +67,8 @@ import numpy as np
 
 from . import collectives as coll
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
-from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_shard_elems,
-                          terngrad_bytes, ternary_split)
+from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_aggregate_seconds,
+                          ps_shard_elems, terngrad_bytes, ternary_split)
 from .ompi_tuned import per_model_algorithm
 from .specs import Cluster, SpecError, Strategy, Workload
 from .stragglers import CVB, async_speedup_factor, sync_slowdown
@@ -355,6 +357,10 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
     decode_one = encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
     convert = encode_seconds(split.ternary_elems, strategy.terngrad_convert_elems_per_s)
     copies = {"allgather": w, "ps": np.full_like(w, 2.0), "levels": np.ones_like(w)}[exchange]
+    aggregate = np.zeros_like(w)
+    if exchange == "ps" and strategy.terngrad_ps_aggregate_elems_per_s > 0:  # measured: in place of 2 decodes
+        copies = np.zeros_like(w)
+        aggregate = ps_aggregate_seconds(split.ternary_elems, w, strategy.terngrad_ps_aggregate_elems_per_s)
     if strategy.allreduce == "paper":
         # the paper's parameter server: push one worker's 2-bit gradient, pull the sum at log2(2W+1)
         # bits per element ("reduces by a factor of 32/log2(1+2N)"). Appendix B charges one |theta|,
@@ -363,7 +369,7 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
         n = terngrad_bytes(split, np.maximum(2.0, np.log2(2 * w + 1)))
         extra = {"t_compress_s": encode + np.ones_like(w) * decode_one + convert}
         return coll.paper_allreduce(n, w, cluster), n * np.log2(np.maximum(w, 1)), extra, w
-    extra = {"t_compress_s": encode + copies * decode_one + convert}
+    extra = {"t_compress_s": encode + copies * decode_one + convert + aggregate}
     alg = strategy.allreduce
     # scaler sharing (allreduce(max) of one float per ternary tensor) and the fp32 tensors' allreduce
     t = coll.cluster_allreduce(alg, scalers, w, cluster) + coll.cluster_allreduce(alg, fp32, w, cluster)

@@ -334,7 +334,10 @@ class Strategy:
     scalers+ternarize+pack rate, once per step; terngrad_decode_elems_per_s: unpack+sum rate per
     received copy (allgather decodes every worker's copy, levels one sum, ps the p shards it serves
     and the gathered sum); terngrad_convert_elems_per_s: the summed codes' conversion to the float
-    mean s x sum / p, once per step; elements per second, 0 means free. terngrad_exchange: the trainer's
+    mean s x sum / p, once per step; terngrad_ps_aggregate_elems_per_s: the ps exchange's work on each
+    rank besides its collectives (sum of the W shards, packing at ceil(log2(2W+1)) bits, unpacking
+    the W gathered sums), W x shard elements at this rate, in place of its two decodes (0: not
+    measured, two decodes); elements per second, 0 means free. terngrad_exchange: the trainer's
     exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
     then int16; in 4-bit lanes at 2..7 workers when terngrad_lanes is "packed", which needs a transport
     with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.compression.levels_lane_bits;
@@ -370,6 +373,7 @@ class Strategy:
     terngrad_encode_elems_per_s: float = 0.0
     terngrad_decode_elems_per_s: float = 0.0
     terngrad_convert_elems_per_s: float = 0.0
+    terngrad_ps_aggregate_elems_per_s: float = 0.0
     terngrad_exchange: str = "levels"
     terngrad_lanes: str = "int8"
     daso_B: int = 4
@@ -406,6 +410,8 @@ class Strategy:
         _positive("terngrad_decode_elems_per_s", self.terngrad_decode_elems_per_s, allow_zero=True,
                   allow_inf=True)
         _positive("terngrad_convert_elems_per_s", self.terngrad_convert_elems_per_s, allow_zero=True,
+                  allow_inf=True)
+        _positive("terngrad_ps_aggregate_elems_per_s", self.terngrad_ps_aggregate_elems_per_s, allow_zero=True,
                   allow_inf=True)
         if self.terngrad_exchange not in TERNGRAD_EXCHANGES:
             raise SpecError(f"terngrad_exchange must be one of {', '.join(TERNGRAD_EXCHANGES)}, "

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_shard_elems,
-                          resolve_level_lanes, ternary_split)
+from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_aggregate_seconds,
+                          ps_shard_elems, resolve_level_lanes, ternary_split)
 from .scaling import predict
 from .specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload, daso_strategy_fields
 
@@ -200,7 +200,8 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, ...] = (0.0, 0
                    daso: dict | None = None) -> list[tuple[Strategy, int]]:
     """The model strategies (with step counts) that describe a run's steps.
 
-    codec_rates: TernGrad (encode, decode, convert) elements/s from the profile, 0 when not measured.
+    codec_rates: TernGrad (encode, decode, convert[, ps aggregate]) elements/s from the profile, 0 when
+    not measured.
     daso: DASO's non-blocking sync on the profiled machine (perfmodel.profile.schema.profile_daso: progress and
     the iallreduce/allreduce factor).
     """
@@ -225,7 +226,9 @@ def run_strategies(run: RunMeasurement, codec_rates: tuple[float, ...] = (0.0, 0
                           terngrad_fp32_last=bool(cfg.get("tern_fp32_last", True)),
                           terngrad_encode_elems_per_s=codec_rates[0],
                           terngrad_decode_elems_per_s=codec_rates[1],
-                          terngrad_convert_elems_per_s=codec_rates[2]), run.steps)]
+                          terngrad_convert_elems_per_s=codec_rates[2],
+                          terngrad_ps_aggregate_elems_per_s=codec_rates[3] if len(codec_rates) > 3 else 0.0),
+                 run.steps)]
     if run.algo == "daso":
         phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
         fields = daso_strategy_fields(daso)
@@ -243,11 +246,13 @@ def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float
     compression (perfmodel.scaling, t_compress_s): the Allgather exchange unpacks and sums every rank's
     copy inside its comm phase (trainers.comm.allgather_packed_sum: W decodes); the ps exchange sums
     the pushed codes of its shard and unpacks the gathered aggregates there (trainers.comm.ps_levels_sum:
-    2 decodes of all ternary elements). 0 for the levels exchange (its sum is the Allreduce's) and for
+    2 decodes of all ternary elements, or its own measured work: ps_aggregate_seconds). 0 for the levels exchange (its sum is the Allreduce's) and for
     other strategies."""
     if strategy.name != "terngrad" or strategy.terngrad_exchange not in ("allgather", "ps"):
         return 0.0
     split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
+    if strategy.terngrad_exchange == "ps" and strategy.terngrad_ps_aggregate_elems_per_s > 0:
+        return float(ps_aggregate_seconds(split.ternary_elems, ranks, strategy.terngrad_ps_aggregate_elems_per_s))
     copies = ranks if strategy.terngrad_exchange == "allgather" else 2
     return copies * encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
 

@@ -146,7 +146,7 @@ def test_terngrad_codec_is_timed_on_the_ternary_tensors():
     codec = time_terngrad_codec(named, repeats=3, workers=2)
     plan = TernGradCodec().plan(named)  # the trainer's defaults: the last layer stays fp32
     assert codec.elements == sum(n for (_, n), t in zip(named, plan) if t) == 520
-    enc, dec, conv = codec.rates()
+    enc, dec, conv, agg = codec.rates()
     # the conversion to the float mean is timed inside the decoding, and apart: the per-copy decode
     # rate leaves it out, and it is charged once per step
     assert 0 < codec.convert.median_s <= codec.decode.median_s
@@ -154,8 +154,12 @@ def test_terngrad_codec_is_timed_on_the_ternary_tensors():
     assert dec == pytest.approx(2 * 520 / (codec.decode.median_s - codec.convert.median_s))
     # profiles made before the conversion was timed: decode per copy includes its share of it, none apart
     from dataclasses import replace
-    old = replace(codec, convert=None)
-    assert old.rates() == (pytest.approx(enc), pytest.approx(2 * 520 / codec.decode.median_s), 0.0)
+    # the ps exchange's own work at 2 workers: shards of ceil(520 / 2) = 260 -> 264 elements (a multiple of 8)
+    assert codec.aggregate_elements == 2 * 264 and agg == pytest.approx(528 / codec.aggregate.median_s)
+    old = replace(codec, convert=None, aggregate=None, aggregate_elements=0)
+    assert old.rates() == (pytest.approx(enc), pytest.approx(2 * 520 / codec.decode.median_s), 0.0, 0.0)
+    with pytest.raises(ValueError, match="go together"):
+        replace(codec, aggregate=None)
 
 
 class _TwinRanks:
@@ -193,9 +197,10 @@ def test_concurrent_timing_after_an_allreduce_of_each_size(nets):
     assert cc.after_bytes == (12, 1000)
     calls = collections.Counter(comm.allreduced)
     assert calls[3] == calls[250] == 8
-    # then the codec, each of 3 + 2 rounds after the scalers' Allreduce (4 tensors: 4 floats) and
-    # decoding after the packed codes' (the first layer's 64 x 32 + 32 elements, 2 bits each: 520 B)
-    assert calls[4] == calls[130] == 5 and sum(calls.values()) == 26
+    # then the codec, each of 3 + 2 rounds after the scalers' Allreduce (4 tensors: 4 floats), its
+    # decoding and the ps exchange's own work each after the packed codes' (the first layer's 64 x 32
+    # + 32 elements, 2 bits each: 520 B)
+    assert calls[4] == 5 and calls[130] == 10 and sum(calls.values()) == 31
     assert cc.codec.elements == 64 * 32 + 32 and cc.codec.workers == 2
     assert len(cc.after_mean_s) == 2 and all(len(r) == 2 and min(r) > 0 for r in cc.after_mean_s)
     assert cc.after(4, 0) == cc.mean_s[0] and cc.after(4, 1000) == cc.after_mean_s[1][0]

@@ -148,6 +148,18 @@ def test_terngrad_encode_and_decode_costs_by_hand():
     conv = predict(wl, cl, Strategy("terngrad", terngrad_exchange="allgather", terngrad_encode_elems_per_s=1e8,
                                     terngrad_decode_elems_per_s=2e8, terngrad_convert_elems_per_s=4e8), [1, 8], batch=32)
     np.testing.assert_allclose(conv.extra["t_compress_s"], elems / 1e8 + np.array([1, 8]) * elems / 2e8 + elems / 4e8)
+    # the ps exchange decodes twice, or, where its own work was measured, charges W x shard elements at
+    # that rate in their place (shard = ceil(elems / W) rounded up to a multiple of 8)
+    rates = dict(terngrad_encode_elems_per_s=1e8, terngrad_decode_elems_per_s=2e8, terngrad_convert_elems_per_s=4e8)
+    ps = predict(wl, cl, Strategy("terngrad", terngrad_exchange="ps", **rates), [8], batch=32)
+    assert ps.extra["t_compress_s"][0] == pytest.approx(elems / 1e8 + 2 * elems / 2e8 + elems / 4e8)
+    agg = predict(wl, cl, Strategy("terngrad", terngrad_exchange="ps", terngrad_ps_aggregate_elems_per_s=5e7,
+                                   **rates), [3, 8], batch=32)
+    shards = np.array([math.ceil(math.ceil(elems / w) / 8) * 8 for w in (3, 8)])
+    np.testing.assert_allclose(agg.extra["t_compress_s"], elems / 1e8 + np.array([3, 8]) * shards / 5e7 + elems / 4e8)
+    # the other exchanges do not do it
+    lv = predict(wl, cl, Strategy("terngrad", terngrad_ps_aggregate_elems_per_s=5e7, **rates), [8], batch=32)
+    assert lv.extra["t_compress_s"][0] == pytest.approx(elems / 1e8 + elems / 2e8 + elems / 4e8)
 
 
 @pytest.mark.parametrize("name", ["ssgd", "terngrad", "daso", "asgd"])

@@ -137,6 +137,24 @@ def test_unpack_sum_adds_rows_of_packed_codes() -> None:
     np.testing.assert_array_equal(out, [1, 0, -1, 2, 3])
 
 
+def test_ps_exchange_sum_and_unpack_by_hand() -> None:
+    # 2 workers, shard of 8: worker rows of 2-bit codes; the sum offset by 2 (0..4) at level_bits(2) = 3
+    # bits, then both ranks' packed sums unpacked, less the offset, into one array of 2 x 8
+    from trainers.compress import ps_shard_sum, ps_unpack_sums
+
+    a = np.array([1, -1, 0, 1, 1, 0, -1, -1], dtype=np.int8)
+    b = np.array([1, 1, -1, 0, 1, 0, -1, 1], dtype=np.int8)
+    recv = np.stack([pack2bit(torch.from_numpy(r)).numpy() for r in (a, b)])
+    packed = ps_shard_sum(recv, 8, 2)
+    sums = [2, 0, -1, 1, 2, 0, -2, 0]
+    np.testing.assert_array_equal(packed, pack_bits(np.array(sums) + 2, 3))
+    assert packed.size == 8 * 3 // 8
+    other = pack_bits(np.array([0, 1, 2, 3, 4, 0, 1, 2]), 3)  # the other rank's shard: sums -2..2
+    out = np.zeros(16, dtype=np.int32)
+    ps_unpack_sums(np.stack([packed, other]), 8, 2, out)
+    np.testing.assert_array_equal(out, sums + [-2, -1, 0, 1, 2, -2, -1, 0])
+
+
 def test_level_bits_and_dtype_by_hand() -> None:
     # the sum of W ternary values lies in -W..W: 2W+1 levels
     assert [level_bits(w) for w in (1, 2, 3, 4, 7, 8, 127, 128, 512)] == [2, 3, 3, 4, 4, 5, 8, 9, 11]

@@ -338,6 +338,11 @@ def test_terngrad_decoding_is_timed_as_communication():
     assert _decode_in_comm(wl, tern, 3) == pytest.approx(3 * elems / 1e6)  # every rank's copy
     ps = Strategy("terngrad", terngrad_exchange="ps", terngrad_decode_elems_per_s=1e6, terngrad_fp32_last=False)
     assert _decode_in_comm(wl, ps, 3) == pytest.approx(2 * elems / 1e6)  # pushed shards, gathered aggregates
+    # its own work measured (760 elements: shards of 256, 3 x 256 at 5e5/s): that, not the two decodes
+    assert elems == 760
+    measured = Strategy("terngrad", terngrad_exchange="ps", terngrad_decode_elems_per_s=1e6, terngrad_fp32_last=False,
+                        terngrad_ps_aggregate_elems_per_s=5e5)
+    assert _decode_in_comm(wl, measured, 3) == pytest.approx(3 * 256 / 5e5)
     assert _decode_in_comm(wl, Strategy("terngrad", terngrad_exchange="levels", terngrad_decode_elems_per_s=1e6),
                            3) == 0.0
     assert _decode_in_comm(wl, Strategy("ssgd"), 3) == 0.0

@@ -426,7 +426,7 @@ def ps_levels_sum(comm: MPI.Comm, push: np.ndarray, shard: int, out: np.ndarray)
     Allgather of the packed aggregates. push: uint8, p*shard/4 bytes (trainers.compress.encode_packed
     of the flat codes, padding code 1); out: int32 of p*shard, receives the integer sums. Returns the
     bytes this rank sent."""
-    from trainers.compress import level_bits, pack_bits, unpack_bits, unpack_sum
+    from trainers.compress import ps_shard_sum, ps_unpack_sums
 
     p = comm.Get_size()
     if shard % 8 or push.dtype != np.uint8 or push.size != p * shard // 4:
@@ -436,14 +436,10 @@ def ps_levels_sum(comm: MPI.Comm, push: np.ndarray, shard: int, out: np.ndarray)
         raise ValueError(f"out must be an int32 array of {p * shard}")
     recv = np.empty_like(push).reshape(p, shard // 4)
     comm.Alltoall(push, recv)
-    mine = np.zeros(shard, dtype=np.int32)
-    unpack_sum(recv, shard, mine)
-    bits = level_bits(p)
-    packed = pack_bits(mine + p, bits)
+    packed = ps_shard_sum(recv, shard, p)
     gathered = np.empty((p, packed.size), dtype=np.uint8)
     comm.Allgather(packed, gathered)
-    for r in range(p):
-        out[r * shard:(r + 1) * shard] = unpack_bits(gathered[r], bits, shard) - p
+    ps_unpack_sums(gathered, shard, p, out)
     return alltoall_bytes(shard // 4, p) + ring_allgather_bytes(packed.size, p)
 
 

@@ -506,6 +506,24 @@ def pack_bits(values: np.ndarray, bits: int, *, fused: bool = True) -> np.ndarra
     return np.packbits(planes.astype(np.uint8).reshape(-1), bitorder="little")
 
 
+def ps_shard_sum(recv: np.ndarray, shard: int, workers: int) -> np.ndarray:
+    """The sharded parameter server's sum on one rank (trainers.comm.ps_levels_sum): the ``workers``
+    2-bit packed shards in the rows of recv ((workers, shard / 4) uint8) summed, offset by workers to
+    0..2W and packed at level_bits(workers) bits (uint8, shard * bits / 8 bytes)."""
+    mine = np.zeros(shard, dtype=np.int32)
+    unpack_sum(recv, shard, mine)
+    return pack_bits(mine + workers, level_bits(workers))
+
+
+def ps_unpack_sums(gathered: np.ndarray, shard: int, workers: int, out: np.ndarray) -> np.ndarray:
+    """The sharded parameter server's last step on every rank: each rank's packed sums (the rows of
+    gathered, ps_shard_sum's output) unpacked into out (int32, workers * shard), less the offset."""
+    bits = level_bits(workers)
+    for r in range(workers):
+        out[r * shard:(r + 1) * shard] = unpack_bits(gathered[r], bits, shard) - workers
+    return out
+
+
 def unpack_bits(packed: np.ndarray, bits: int, n: int, *, fused: bool = True) -> np.ndarray:
     """Inverse of pack_bits: the first n values (int32). fused=False runs the numpy reference."""
     if packed.dtype != np.uint8 or packed.size * 8 < n * bits:

@@ -341,12 +341,16 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     encoding took 0.24 ms there and 0.5-0.6 ms after each step, its one-copy decoding 0.15 and 0.41 ms,
     on this project's 2-core machine). ``before_decode`` (e.g. the exchange) runs untimed between
     the encoding and the decoding of each round, as the trainer decodes right after its exchange.
+    aggregate = the sharded parameter-server exchange's own work on one rank of ``workers``
+    (trainers.compress.ps_shard_sum of the workers' shards, then ps_unpack_sums of every rank's packed
+    sums), timed after ``before_decode`` too: the ps exchange's sum follows its Alltoall.
     None when the trainers package is absent."""
     try:
         import numpy as np
         import torch
 
-        from trainers.compress import TernGradCodec, encode_packed, packed_nbytes, unpack_sum
+        from trainers.comm import ps_shard_elems
+        from trainers.compress import TernGradCodec, encode_packed, packed_nbytes, ps_shard_sum, ps_unpack_sums, unpack_sum
     except ImportError:
         return None
     codec = TernGradCodec()
@@ -363,7 +367,11 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     scratch = np.empty(n, dtype=np.int8)
     sums = np.empty(n, dtype=np.int32)
     mean = torch.empty(n)
-    enc_t, dec_t, conv_t = [], [], []
+    # the ps exchange's shards as its Alltoall leaves them (rows of 2-bit codes), and its sums
+    shard = ps_shard_elems(n, workers)
+    shards = np.empty((workers, shard // 4), dtype=np.uint8)
+    ps_sums = np.empty(workers * shard, dtype=np.int32)
+    enc_t, dec_t, conv_t, agg_t = [], [], [], []
     for it in range(repeats + 2):
         if between is not None:
             between()
@@ -383,12 +391,20 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
             torch.mul(torch.from_numpy(sums[a:b]), float(shared[k]), out=mean[a:b])
             mean[a:b].div_(float(workers))
         t2 = time.perf_counter()
+        shards[:] = np.resize(packed, shard // 4)  # this round's codes, as the Alltoall leaves them
+        if before_decode is not None:  # the ps exchange's sum follows its Alltoall
+            before_decode()
+        t3 = time.perf_counter()
+        mine = ps_shard_sum(shards, shard, workers)
+        ps_unpack_sums(np.tile(mine, (workers, 1)), shard, workers, ps_sums)  # what its Allgather leaves
+        t4 = time.perf_counter()
         if it >= 2:
             enc_t.append(t1 - t0)
             dec_t.append(t2 - t1b)
             conv_t.append(t2 - t1c)
+            agg_t.append(t4 - t3)
     return CodecTimes(elements=int(n), encode=Stats.of(enc_t), decode=Stats.of(dec_t), workers=workers,
-                      convert=Stats.of(conv_t))
+                      convert=Stats.of(conv_t), aggregate=Stats.of(agg_t), aggregate_elements=int(workers * shard))
 
 
 def time_copies(nbytes: int, *, warmup: int = 2, repeats: int = 10):

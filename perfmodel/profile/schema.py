@@ -252,7 +252,11 @@ class CodecTimes:
     exchange decodes every worker's copy), then ``convert``: the conversion of the summed codes to the
     float mean s x sum / p written into the gradient, once per step whatever the number of copies
     (trainers.sync.terngrad ``_decode``; part of decode; None in profiles made before it was timed,
-    whose decode spreads it over the copies).
+    whose decode spreads it over the copies). aggregate: the sharded parameter-server exchange's work
+    on one rank at ``workers`` ranks besides its two collectives (trainers.compress.ps_shard_sum and
+    ps_unpack_sums: the sum of the workers' 2-bit shards packed at ceil(log2(2W+1)) bits, then every
+    rank's sums unpacked), over ``aggregate_elements`` = workers x shard elements; None in profiles
+    made before it was timed.
     """
 
     elements: int
@@ -260,15 +264,23 @@ class CodecTimes:
     decode: Stats
     workers: int
     convert: Stats | None = None
+    aggregate: Stats | None = None
+    aggregate_elements: int = 0
 
-    def rates(self) -> tuple[float, float, float]:
-        """(encode, decode, convert) in elements per second; decode per worker's copy, without the
-        conversion where it was timed; convert 0 (free) where it was not."""
+    def __post_init__(self) -> None:
+        if (self.aggregate is None) != (self.aggregate_elements == 0) or self.aggregate_elements < 0:
+            raise ValueError("aggregate and aggregate_elements (> 0) go together")
+
+    def rates(self) -> tuple[float, float, float, float]:
+        """(encode, decode, convert, aggregate) in elements per second; decode per worker's copy, without
+        the conversion where it was timed; convert and aggregate 0 (not measured) where they were not."""
+        agg = self.aggregate_elements / self.aggregate.median_s if self.aggregate is not None else 0.0
         if self.convert is None:
-            return (self.elements / self.encode.median_s, self.workers * self.elements / self.decode.median_s, 0.0)
+            return (self.elements / self.encode.median_s, self.workers * self.elements / self.decode.median_s,
+                    0.0, agg)
         unpack = max(self.decode.median_s - self.convert.median_s, 1e-9)
         return (self.elements / self.encode.median_s, self.workers * self.elements / unpack,
-                self.elements / self.convert.median_s)
+                self.elements / self.convert.median_s, agg)
 
 
 @dataclass(frozen=True)
