@@ -246,8 +246,8 @@ def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float
     compression (perfmodel.scaling, t_compress_s): the Allgather exchange unpacks and sums every rank's
     copy inside its comm phase (trainers.comm.allgather_packed_sum: W decodes); the ps exchange sums
     the pushed codes of its shard and unpacks the gathered aggregates there (trainers.comm.ps_levels_sum:
-    2 decodes of all ternary elements, or its own measured work: ps_aggregate_seconds). 0 for the levels exchange (its sum is the Allreduce's) and for
-    other strategies."""
+    2 decodes of all ternary elements, or its own measured work: ps_aggregate_seconds). 0 for the
+    levels exchange (its sum is the Allreduce's) and for other strategies."""
     if strategy.name != "terngrad" or strategy.terngrad_exchange not in ("allgather", "ps"):
         return 0.0
     split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
@@ -417,10 +417,10 @@ def read_sizes(run: RunMeasurement, model: Workload | ModelInfo) -> dict[str, fl
     """The message size (bytes) at which ``validate`` reads each profiled operation for ``run``: the
     network link's operation (``exchange_message``), the blocks of its Allgather and Alltoall
     (``exchange_blocks``), DASO's Iallreduce at the gradient's bytes (perfmodel.profile.schema
-    nonblocking_factor) and its global group's (``global_sync_message``), or the parameter server's push ("ps": the fp32 gradient). Timing these
-    operations at exactly these sizes (``perfmodel profile --extra-sizes``) leaves nothing to
-    interpolate. model: the run's Workload, or the profiled ModelInfo (tensor sizes are all it needs).
-    {} for one rank."""
+    nonblocking_factor) and its global group's (``global_sync_message``), or the parameter server's
+    push ("ps": the fp32 gradient). Timing these operations at exactly these sizes (``perfmodel
+    profile --extra-sizes``) leaves nothing to interpolate. model: the run's Workload, or the profiled
+    ModelInfo (tensor sizes are all it needs). {} for one rank."""
     if run.workers:
         return {"ps": dense_bytes(model, "fp32")}
     if run.ranks < 2:
