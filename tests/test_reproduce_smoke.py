@@ -15,6 +15,7 @@ SCRIPTS = sorted(p.stem for p in (ROOT / "reproduce").glob("*.py")  # the script
                  if "\nTABLES = {" in p.read_text())
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "paper").glob("*.py") if not p.stem.startswith("_") and p.stem != "render")
 SHARED = ROOT.parent / "shared" / "datasets"
+DATA_ARGS = ["--data-root", str(SHARED)] if SHARED.exists() else []  # the offline datasets, where present
 
 
 def _run(args, timeout):
@@ -36,8 +37,8 @@ def _smoke(smoke_folder, name: str) -> Path:
     test, so each script's run counts against that test's own timeout, not against one for all six."""
     out, runs = smoke_folder
     if name in SCRIPTS and name not in runs:
-        extra = ["--data-root", str(SHARED)] if SHARED.exists() else []
-        res = _run(["-m", f"reproduce.{name}", "--scale", "smoke", "--out", str(out), "--no-progress", *extra], 600)
+        res = _run(["-m", f"reproduce.{name}", "--scale", "smoke", "--out", str(out), "--no-progress", *DATA_ARGS],
+                   600)
         runs[name] = (res.returncode, res.stderr[-3000:])
     if name in runs:
         code, err = runs[name]
@@ -73,7 +74,7 @@ def test_rerun_skips_finished_rows(smoke_folder, name):
     smoke_results = _smoke(smoke_folder, name)
     before = {t.name: t.read_bytes() for t in (smoke_results / name).glob("*.csv")}
     res = _run(["-m", f"reproduce.{name}", "--scale", "smoke", "--out", str(smoke_results), "--no-progress",
-                *(["--data-root", str(SHARED)] if SHARED.exists() else [])], 120)
+                *DATA_ARGS], 120)
     assert res.returncode == 0, res.stderr[-2000:]
     after = {t.name: t.read_bytes() for t in (smoke_results / name).glob("*.csv")}
     assert after == before
