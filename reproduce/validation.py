@@ -102,7 +102,7 @@ EMU_SCALE = {
     # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node; asgd's server is rank
     # 0 with a node of its own (one rank per node: every worker reaches it over the shaped link)
     "smoke": {"model": "lenet", "batch": 8, "steps": 12, "skip": 3, "profile_batches": "8,16",
-              "comm_max": "2Mi", "comm_repeats": 3, "compute_repeats": 5,
+              "comm_max": "512Ki", "comm_repeats": 3, "compute_repeats": 3,
               "layouts": {"ssgd": [(2, 1)], "terngrad": [(2, 1)], "daso": [(2, 2)], "asgd": [(3, 1)]}},
     "small": {"model": "lenet", "batch": 8, "steps": 30, "skip": 5, "profile_batches": "4,8,16",
               "comm_max": "4Mi", "comm_repeats": 9, "compute_repeats": 30, "ompi_layouts": [2, 4],
