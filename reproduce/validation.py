@@ -255,8 +255,7 @@ def _emulated_profile(out: Path, scale: str, sc: dict, nodes: int, rpn: int, rat
         run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", model,
                      "--batch", sc["profile_batches"], "--ranks", ranks_list, "--max-bytes", sc["comm_max"],
                      "--compute-after", after,
-                     "--comm-repeats", str(sc["comm_repeats"]), "--comm-timing", sc.get("comm_timing", "barrier"),
-                     "--repeats", str(sc["compute_repeats"]),
+                     "--comm-repeats", str(sc["comm_repeats"]), "--repeats", str(sc["compute_repeats"]),
                      "--ops", ops, *(a for item in at for a in ("--extra-sizes", item)),
                      "--mpiexec-args", " ".join(extra), "--quiet", "--out", str(prof)],
                     900, f"emulated profile {name}")

@@ -203,28 +203,6 @@ def test_profile_command_with_ranks_1_and_2(tmp_path):
     assert 2 * link.alpha + n * link.beta == pytest.approx(y0, rel=1e-9)
 
 
-def test_after_step_timing_end_to_end(tmp_path):
-    # each collective timed right after the model's step on both ranks, one call per run; the
-    # ping-pong keeps the barrier (perfmodel.profile.schema.AFTER_STEP_OPS)
-    (tmp_path / "tinynets.py").write_text(textwrap.dedent("""
-        import torch
-        def mlp():
-            return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
-    """))
-    out = tmp_path / "comm.json"
-    res = _mpiexec(2, sys.executable, "-m", "perfmodel.profile.comm", "--sizes", "8,4Ki", "--ops", "allreduce,pingpong",
-                   "--repeats", "4", "--timing", "after-step", "--model", "tinynets:mlp", "--input-shape", "1,8,8",
-                   "--batch", "4", "--compute-warmup", "1", "--compute-repeats", "3", "--out", str(out),
-                   timeout=180, cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-2000:]
-    cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
-    ar, pp = cp.ops["allreduce"], cp.ops["pingpong"]
-    assert ar.timing == "after-step" and ar.iters == (1, 1) and ar.repeats == 4
-    assert pp.timing == "barrier" and pp.repeats >= 4
-    assert all(0 < t < 0.1 for t in ar.median_s)
-    assert cp.compute is not None and cp.compute.batches == (4,)
-
-
 def test_global_iallreduce_runs_on_the_first_rank_of_each_node(tmp_path):
     # 4 ranks on 2 pretend nodes (host names node0, node0, node1, node1): DASO's global group is
     # ranks 0 and 2; an Iallreduce of ones on it sums to 2 there, ranks 1 and 3 are off it

@@ -36,8 +36,8 @@ from perfmodel.specs import SpecError
 
 from ..emulate import ENV_MPIEXEC_ARGS
 from .comm import int_list
-from .schema import (COMM_OPS, FIT_STATS, SCHEMA_VERSION, TIMINGS, CommProfile, Machine, Profile, ProfileError,
-                     comm_profile_from_dict, load_profile, save_profile)
+from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION, comm_profile_from_dict,
+                     load_profile, save_profile)
 
 __all__ = ["add_profile_parser", "run_profile_command", "format_summary", "main", "mpiexec_command"]
 
@@ -79,11 +79,9 @@ def add_profile_parser(subparsers: Any) -> None:
                         "cores woken); "
                         "grad: the model's fp32 gradient (default); none: not")
     p.add_argument("--comm-repeats", type=int, default=15, help="timed runs per message size (default 15)")
-    p.add_argument("--comm-timing", choices=TIMINGS, default="barrier",
-                   help="barrier: each collective after a barrier, timed alone (default, as OSU's benchmarks); "
-                        "back-to-back: nccl-tests' loop; after-step (CPU ranks): each collective right after the "
-                        "model's training step on every rank, as a training step meets it, the time of the last "
-                        "rank to enter (the wait for the others is the model's stragglers)")
+    p.add_argument("--comm-timing", choices=("barrier", "back-to-back"), default="barrier",
+                   help="barrier: each collective after a barrier, timed alone, as a training step starts its "
+                        "collectives after compute (default, as OSU's benchmarks); back-to-back: nccl-tests' loop")
     p.add_argument("--fit-stat", default="median", choices=FIT_STATS,
                    help="statistic of the timed runs the alpha-beta fits use (default median; min or p25 "
                         "estimate the undisturbed time on a machine shared with other jobs)")
@@ -291,9 +289,6 @@ def run_profile_command(args: argparse.Namespace) -> int:
         raise ProfileError("give --workload NAME or --model MODULE:CALLABLE (or --no-compute)")
     if not args.no_compute and len(batches) < 2:
         raise ProfileError(f"--batch needs at least 2 batch sizes to fit t_c(b) = t0 + t1*b, got {args.batch!r}")
-    if args.comm_timing == "after-step" and args.no_compute:
-        raise ProfileError("--comm-timing after-step times each collective after the model's training step: "
-                           "give --workload or --model, not --no-compute")
     out_path = Path(args.out)
     if out_path.is_dir():
         raise ProfileError(f"--out {out_path} is a directory")
@@ -317,9 +312,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
     if not args.no_compute:
         from .compute import resolve_device
 
-        if resolve_device(args.device) != "cpu" and args.comm_timing == "after-step":
-            raise ProfileError("--comm-timing after-step is for CPU ranks (their step runs on the CPU the "
-                               "collectives share); give --device cpu or another --comm-timing")
+        resolve_device(args.device)  # --device cuda without a GPU: one line before any work
 
     gpus = 0
     if args.nccl != "off":

@@ -54,7 +54,6 @@ torch and mpi4py are imported inside functions only.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import os
@@ -65,7 +64,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from .schema import (AFTER_STEP_OPS, BACKENDS, BUSBW_FACTORS, COMM_OPS, FIT_STATS, PS_ROUNDS, TIMINGS, CommProfile, OpProfile,
+from .schema import (BACKENDS, BUSBW_FACTORS, COMM_OPS, FIT_STATS, PS_ROUNDS, TIMINGS, CommProfile, OpProfile,
                      ProfileError, Stats)
 
 __all__ = ["CommConfig", "int_list", "parse_size", "default_sizes", "plan_iterations", "summarize", "run_benchmarks", "main"]
@@ -167,9 +166,6 @@ class CommConfig:
             raise ValueError(f"max_iters must be >= 1, got {self.max_iters}")
         if self.timing not in TIMINGS:
             raise ValueError(f"timing must be one of {', '.join(TIMINGS)}, got {self.timing!r}")
-        if self.timing == "after-step" and (self.backend != "mpi" or not (self.workload or self.model)):
-            raise ValueError("timing after-step times each call after the model's training step on CPU ranks: "
-                             "it needs the mpi backend and a model (workload or model, with batches)")
 
 
 def plan_iterations(est_s: float, cfg: CommConfig) -> tuple[int, int]:
@@ -197,31 +193,6 @@ class _Transport:
     def prepare(self, op: str, nbytes: int) -> Callable[[], None]: ...
     def hosts(self) -> list[str]: ...
     def close(self) -> None: ...
-
-    def clock_offset(self, rounds: int = 10) -> float:
-        """Seconds to add to this rank's ``clock()`` to read rank 0's, estimated by Cristian's
-        algorithm: ``rounds`` round trips with rank 0, the shortest one's midpoint (0 on rank 0; near 0
-        for ranks on one machine, whose clocks are one)."""
-        best, offset = math.inf, 0.0
-        for peer in range(1, self.size):
-            for _ in range(rounds):
-                if self.rank == 0:
-                    self.comm.recv(source=peer, tag=11)
-                    self.comm.send(self.clock(), dest=peer, tag=12)
-                elif self.rank == peer:
-                    sent = self.clock()
-                    self.comm.send(None, dest=0, tag=11)
-                    theirs = self.comm.recv(source=0, tag=12)
-                    back = self.clock()
-                    if back - sent < best:
-                        best, offset = back - sent, theirs - (sent + back) / 2
-        return offset
-
-    def span_all(self, entry: float, leave: float) -> float:
-        """Seconds from the last rank's ``entry`` to the last rank's ``leave`` (times on one clock; ranks
-        that give nan do not count)."""
-        spans = [s for s in self.comm.allgather((entry, leave)) if not math.isnan(s[0])]
-        return max(x for _, x in spans) - max(e for e, _ in spans)
 
     def node_leaders(self) -> list[int]:
         """The first rank on each host, in rank order (the same list on every rank): the group of
@@ -441,25 +412,9 @@ def _transport(backend: str) -> _Transport:
 # ---------------------------------------------------------------- measuring
 
 
-def _time_calls(t: _Transport, fn: Callable[[], None], iters: int, timing: str = "barrier",
-                step: Callable[[], None] | None = None, takes_part: bool = True, offset: float = 0.0) -> float:
+def _time_calls(t: _Transport, fn: Callable[[], None], iters: int, timing: str = "barrier") -> float:
     """Slowest rank's seconds per call over ``iters`` calls: each started after a barrier and timed
-    alone ("barrier"), or all back to back after one barrier ("back-to-back"). "after-step": each call
-    follows a barrier and ``step()`` (the model's training step) on every rank, and counts from the
-    last rank's entry to the last rank's exit (``clock()`` + ``offset``: rank 0's clock; among
-    the ranks that ``takes_part``): the call's own time, without the wait for the ranks still in
-    their step, which the model's stragglers charge."""
-    if timing == "after-step":
-        total = 0.0
-        for _ in range(iters):
-            t.barrier()
-            step()
-            t0 = t.clock()
-            fn()
-            t.sync()
-            t1 = t.clock()
-            total += t.span_all(t0 + offset, t1 + offset) if takes_part else t.span_all(math.nan, math.nan)
-        return total / iters
+    alone ("barrier"), or all back to back after one barrier ("back-to-back")."""
     if timing == "back-to-back":
         t.barrier()
         t0 = t.clock()
@@ -477,40 +432,28 @@ def _time_calls(t: _Transport, fn: Callable[[], None], iters: int, timing: str =
     return t.max_all(total / iters)
 
 
-def op_timing(op: str, timing: str) -> str:
-    """How ``op`` is timed under the benchmark's ``timing``: "after-step" applies to the collectives of
-    AFTER_STEP_OPS, the other operations are timed after a barrier."""
-    return "barrier" if timing == "after-step" and op not in AFTER_STEP_OPS else timing
-
-
-def measure_op(t: _Transport, op: str, nbytes: int, cfg: CommConfig,
-               step: Callable[[], None] | None = None) -> tuple[list[float], int]:
+def measure_op(t: _Transport, op: str, nbytes: int, cfg: CommConfig) -> tuple[list[float], int]:
     """(seconds per call for each run, iters per run) of ``op`` on ``nbytes`` (one way for pingpong).
 
     Warm-up calls first, then a calibration that quadruples the calls per run until a run lasts
     ``target_s / 4``, keeping the fastest time per call seen (every rank takes the same decisions:
-    the times are maxima over ranks). Timed "after-step" (``step``: the model's training step), each
-    run is one call after a step, ``cfg.repeats`` runs.
+    the times are maxima over ranks).
     """
     fn = t.prepare(op, nbytes)
     t.barrier()
     for _ in range(cfg.warmup):
         fn()
     t.sync()
-    if op_timing(op, cfg.timing) == "after-step":
-        takes_part = op != "global_iallreduce" or t.rank in t.node_leaders()
-        offset = t.clock_offset()  # once per size: clocks drift apart over a long profile
-        return [_time_calls(t, fn, 1, "after-step", step, takes_part, offset) for _ in range(cfg.repeats)], 1
     iters, best = 1, float("inf")
     while True:
-        per_call = _time_calls(t, fn, iters, op_timing(op, cfg.timing))
+        per_call = _time_calls(t, fn, iters, cfg.timing)
         best = min(best, per_call)
         if per_call * iters >= cfg.target_s / 4 or iters >= cfg.max_iters:
             break
         iters = min(cfg.max_iters, iters * 4)
     iters, runs = plan_iterations(best, cfg)
     half = 0.5 if op == "pingpong" else 1.0
-    samples = [half * _time_calls(t, fn, iters, op_timing(op, cfg.timing)) for _ in range(runs)]
+    samples = [half * _time_calls(t, fn, iters, cfg.timing) for _ in range(runs)]
     return samples, iters
 
 
@@ -538,18 +481,15 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
     load_before = _load_avg()
     t = _transport(cfg.backend)
     try:
-        concurrent = step = None
+        concurrent = None
         if (cfg.workload or cfg.model) and cfg.backend == "mpi" and t.size > 1:
-            from .compute import _training, concurrent_compute, load_callable_model, load_workload_model
+            from .compute import concurrent_compute, load_callable_model, load_workload_model
 
             model, info = (load_workload_model(cfg.workload) if cfg.workload
                            else load_callable_model(cfg.model, cfg.input_shape))
             concurrent = concurrent_compute(t.comm, model, info.input_shape, info.num_classes, cfg.batches,
                                             warmup=cfg.compute_warmup, repeats=cfg.compute_repeats,
                                             threads=cfg.threads, after_bytes=cfg.compute_after)
-            if cfg.timing == "after-step":  # the smallest batch's step before each timed call
-                *_, train = _training(model, info.input_shape, info.num_classes, cfg.batches[:1], "cpu", 1e-3)
-                step = functools.partial(train, cfg.batches[0])
         ops = {}
         nodes = len(t.node_leaders())
 
@@ -562,14 +502,14 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
             per_size, iters = [], []
             sizes = cfg.sizes_for(op)
             for nbytes in sizes:
-                s, i = measure_op(t, op, nbytes, cfg, step)
+                s, i = measure_op(t, op, nbytes, cfg)
                 per_size.append(s)
                 iters.append(i)
                 if progress is not None and t.rank == 0:
                     progress(op, nbytes)
             if t.rank == 0:
                 ops[op] = summarize(op, nodes if op == "global_iallreduce" else t.size, sizes, per_size, iters,
-                                    cfg.fit_stat, op_timing(op, cfg.timing))
+                                    cfg.fit_stat, cfg.timing)
         hosts = t.hosts()
     finally:
         t.close()
@@ -609,9 +549,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target-ms", type=float, default=1.0, help="aim for runs of about this many ms")
     p.add_argument("--size-budget-s", type=float, default=1.5, help="at most about this long per size")
     p.add_argument("--fit-stat", default="median", help="statistic the alpha-beta fit uses: median | p25 | min")
-    p.add_argument("--timing", default="barrier", choices=TIMINGS,
-                   help="barrier: each call after a barrier, timed alone (default, OSU); back-to-back: nccl-tests; "
-                        "after-step: each collective after the model's training step, the last rank to enter's time")
+    p.add_argument("--timing", default="barrier", choices=("barrier", "back-to-back"),
+                   help="barrier: each call after a barrier, timed alone (default, OSU); back-to-back: nccl-tests")
     p.add_argument("--progress", action="store_true", help="rank 0 prints 'PROGRESS op bytes' lines")
     p.add_argument("--workload", help="also time this trainers.models network's training step on all ranks at once")
     p.add_argument("--model", help="... or this module:callable's (with --input-shape C,H,W)")

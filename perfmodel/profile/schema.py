@@ -39,7 +39,7 @@ from .fit import AffineFit, AlphaBetaFit
 __all__ = [
     "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
     "ComputeProfile", "OpProfile", "ConcurrentCompute", "CommProfile", "Profile", "BUSBW_FACTORS", "BLOCK_OPS",
-    "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS", "AFTER_STEP_OPS",
+    "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS",
     "device_key", "comm_profile_from_dict", "load_profile", "save_profile", "profile_to_dict", "profile_from_dict",
     "profile_workload", "profile_links", "profile_op_links", "profile_cluster", "nonblocking_factor", "profile_daso",
 ]
@@ -98,14 +98,8 @@ BLOCK_OPS: tuple[str, ...] = ("allgather", "alltoall", "ps")
 COMM_OPS: tuple[str, ...] = tuple(BUSBW_FACTORS)
 BACKENDS: tuple[str, ...] = ("mpi", "nccl", "gloo")
 FIT_STATS: tuple[str, ...] = ("median", "p25", "min")
-#: How a communication benchmark timed its calls (perfmodel.profile.comm): each after a barrier, in a row,
-#: or each after the model's training step on every rank (the last rank to enter's time in the call).
-TIMINGS: tuple[str, ...] = ("barrier", "back-to-back", "after-step")
-#: Operations "after-step" timing times after a step; the others keep "barrier": the ping-pong involves
-#: two ranks and the parameter server's exchange is its server's throughput, where the last rank to enter
-#: is no collective's own time.
-AFTER_STEP_OPS: tuple[str, ...] = ("allreduce", "iallreduce", "global_iallreduce", "bcast", "reduce",
-                                   "allgather", "alltoall")
+#: How a communication benchmark timed its calls (perfmodel.profile.comm): each after a barrier, or in a row.
+TIMINGS: tuple[str, ...] = ("barrier", "back-to-back")
 
 
 def device_key(name: str) -> str:
@@ -329,9 +323,7 @@ class OpProfile:
 
     Times are per operation, the slowest rank's, over ``repeats`` runs of ``iters`` calls, each call
     after a barrier (``timing`` "barrier") or all back to back ("back-to-back", what profiles written
-    before the option measured); with "after-step", each call follows the model's training step on
-    every rank and its time is the last rank to enter's (the call's own time, without the wait for the
-    others, which the model's stragglers charge); pingpong times are one way (round trip / 2). algbw = bytes / median
+    before the option measured); pingpong times are one way (round trip / 2). algbw = bytes / median
     time; busbw = algbw * BUSBW_FACTORS[op]. ``fit`` is fitted to the ``fit_stat`` column ("median",
     "p25" or "min").
     """
