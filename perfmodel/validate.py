@@ -21,8 +21,7 @@ model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rou
 Parameter-server runs (trainers/ps.py: rank 0 serves, ranks 1..W work; asgd and every rule whose
 exchange is one push and one pull) are predicted by the model's asgd strategy (docs/model.md section
 5.4) on W workers, over the profile's one-way ping-pong link (point-to-point Send/Recv, not the
-ring-inverted Allreduce): a worker's step is its compute (the step timed on the run's ranks at once,
-where the profile has it, as for synchronous runs) plus its exchange as it times it (push, the wait
+ring-inverted Allreduce): a worker's step is its compute plus its exchange as it times it (push, the wait
 for the server, pull), the throughput the samples/s the server applies; bytes per step are one
 exchange's payloads, push + pull. The worker does not run the optimizer step, the server does while the
 worker waits: the profile's optimizer-step time moves from predicted compute to communication.
@@ -197,12 +196,6 @@ def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
     return replace(ct, times_s=tuple(t * factor for t in ct.times_s))
 
 
-def _concurrent_step(concurrent: ConcurrentCompute, ranks: int) -> ComputeTime:
-    """The mean step per batch size timed on ``ranks`` ranks at once, as a compute-time table."""
-    return ComputeTime.table(dict(zip(concurrent.batches, concurrent.mean_s)),
-                             source=f"training step on {ranks} ranks at once")
-
-
 def run_strategies(run: RunMeasurement, codec_rates: tuple[float, ...] = (0.0, 0.0, 0.0),
                    daso: dict | None = None) -> list[tuple[Strategy, int]]:
     """The model strategies (with step counts) that describe a run's steps.
@@ -286,7 +279,9 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     gpu = next(iter(workload.compute))
     straggler_cv = 0.0
     if concurrent is not None:
-        wl = replace(workload, compute={gpu: _concurrent_step(concurrent, run.ranks)})
+        wl = replace(workload, compute={gpu: ComputeTime.table(
+            dict(zip(concurrent.batches, concurrent.mean_s)),
+            source=f"training step on {run.ranks} ranks at once")})
         straggler_cv = concurrent.at(run.batch)[2]
     else:
         wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
@@ -322,16 +317,12 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
 
 
 def predict_ps_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
-                   apply_s: float = 0.0, concurrent: ConcurrentCompute | None = None) -> dict:
+                   apply_s: float = 0.0) -> dict:
     """Predicted worker step (seconds) and server throughput (samples/s) of a parameter-server run: the
     model's asgd strategy on W = run.workers workers, one per node, over ``cluster.network`` (the
     profile's ping-pong link), the server's time per exchange on its own link where the cluster has one
-    (``Cluster.network_for("ps")``: the profile's parameter-server exchange). Compute: where the
-    profile timed the training step on the run's ranks at once (``concurrent``), its mean, not stretched
-    (the workers compute while the server receives and applies, on the same cores; on 3 and 4 emulated
-    nodes sharing 2 cores the worker's compute was 14-57% longer than the one-process step stretched by
-    W / cores); otherwise the one-process step, stretched by W x threads / cores when that exceeds 1
-    (only the workers compute). apply_s: seconds the server spends
+    (``Cluster.network_for("ps")``: the profile's parameter-server exchange). Only the workers compute:
+    compute is stretched by W x threads / cores when that exceeds 1. apply_s: seconds the server spends
     applying a gradient while its worker waits (the optimizer step the profile timed): the model's
     ps_update_s, taken off the worker's compute, so that it counts as communication and as server time
     per exchange. The predicted communication is the step less compute: the exchange plus any wait for
@@ -341,9 +332,8 @@ def predict_ps_run(run: RunMeasurement, workload: Workload, cluster: Cluster, co
                             f"communicates from 2 workers on (on one it is a single-GPU run)")
     share = max(1.0, run.workers * run.threads / cores)
     gpu = next(iter(workload.compute))
-    step = _stretched(workload.compute[gpu], share) if concurrent is None else _concurrent_step(concurrent, run.ranks)
     # the worker's step less the update, which the server applies (ps_update_s) while the worker waits
-    wl = replace(workload, compute={gpu: _less(step, apply_s)})
+    wl = replace(workload, compute={gpu: _less(_stretched(workload.compute[gpu], share), apply_s)})
     cl = replace(cluster, gpus_per_node=1, gpu=gpu)
     ((strategy, _),) = run_strategies(run)
     try:
@@ -389,15 +379,13 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
                                 f"(profiled: {', '.join(sorted(by_model)) or 'none'})")
         ncores = cores if cores is not None else (prof.machine.cpu_affinity or os.cpu_count() or 1)
         workload = profile_workload(prof)
-        exact = prof.comm_for("mpi", ranks=run.ranks)  # the profile's MPI run at the run's rank count
-        concurrent = exact.compute if exact is not None else None
         if run.workers:  # point-to-point Send/Recv: the ping-pong link at the run's rank count, and
             # the server's time per exchange from the profile's "ps" exchange there, where it has one
             cluster = profile_cluster(prof, network_from="pingpong", ranks=run.ranks,
                                       op_bytes=read_sizes(run, workload))
-            rows.append(_row(path, run, predict_ps_run(run, workload, cluster, ncores, _optimizer_step_s(prof),
-                                                       concurrent)))
+            rows.append(_row(path, run, predict_ps_run(run, workload, cluster, ncores, _optimizer_step_s(prof))))
             continue
+        exact = prof.comm_for("mpi", ranks=run.ranks)  # the profile's MPI run at the run's rank count
         if run.ranks > 1:
             op, nbytes = exchange_message(run, workload)
             measured = exact or prof.comm_for("mpi")
@@ -413,7 +401,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
             intra = profile_links(prof, ranks=rpn)["network"]  # the profile's run on one node's ranks
         pred = predict_run(run, workload, cluster, ncores,
                            codec.rates() if codec is not None else (0.0, 0.0, 0.0), profile_daso(prof), intra,
-                           concurrent)
+                           exact.compute if exact is not None else None)
         rows.append(_row(path, run, pred))
     return rows
 

@@ -580,27 +580,3 @@ def test_open_mpis_own_choice_is_predicted_on_the_forced_rings_link(tmp_path):
     assert np.isfinite([r["error_pct"] for r in rows.values()]).all()
     with pytest.raises(ValidateError, match="at 3 ranks"):
         validate_allreduce_choice(forced, chosen, 3)
-
-
-def test_ps_workers_compute_is_the_step_timed_on_the_runs_ranks_at_once(tmp_path):
-    """A 3-rank parameter-server run (2 workers) where the profile's 3-rank run timed the step on all
-    ranks at once (5 ms at batch 32): the worker's compute is that mean less the server's update
-    (STEP_32), not the one-process step stretched by workers / cores; the step adds the exchange."""
-    import dataclasses
-
-    from perfmodel.profile.schema import ConcurrentCompute
-
-    prof = make_profile()
-    cc = ConcurrentCompute(batches=(16, 32, 64), mean_s=(4e-3, 5e-3, 7e-3), max_s=(4e-3, 5e-3, 7e-3),
-                           cv=(0.0, 0.0, 0.0), repeats=10)
-    three = dataclasses.replace(prof.comm[1], ranks=3, compute=cc)
-    prof = dataclasses.replace(prof, comm=(*prof.comm, three))
-    path = tmp_path / "p.json"
-    save_profile(prof, path)
-    log = write_ps_log(tmp_path / "ps.jsonl", 2, 32, [(0.003, 0.001, 0.002)] * 6)
-    (row,) = validate([log], [str(path)], skip=1, cores=1)  # cores=1 would stretch the one-process step 2x
-    exchange = 2 * (ALPHA_PP + GRAD / BW_PP)
-    assert row["core_share"] == 2.0
-    assert row["predicted_compute_s"] == pytest.approx(5e-3 - STEP_32, rel=1e-9)
-    assert row["predicted_step_s"] == pytest.approx(5e-3 + exchange, rel=1e-3)
-    assert row["predicted_comm_s"] == pytest.approx(exchange + STEP_32, rel=1e-3)
