@@ -13,7 +13,8 @@ the SGD step; every rank stamps the time around each call. Rank 0 prints, per co
 
 - ``wait``: the mean over ranks of (the last rank's entry - the rank's entry), the straggler wait at
   that synchronization point (one clock: the ranks must share a machine, as emulated nodes do);
-- ``in step``: the last rank to enter's own time in the call, the collective's time without that wait;
+- ``in step``: the last rank to enter's own time in the call (median over rounds), the collective's
+  time without that wait;
 - ``after barrier``: the same call timed right after a barrier, as ``perfmodel profile`` times it
   (median over ranks and calls);
 - ``ratio``: in step / after barrier. About 1 says the profile's timing is the one a step meets.
@@ -66,15 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [q.numel() for q in tern]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     n = int(starts[-1])
-    flat = np.empty(n, dtype=np.float32)
+    bucket = torch.zeros(n)  # backward writes the ternarized gradients into one buffer, as the trainer's buckets
+    for q, a, b in zip(tern, starts[:-1], starts[1:]):
+        q.grad = bucket[a:b].view_as(q)
+    flat = bucket.numpy()
     codes = np.empty(n, dtype=level_dtype(p))
     lanes = np.empty(lanes_nbytes(n), dtype=np.uint8) if 2 <= p <= 7 else None
     mean = torch.empty(n)
-
-    local = np.ones(len(tern), dtype=np.float32)
-
-    def scalers_allreduce() -> None:
-        tcomm.allreduce_max(comm, local)
 
     def codes_allreduce() -> None:
         if lanes is None:
@@ -94,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
         stamps[r, 0, 0] = time.perf_counter()
         shared = tcomm.allreduce_max(comm, local)
         stamps[r, 0, 1] = time.perf_counter()
-        np.concatenate([q.grad.reshape(-1).numpy() for q in tern], out=flat)
         encode_codes(flat, starts, shared, 0, r * n, codes)
         if lanes is not None:
             pack_lanes4(codes, lanes)
@@ -112,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         opt.step()
 
     barrier = []
-    for call in (scalers_allreduce, codes_allreduce, fp32_allreduce):
+    for call in (lambda: tcomm.allreduce_max(comm, local), codes_allreduce, fp32_allreduce):
         times = []
         for r in range(rounds):
             comm.Barrier()
