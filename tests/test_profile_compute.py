@@ -162,6 +162,37 @@ def test_terngrad_codec_is_timed_on_the_ternary_tensors():
         replace(codec, aggregate=None)
 
 
+def test_terngrad_codec_reads_the_gradients_backward_writes_in_the_trainers_order():
+    # with the model's parameters, the ternarized ones (all but the last layer) get their gradients as
+    # views of one buffer in their order, as the trainers' buckets; between (the backward) runs first in
+    # each round, then the scalers, then after_scalers (their Allreduce), the encoding, then before_decode
+    # before the decoding and before the ps exchange's own work: 2 + 3 rounds
+    import torch
+
+    from perfmodel.profile.compute import time_terngrad_codec
+
+    net = torch.nn.Sequential(torch.nn.Linear(20, 25), torch.nn.Linear(25, 10))
+    named = [(k, p.numel()) for k, p in net.named_parameters()]
+    calls = []
+
+    def backward():
+        calls.append("backward")
+        net.zero_grad(set_to_none=False)
+        net(torch.ones(2, 20)).sum().backward()
+
+    codec = time_terngrad_codec(named, repeats=3, workers=2, between=backward, params=list(net.parameters()),
+                                after_scalers=lambda: calls.append("scalers' allreduce"),
+                                before_decode=lambda: calls.append("exchange"))
+    assert codec.elements == 20 * 25 + 25
+    assert calls == ["backward", "scalers' allreduce", "exchange", "exchange"] * 5
+    w, b = net[0].weight.grad, net[0].bias.grad
+    assert w.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()  # one buffer
+    assert b.storage_offset() == w.storage_offset() + w.numel()  # in the parameters' order
+    # what the last backward wrote there: d(sum of outputs)/d(first layer's bias), 2 samples
+    assert torch.allclose(b, 2 * net[1].weight.detach().sum(dim=0))
+    assert net[1].weight.grad.untyped_storage().data_ptr() != w.untyped_storage().data_ptr()  # fp32 layer apart
+
+
 class _TwinRanks:
     """A stand-in for an mpi4py communicator: rank 0 of two, the other rank's times ``factor`` x ours."""
 

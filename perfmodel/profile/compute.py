@@ -228,9 +228,15 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
         name = torch.cuda.get_device_name()
     else:
         name = _cpu_model()
-    # the smallest batch's step, untimed, before each timed codec round
-    codec = time_terngrad_codec([(k, p.numel()) for k, p in model.named_parameters() if p.requires_grad],
-                                repeats=repeats, between=lambda: one_step(bs[0]))
+    # the smallest batch's forward and backward, untimed, into the gradients of each timed codec round
+    # (on a GPU the gradients are on the device, and the codec works on host memory: a step, and
+    # random gradients in host memory)
+    trained = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
+    on_cpu = dev == "cpu"
+    codec = time_terngrad_codec([(k, p.numel()) for k, p in trained], repeats=repeats,
+                                between=_backward(model, opt, loss_fn, inputs[bs[0]]) if on_cpu
+                                else lambda: one_step(bs[0]),
+                                params=[p for _, p in trained] if on_cpu else None)
     return ComputeProfile(device=dev, key=device_key(name) if dev == "cuda" else "cpu", device_name=name,
                           threads=torch.get_num_threads(), warmup=warmup, repeats=repeats,
                           optimizer=f"SGD(lr={lr}, momentum=0.9), CrossEntropyLoss", rows=tuple(rows),
@@ -249,9 +255,9 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
     Allreduce of each of these sizes (bytes, float32 sums; ``ConcurrentCompute.after_mean_s``): a
     data-parallel trainer's compute between two exchanges (one step's optimizer step, the next one's
     forward and backward) all follows an exchange. Then TernGrad's codec is timed on all ranks at once
-    as the MPI trainer meets it (``time_terngrad_codec``, rank 0's times): the encoding after a training
-    step and the Allreduce of the scalers (4 bytes per ternary tensor), the decoding right after an
-    Allreduce of the 2-bit packed codes."""
+    as the MPI trainer meets it (``time_terngrad_codec``, rank 0's times): after a training step the
+    scalers, the Allreduce of the scalers (4 bytes per tensor, untimed) and the ternarizing, the
+    decoding right after an Allreduce of the 2-bit packed codes."""
     import numpy as np
     import torch
 
@@ -268,7 +274,7 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
         raise ProfileError(f"after_bytes must be positive, got {list(after_bytes)}")
     after = sorted({-(-int(n) // 4) * 4 for n in after_bytes})  # whole float32 elements
     torch.manual_seed(seed + comm.Get_rank())
-    *_, step = _training(model, input_shape, num_classes, bs, "cpu", lr)
+    model, opt, loss_fn, inputs, step = _training(model, input_shape, num_classes, bs, "cpu", lr)
     buffers = [(np.ones(n // 4, dtype=np.float32), np.empty(n // 4, dtype=np.float32)) for n in after]
     times = np.empty((1 + len(after), repeats, len(bs)))  # (none, each size) x rounds x batches
     for it in range(warmup + repeats):
@@ -281,10 +287,13 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
                 step(b)
                 if it >= warmup:
                     times[k, it - warmup, j] = time.perf_counter() - t0
-    named = [(k, p.numel()) for k, p in model.named_parameters() if p.requires_grad]
+    trained = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
+    named = [(k, p.numel()) for k, p in trained]
     codec = time_terngrad_codec(named, repeats=repeats, workers=comm.Get_size(), seed=seed,
-                                between=_exchange_after(comm, step, bs[0], 4 * len(named)),
-                                before_decode=_exchange_after(comm, None, 0, _packed_bytes(named)))
+                                between=_backward(model, opt, loss_fn, inputs[bs[0]]),
+                                after_scalers=_allreduce_of(comm, 4 * len(named)),
+                                before_decode=_allreduce_of(comm, _packed_bytes(named)),
+                                params=[p for _, p in trained])
     every = comm.gather(times, root=0)
     if comm.Get_rank() != 0:
         return None
@@ -312,23 +321,31 @@ def _packed_bytes(named_sizes: Sequence[tuple[str, int]]) -> int:
     return max(4, -(-packed_nbytes(sum(n for (_, n), t in zip(named_sizes, plan) if t)) // 4) * 4)
 
 
-def _exchange_after(comm: Any, step: Callable[[int], None] | None, batch: int, nbytes: int) -> Callable[[], None]:
-    """A callable that runs ``step(batch)`` (when given), then an Allreduce of ``nbytes`` (float32) on ``comm``."""
-    import numpy as np
-
-    send, recv = np.ones(nbytes // 4, dtype=np.float32), np.empty(nbytes // 4, dtype=np.float32)
+def _backward(model: Any, opt: Any, loss_fn: Any, batch: tuple[Any, Any]) -> Callable[[], None]:
+    """A callable that zeroes the gradients in place (views stay views) and runs the forward and
+    backward of ``batch`` (inputs, labels): a trainer's compute up to its gradients."""
 
     def run() -> None:
-        if step is not None:
-            step(batch)
-        comm.Allreduce(send, recv)
+        opt.zero_grad(set_to_none=False)
+        x, y = batch
+        loss_fn(model(x), y).backward()
 
     return run
 
 
+def _allreduce_of(comm: Any, nbytes: int) -> Callable[[], None]:
+    """A callable that runs an Allreduce of ``nbytes`` (float32) on ``comm``."""
+    import numpy as np
+
+    send, recv = np.ones(nbytes // 4, dtype=np.float32), np.empty(nbytes // 4, dtype=np.float32)
+    return lambda: comm.Allreduce(send, recv)
+
+
 def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int = 10, workers: int = 4,
                         seed: int = 0, between: Callable[[], Any] | None = None,
-                        before_decode: Callable[[], Any] | None = None) -> CodecTimes | None:
+                        after_scalers: Callable[[], Any] | None = None,
+                        before_decode: Callable[[], Any] | None = None,
+                        params: Sequence[Any] | None = None) -> CodecTimes | None:
     """Time the MPI trainer's TernGrad path on gradients of these tensor sizes (trainers.compress, with
     the trainer's defaults: 2.5-sigma clipping, last layer in fp32): encode = scalers + the fused
     counter-based ternarize-and-pack (encode_packed) of the flat gradient; decode = the integer sum of
@@ -339,7 +356,16 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     one training step) runs untimed before each timed round, so that the codec meets the caches as a
     training step leaves them, as in the trainer (in a bare loop its buffers stay cached: LeNet's
     encoding took 0.24 ms there and 0.5-0.6 ms after each step, its one-copy decoding 0.15 and 0.41 ms,
-    on this project's 2-core machine). ``before_decode`` (e.g. the exchange) runs untimed between
+    on this project's 2-core machine). ``params``: the model's parameters, in the order of
+    named_sizes; the ternarized ones get their gradients as views of the codec's one buffer, as the
+    trainers' gradient buckets do, so that ``between`` (then a forward and backward) writes the
+    gradients the codec reads, still in the caches as in the trainer; without, random gradients in a
+    buffer of its own. The encoding is timed in the trainer's order: the scalers right after
+    ``between``, then ``after_scalers`` untimed (e.g. the scalers' Allreduce), then the ternarizing and
+    packing. (On 2 emulated nodes LeNet's encoding took 0.72 ms so, 1.02 ms on a buffer of its own
+    after a whole training step, and 1.55 ms with the scalers also timed after their Allreduce, as an
+    earlier version did; the trainer's own sequence took about 0.85 ms.)
+    ``before_decode`` (e.g. the exchange) runs untimed between
     the encoding and the decoding of each round, as the trainer decodes right after its exchange.
     aggregate = the sharded parameter-server exchange's own work on one rank of ``workers``
     (trainers.compress.ps_shard_sum of the workers' shards, then ps_unpack_sums of every rank's packed
@@ -359,9 +385,13 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     if not sizes:
         return None
     gen = torch.Generator().manual_seed(seed)
-    grads = [torch.randn(n, generator=gen) * 1e-2 for n in sizes]
-    flat = torch.cat(grads).numpy()
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    bucket = torch.randn(int(starts[-1]), generator=gen) * 1e-2  # one buffer, as the trainers' gradient buckets
+    grads = [bucket[a:b] for a, b in zip(starts[:-1], starts[1:])]
+    if params is not None:  # backward writes into the buffer
+        for p, g in zip([p for p, t in zip(params, plan) if t], grads):
+            p.grad = g.view_as(p)
+    flat = bucket.numpy()
     n = flat.size
     packed = np.empty(packed_nbytes(n), dtype=np.uint8)
     scratch = np.empty(n, dtype=np.int8)
@@ -377,6 +407,10 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
             between()
         t0 = time.perf_counter()
         shared = codec.scalers(grads, [True] * len(grads))
+        t0b = time.perf_counter()
+        if after_scalers is not None:
+            after_scalers()
+        t0c = time.perf_counter()
         encode_packed(flat, starts, shared, seed, it * n, packed, scratch)
         t1 = time.perf_counter()
         received = np.tile(packed, (workers, 1))  # what an Allgather leaves in the receive buffer
@@ -399,7 +433,7 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
         ps_unpack_sums(np.tile(mine, (workers, 1)), shard, workers, ps_sums)  # what its Allgather leaves
         t4 = time.perf_counter()
         if it >= 2:
-            enc_t.append(t1 - t0)
+            enc_t.append((t0b - t0) + (t1 - t0c))
             dec_t.append(t2 - t1b)
             conv_t.append(t2 - t1c)
             agg_t.append(t4 - t3)

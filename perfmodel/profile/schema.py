@@ -423,8 +423,9 @@ class ConcurrentCompute:
     message and a core woken from the wait: on 2 emulated nodes at 100 Mbit/s LeNet's step at batch 8
     took 3.06 ms after the barrier alone and 3.96 / 4.72 ms after a ring Allreduce of 233 KB / 1.72 MB
     (docs/model.md).
-    ``codec``: TernGrad's codec timed on all ranks at once, each encoding after a step and an Allreduce
-    of the scalers, each decoding after an Allreduce of the packed codes (None: not timed).
+    ``codec``: TernGrad's codec timed on all ranks at once, each encoding after a step in the trainer's
+    order (the scalers, their Allreduce untimed, the ternarizing), each decoding after an Allreduce of
+    the packed codes (None: not timed).
     """
 
     batches: tuple[int, ...]
