@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from mpi4py import MPI
 
-    from perfmodel.profile.compute import _training, load_workload_model
+    from perfmodel.compression import levels_lane_bits, resolve_level_lanes
+    from perfmodel.profile.compute import _training, grads_into, load_workload_model
     from trainers import comm as tcomm
     from trainers.compress import TernGradCodec, encode_codes, level_dtype
     from trainers.level_lanes import lanes_nbytes, pack_lanes4, unpack_lanes4
@@ -68,11 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     n = int(starts[-1])
     bucket = torch.zeros(n)  # backward writes the ternarized gradients into one buffer, as the trainer's buckets
-    for q, a, b in zip(tern, starts[:-1], starts[1:]):
-        q.grad = bucket[a:b].view_as(q)
+    grads_into(bucket, tern)
     flat = bucket.numpy()
     codes = np.empty(n, dtype=level_dtype(p))
-    lanes = np.empty(lanes_nbytes(n), dtype=np.uint8) if 2 <= p <= 7 else None
+    # the trainer's lanes on MPI (its --terngrad-lanes auto): 4-bit where they hold the sum
+    packed = levels_lane_bits(p, resolve_level_lanes("auto", "mpi") == "packed") == 4
+    lanes = np.empty(lanes_nbytes(n), dtype=np.uint8) if packed else None
     mean = torch.empty(n)
 
     def codes_allreduce() -> None:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 from .schema import CodecTimes, ComputeProfile, ComputeRow, CopyTimes, ModelInfo, ProfileError, Stats, device_key
 
 __all__ = ["resolve_device", "profile_compute", "concurrent_compute", "time_copies", "model_info", "load_workload_model",
-           "load_callable_model", "torch_environment"]
+           "load_callable_model", "torch_environment", "grads_into"]
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -333,6 +333,15 @@ def _backward(model: Any, opt: Any, loss_fn: Any, batch: tuple[Any, Any]) -> Cal
     return run
 
 
+def grads_into(buffer: Any, params: Sequence[Any]) -> None:
+    """Make the parameters' gradients views of one flat float32 tensor, in their order (as the trainers'
+    gradient buckets do), so that backward writes into ``buffer``; it must hold their elements."""
+    at = 0
+    for p in params:
+        p.grad = buffer[at:at + p.numel()].view_as(p)
+        at += p.numel()
+
+
 def _allreduce_of(comm: Any, nbytes: int) -> Callable[[], None]:
     """A callable that runs an Allreduce of ``nbytes`` (float32) on ``comm``."""
     import numpy as np
@@ -389,8 +398,7 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     bucket = torch.randn(int(starts[-1]), generator=gen) * 1e-2  # one buffer, as the trainers' gradient buckets
     grads = [bucket[a:b] for a, b in zip(starts[:-1], starts[1:])]
     if params is not None:  # backward writes into the buffer
-        for p, g in zip([p for p, t in zip(params, plan) if t], grads):
-            p.grad = g.view_as(p)
+        grads_into(bucket, [p for p, t in zip(params, plan) if t])
     flat = bucket.numpy()
     n = flat.size
     packed = np.empty(packed_nbytes(n), dtype=np.uint8)
