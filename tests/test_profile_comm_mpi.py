@@ -152,6 +152,8 @@ def test_block_operations_and_the_step_timed_on_all_ranks_at_once(tmp_path):
     cc = cp.compute
     assert cc is not None and cc.batches == (4, 8) and cc.repeats == 5 and cc.threads == 1
     assert all(0 < m <= x for m, x in zip(cc.mean_s, cc.max_s)) and all(v >= 0 for v in cc.cv)
+    # TernGrad's codec on the 3 ranks at once, with what its synchronization points cost in its loop
+    assert cc.codec is not None and cc.codec.workers == 3 and cc.codec.sync_wait_s >= 0
 
 
 def test_failures_come_back_as_one_line(tmp_path):

@@ -193,6 +193,38 @@ def test_terngrad_codec_reads_the_gradients_backward_writes_in_the_trainers_orde
     assert net[1].weight.grad.untyped_storage().data_ptr() != w.untyped_storage().data_ptr()  # fp32 layer apart
 
 
+def test_codec_sync_wait_is_the_exchange_in_the_loop_less_after_a_barrier(monkeypatch):
+    # a clock that only the exchange moves: 4 ms a call inside the codec's loop, 1 ms right after the
+    # barrier; this rank's 3 ms excess averaged with another rank's 1 ms gives 2 ms
+    import types
+
+    import perfmodel.profile.compute as compute
+
+    now, after_barrier, calls = [0.0], [False], []
+    monkeypatch.setattr(compute, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+
+    def barrier():
+        after_barrier[0] = True
+
+    def exchange(loop_s=4e-3):
+        now[0] += 1e-3 if after_barrier[0] else loop_s
+        calls.append("after barrier" if after_barrier[0] else "in loop")
+        after_barrier[0] = False
+
+    named = [("conv.weight", 500), ("conv.bias", 20), ("fc.weight", 300), ("fc.bias", 10)]
+    codec = compute.time_terngrad_codec(named, repeats=3, workers=2, before_decode=exchange, barrier=barrier,
+                                        mean_over_ranks=lambda x: (x + 1e-3) / 2)
+    assert codec.sync_wait_s == pytest.approx(2e-3, abs=1e-12)
+    # first its own time, 3 + 2 calls after a barrier, then two calls in each of 3 + 2 rounds
+    assert calls == ["after barrier"] * 5 + ["in loop"] * 10
+    # faster in the loop than on its own: no wait, never a negative one
+    fast = compute.time_terngrad_codec(named, repeats=3, workers=2, before_decode=lambda: exchange(0.5e-3),
+                                       barrier=barrier, mean_over_ranks=lambda x: x)
+    assert fast.sync_wait_s == 0.0
+    # without a barrier (one process): not measured
+    assert compute.time_terngrad_codec(named, repeats=3, workers=2, before_decode=exchange).sync_wait_s is None
+
+
 class _TwinRanks:
     """A stand-in for an mpi4py communicator: rank 0 of two, the other rank's times ``factor`` x ours."""
 
@@ -215,6 +247,9 @@ class _TwinRanks:
         self.allreduced = getattr(self, "allreduced", []) + [send.size]
         recv[:] = 2 * send
 
+    def allreduce(self, x):
+        return 2 * x  # the other rank measured the same
+
 
 def test_concurrent_timing_after_an_allreduce_of_each_size(nets):
     from perfmodel.profile.compute import concurrent_compute
@@ -228,11 +263,12 @@ def test_concurrent_timing_after_an_allreduce_of_each_size(nets):
     assert cc.after_bytes == (12, 1000)
     calls = collections.Counter(comm.allreduced)
     assert calls[3] == calls[250] == 8
-    # then the codec, each of 3 + 2 rounds after the scalers' Allreduce (4 tensors: 4 floats), its
-    # decoding and the ps exchange's own work each after the packed codes' (the first layer's 64 x 32
-    # + 32 elements, 2 bits each: 520 B)
-    assert calls[4] == 5 and calls[130] == 10 and sum(calls.values()) == 31
+    # then the codec: the packed codes' Allreduce (the first layer's 64 x 32 + 32 elements, 2 bits each:
+    # 520 B) on its own after a barrier, 3 + 2 times; then each of 3 + 2 rounds after the scalers'
+    # Allreduce (4 tensors: 4 floats), its decoding and the ps exchange's own work each after the codes'
+    assert calls[4] == 5 and calls[130] == 5 + 10 and sum(calls.values()) == 36
     assert cc.codec.elements == 64 * 32 + 32 and cc.codec.workers == 2
+    assert cc.codec.sync_wait_s is not None and cc.codec.sync_wait_s >= 0
     assert len(cc.after_mean_s) == 2 and all(len(r) == 2 and min(r) > 0 for r in cc.after_mean_s)
     assert cc.after(4, 0) == cc.mean_s[0] and cc.after(4, 1000) == cc.after_mean_s[1][0]
     with pytest.raises(ProfileError, match="positive"):

@@ -13,8 +13,9 @@ import pytest
 from perfmodel import collectives
 from perfmodel.profile.comm import summarize
 from perfmodel.profile.fit import fit_affine
-from perfmodel.profile.schema import (BUSBW_FACTORS, PS_ROUNDS, SCHEMA_VERSION, CommProfile, ComputeProfile, ComputeRow,
-                                      ConcurrentCompute, CopyTimes, Machine, ModelInfo, Profile, ProfileError, Stats,
+from perfmodel.profile.schema import (BUSBW_FACTORS, PS_ROUNDS, SCHEMA_VERSION, CodecTimes, CommProfile,
+                                      ComputeProfile, ComputeRow, ConcurrentCompute, CopyTimes, Machine, ModelInfo,
+                                      Profile, ProfileError, Stats,
                                       device_key, load_profile, profile_cluster, profile_from_dict, profile_links,
                                       op_blocks, profile_op_links, profile_to_dict, profile_workload, save_profile)
 from perfmodel.specs import Cluster, Link
@@ -434,6 +435,27 @@ def test_concurrent_compute_round_trips_and_interpolates(tmp_path):
                        ({"batches": (8, 4, 16)}, "increasing"), ({"repeats": 2}, "repeats")]:
         with pytest.raises(ValueError, match=match):
             dataclasses.replace(cc, **bad)
+
+
+def test_codec_sync_wait_round_trips_and_is_checked(tmp_path):
+    codec = CodecTimes(elements=650, encode=_stats(1e-3), decode=_stats(2e-3), workers=2, sync_wait_s=1.5e-3)
+    cc = ConcurrentCompute(batches=(4, 8), mean_s=(2e-3, 3e-3), max_s=(2e-3, 3e-3), cv=(0.0, 0.0), repeats=10,
+                           codec=codec)
+    prof = make_profile()
+    prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(prof.comm[1], compute=cc)))
+    save_profile(prof, tmp_path / "p.json")
+    assert load_profile(tmp_path / "p.json").comm[1].compute.codec.sync_wait_s == 1.5e-3
+    from perfmodel.profile.cli import format_summary
+
+    assert "each synchronization point after its work 1.500 ms" in format_summary(prof)
+    # profiles made before it was measured load without it
+    data = json.loads((tmp_path / "p.json").read_text())
+    del data["comm"][1]["compute"]["codec"]["sync_wait_s"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    assert load_profile(tmp_path / "old.json").comm[1].compute.codec.sync_wait_s is None
+    for bad in (-1e-3, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="sync_wait_s"):
+            dataclasses.replace(codec, sync_wait_s=bad)
 
 
 def test_step_after_an_exchange_is_linear_in_its_bytes_from_the_barrier_alone(tmp_path):

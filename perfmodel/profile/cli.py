@@ -433,6 +433,11 @@ def format_summary(profile: Profile) -> str:
             lines.append(f"  training step on all {run.ranks} ranks at once ({cc.repeats} rounds): "
                          + "; ".join(f"batch {b}: mean {m * 1e3:.3f} ms, slowest {x * 1e3:.3f} ms, cv {v:.2f}"
                                      for b, m, x, v in zip(cc.batches, cc.mean_s, cc.max_s, cc.cv)))
+            if cc.codec is not None and cc.codec.sync_wait_s is not None:
+                lines.append(f"  TernGrad's codec on all {run.ranks} ranks at once: encode "
+                             f"{cc.codec.encode.median_s * 1e3:.3f} ms, decode {cc.codec.decode.median_s * 1e3:.3f} ms; "
+                             f"each synchronization point after its work {cc.codec.sync_wait_s * 1e3:.3f} ms "
+                             f"beyond the exchange's own time")
         for name, op in run.ops.items():
             f = op.fit
             lines.append(f"  {name:>9}: alpha {f.alpha_s * 1e6:.2f} us, bandwidth {f.bandwidth_Bps / 1e9:.2f} GB/s "

@@ -257,7 +257,8 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
     forward and backward) all follows an exchange. Then TernGrad's codec is timed on all ranks at once
     as the MPI trainer meets it (``time_terngrad_codec``, rank 0's times): after a training step the
     scalers, the Allreduce of the scalers (4 bytes per tensor, untimed) and the ternarizing, the
-    decoding right after an Allreduce of the 2-bit packed codes."""
+    decoding right after an Allreduce of the 2-bit packed codes, and what that Allreduce costs in the
+    codec's loop beyond its time after a barrier (``CodecTimes.sync_wait_s``)."""
     import numpy as np
     import torch
 
@@ -293,7 +294,8 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
                                 between=_backward(model, opt, loss_fn, inputs[bs[0]]),
                                 after_scalers=_allreduce_of(comm, 4 * len(named)),
                                 before_decode=_allreduce_of(comm, _packed_bytes(named)),
-                                params=[p for _, p in trained])
+                                params=[p for _, p in trained], barrier=comm.Barrier,
+                                mean_over_ranks=lambda x: comm.allreduce(x) / comm.Get_size())
     every = comm.gather(times, root=0)
     if comm.Get_rank() != 0:
         return None
@@ -354,7 +356,8 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
                         seed: int = 0, between: Callable[[], Any] | None = None,
                         after_scalers: Callable[[], Any] | None = None,
                         before_decode: Callable[[], Any] | None = None,
-                        params: Sequence[Any] | None = None) -> CodecTimes | None:
+                        params: Sequence[Any] | None = None, barrier: Callable[[], Any] | None = None,
+                        mean_over_ranks: Callable[[float], float] | None = None) -> CodecTimes | None:
     """Time the MPI trainer's TernGrad path on gradients of these tensor sizes (trainers.compress, with
     the trainer's defaults: 2.5-sigma clipping, last layer in fp32): encode = scalers + the fused
     counter-based ternarize-and-pack (encode_packed) of the flat gradient; decode = the integer sum of
@@ -379,6 +382,15 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     aggregate = the sharded parameter-server exchange's own work on one rank of ``workers``
     (trainers.compress.ps_shard_sum of the workers' shards, then ps_unpack_sums of every rank's packed
     sums), timed after ``before_decode`` too: the ps exchange's sum follows its Alltoall.
+    ``barrier`` and ``mean_over_ranks`` (a Barrier of the ranks, and the mean of a number over them),
+    with ``before_decode``: the synchronization points' cost, ``CodecTimes.sync_wait_s``. Before the
+    codec's rounds, ``before_decode`` is timed on its own after ``barrier``, round after round, as
+    ``perfmodel profile`` times a link; the sync wait is the mean of its two calls inside the codec's
+    loop (after the encoding, after the decoding: each waits for the slowest rank's work since the
+    previous collective, then for its peers to be scheduled) less that time, averaged over the ranks
+    (never below 0). The reference is taken on an otherwise idle loop on purpose: inside the codec's
+    loop even a call right after a barrier is slow where ranks share cores (on 4 emulated nodes on
+    this project's 2 cores, an 8-byte Allreduce took 1.0-1.9 ms there, 0.04-0.06 ms on its own).
     None when the trainers package is absent."""
     try:
         import numpy as np
@@ -409,6 +421,14 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     shard = ps_shard_elems(n, workers)
     shards = np.empty((workers, shard // 4), dtype=np.uint8)
     ps_sums = np.empty(workers * shard, dtype=np.int32)
+    sync = before_decode is not None and barrier is not None and mean_over_ranks is not None
+    in_loop, after_barrier = [], []  # the exchange's calls: between the codec's phases, after a barrier
+    for it in range(repeats + 2 if sync else 0):  # its own time, as perfmodel profile's links time it
+        barrier()
+        t0 = time.perf_counter()
+        before_decode()
+        if it >= 2:
+            after_barrier.append(time.perf_counter() - t0)
     enc_t, dec_t, conv_t, agg_t = [], [], [], []
     for it in range(repeats + 2):
         if between is not None:
@@ -423,6 +443,7 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
         t1 = time.perf_counter()
         received = np.tile(packed, (workers, 1))  # what an Allgather leaves in the receive buffer
         sums[:] = 0
+        t1a = time.perf_counter()
         if before_decode is not None:
             before_decode()
         t1b = time.perf_counter()
@@ -434,6 +455,7 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
             mean[a:b].div_(float(workers))
         t2 = time.perf_counter()
         shards[:] = np.resize(packed, shard // 4)  # this round's codes, as the Alltoall leaves them
+        t2a = time.perf_counter()
         if before_decode is not None:  # the ps exchange's sum follows its Alltoall
             before_decode()
         t3 = time.perf_counter()
@@ -445,8 +467,14 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
             dec_t.append(t2 - t1b)
             conv_t.append(t2 - t1c)
             agg_t.append(t4 - t3)
+            if sync:
+                in_loop += [t1b - t1a, t3 - t2a]
+    wait = None
+    if sync:  # every rank's excess, averaged over the ranks (a collective: every rank calls it)
+        wait = max(0.0, float(mean_over_ranks(float(np.mean(in_loop) - np.mean(after_barrier)))))
     return CodecTimes(elements=int(n), encode=Stats.of(enc_t), decode=Stats.of(dec_t), workers=workers,
-                      convert=Stats.of(conv_t), aggregate=Stats.of(agg_t), aggregate_elements=int(workers * shard))
+                      convert=Stats.of(conv_t), aggregate=Stats.of(agg_t), aggregate_elements=int(workers * shard),
+                      sync_wait_s=wait)
 
 
 def time_copies(nbytes: int, *, warmup: int = 2, repeats: int = 10):

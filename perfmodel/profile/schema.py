@@ -257,6 +257,13 @@ class CodecTimes:
     ps_unpack_sums: the sum of the workers' 2-bit shards packed at ceil(log2(2W+1)) bits, then every
     rank's sums unpacked), over ``aggregate_elements`` = workers x shard elements; None in profiles
     made before it was timed.
+    sync_wait_s: where the codec was timed on ``workers`` ranks at once, the seconds each
+    synchronization point between its phases costs beyond its collective's own time: the mean over
+    ranks and rounds of the exchange that follows the encoding and of the one that follows the
+    decoding, each called in the codec's loop as the trainer calls it, less the same exchange's time
+    right after a barrier (the wait for the slowest rank's work since the previous collective and, on
+    ranks that share cores, the scheduling of the collective's hops; Strategy.sync_wait_s). None:
+    timed on one process, or in profiles made before it was measured.
     """
 
     elements: int
@@ -266,10 +273,13 @@ class CodecTimes:
     convert: Stats | None = None
     aggregate: Stats | None = None
     aggregate_elements: int = 0
+    sync_wait_s: float | None = None
 
     def __post_init__(self) -> None:
         if (self.aggregate is None) != (self.aggregate_elements == 0) or self.aggregate_elements < 0:
             raise ValueError("aggregate and aggregate_elements (> 0) go together")
+        if self.sync_wait_s is not None and not (math.isfinite(self.sync_wait_s) and self.sync_wait_s >= 0):
+            raise ValueError(f"sync_wait_s must be finite and >= 0, got {self.sync_wait_s!r}")
 
     def rates(self) -> tuple[float, float, float, float]:
         """(encode, decode, convert, aggregate) in elements per second; decode per worker's copy, without
