@@ -109,6 +109,10 @@ def add_schedule_options(p: argparse.ArgumentParser) -> None:
                         "non-CUDA-aware MPI); uses the cluster's host memory bandwidth")
     p.add_argument("--step-overhead-ms", type=float, default=0.0,
                    help="framework time per multi-GPU step in ms (default 0)")
+    p.add_argument("--sync-wait-ms", type=float, default=0.0,
+                   help="terngrad: ms that each collective after the codec's own work costs beyond its own time "
+                        "(the wait for the slowest rank, the scheduling of its hops on shared cores; perfmodel "
+                        "profile measures it on CPU ranks, show-profile prints it; default 0)")
     p.add_argument("--cycle-time-ms", type=float, default=0.0,
                    help="period of the framework's communication loop in ms: each bucket waits half of it "
                         "(Horovod's HOROVOD_CYCLE_TIME: 5 before v0.21, 1 from v0.21; default 0: DDP, TF)")
@@ -128,8 +132,11 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
         raise CLIError(f"--step-overhead-ms must be >= 0, got {args.step_overhead_ms}")
     if not args.cycle_time_ms >= 0:
         raise CLIError(f"--cycle-time-ms must be >= 0, got {args.cycle_time_ms}")
+    if not 0 <= args.sync_wait_ms < float("inf"):
+        raise CLIError(f"--sync-wait-ms must be >= 0 and finite, got {args.sync_wait_ms}")
     return dict(bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
-                cycle_time_s=args.cycle_time_ms / 1e3, overlap_efficiency=args.overlap_efficiency,
+                cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=args.sync_wait_ms / 1e3,
+                overlap_efficiency=args.overlap_efficiency,
                 ps_placement=args.ps_placement, ps_local_reduce=args.ps_local_reduce == "on")
 
 

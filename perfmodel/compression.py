@@ -139,6 +139,22 @@ def ps_aggregate_seconds(ternary_elems: int, workers: float | np.ndarray, rate: 
                       dtype=float)
 
 
+# Collectives of one step that follow the codec's own work, per exchange (trainers.sync.terngrad): the
+# codes' exchange after the encoding (ps: its Alltoall, then its Allgather after the shard's sum) and,
+# where some tensors stay fp32, their Allreduce after the decoding. The scalers' Allreduce, the step's
+# first synchronization point, follows the training step's compute and is not counted here.
+_EXCHANGE_SYNCS = {"levels": 1, "allgather": 1, "ps": 2}
+
+
+def codec_sync_points(split: TernarySplit, exchange: str) -> int:
+    """Synchronization points of a TernGrad step after its first (the scalers' Allreduce): each is a
+    collective that every rank enters after codec work of its own (perfmodel.scaling charges
+    Strategy.sync_wait_s at each)."""
+    if exchange not in _EXCHANGE_SYNCS:
+        raise SpecError(f"unknown TernGrad exchange {exchange!r}; choose from {', '.join(_EXCHANGE_SYNCS)}")
+    return _EXCHANGE_SYNCS[exchange] + (1 if split.fp32_elems > 0 else 0)
+
+
 def encode_seconds(elems: float, encode_elems_per_s: float) -> float:
     """Seconds to ternarize, pack and unpack ``elems`` elements at the given rate (0 rate means free)."""
     if encode_elems_per_s == 0 or np.isinf(encode_elems_per_s):

@@ -34,6 +34,10 @@ Strategies:
               charged on every GPU count, one included: a 1-GPU TernGrad run still ternarizes; ps
               decodes twice, or, where measured (terngrad_ps_aggregate_elems_per_s), does its own
               work of W x shard elements: the shards' sum, its b-bit packing, the sums' unpacking.
+              Each collective that follows the codec's own work (the codes' exchange, ps's
+              Allgather after the shard's sum, the fp32 tensors' Allreduce after the decoding:
+              compression.codec_sync_points) adds sync_wait_s to t_comm (column t_sync_wait_s):
+              the slowest rank's lead and, on shared cores, the scheduling of the hops.
     daso      node-local gradient allreduce every batch (bucketed and overlapped with backprop, as torch
               DDP inside HeAT's DataParallelMultiGPU does); every B batches one GPU per node allreduces
               the parameters across nodes (bf16 and blocking when W=0; fp32 and non-blocking otherwise:
@@ -67,8 +71,8 @@ import numpy as np
 
 from . import collectives as coll
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
-from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_aggregate_seconds,
-                          ps_shard_elems, terngrad_bytes, ternary_split)
+from .compression import (aggregate_bits, codec_sync_points, dense_bytes, encode_seconds, levels_lane_bits,
+                          ps_aggregate_seconds, ps_shard_elems, terngrad_bytes, ternary_split)
 from .ompi_tuned import per_model_algorithm
 from .specs import Cluster, SpecError, Strategy, Workload
 from .stragglers import CVB, async_speedup_factor, sync_slowdown
@@ -369,7 +373,9 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
         n = terngrad_bytes(split, np.maximum(2.0, np.log2(2 * w + 1)))
         extra = {"t_compress_s": encode + np.ones_like(w) * decode_one + convert}
         return coll.paper_allreduce(n, w, cluster), n * np.log2(np.maximum(w, 1)), extra, w
-    extra = {"t_compress_s": encode + copies * decode_one + convert + aggregate}
+    # each collective after the codec's own work waits for the slowest rank's (sync_wait_s per point)
+    sync_wait = np.where(w > 1, codec_sync_points(split, exchange) * strategy.sync_wait_s, 0.0)
+    extra = {"t_compress_s": encode + copies * decode_one + convert + aggregate, "t_sync_wait_s": sync_wait}
     alg = strategy.allreduce
     # scaler sharing (allreduce(max) of one float per ternary tensor) and the fp32 tensors' allreduce
     t = coll.cluster_allreduce(alg, scalers, w, cluster) + coll.cluster_allreduce(alg, fp32, w, cluster)
@@ -386,7 +392,7 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
     else:
         t = t + coll.cluster_allgather(split.packed_bytes, w, cluster)
         sent = sent + (w - 1) * split.packed_bytes
-    return t, sent, extra, w
+    return t + sync_wait, sent, extra, w
 
 
 def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):

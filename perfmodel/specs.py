@@ -362,6 +362,12 @@ class Strategy:
     to each server's time per exchange (0 by default: the update hidden or free).
     straggler_cv: coefficient of variation of per-batch times (gamma CVB model, 0 = none);
     straggler_machine_cv: machine heterogeneity (0 homogeneous task noise only).
+    sync_wait_s: seconds that each synchronization point of a step after its first costs beyond its
+    collective's own time (terngrad: the codes' exchange after the encoding, the fp32 tensors'
+    Allreduce after the decoding, perfmodel.compression.codec_sync_points): the wait for the slowest
+    rank's work since the previous collective and, on ranks that share cores, the scheduling of the
+    collective's hops. 0 by default (the straggler model's one wait per step, at the first collective);
+    ``perfmodel profile`` measures it on CPU ranks (CodecTimes.sync_wait_s).
     """
 
     name: str
@@ -391,6 +397,7 @@ class Strategy:
     overlap_efficiency: float = OVERLAP_EFFICIENCY
     ps_placement: str = "colocated"
     ps_local_reduce: bool = True
+    sync_wait_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.name not in STRATEGIES:
@@ -432,6 +439,7 @@ class Strategy:
         _positive("ps_update_s", self.ps_update_s, allow_zero=True)
         _positive("straggler_cv", self.straggler_cv, allow_zero=True)
         _positive("straggler_machine_cv", self.straggler_machine_cv, allow_zero=True)
+        _positive("sync_wait_s", self.sync_wait_s, allow_zero=True)
         _positive("bucket_mb", self.bucket_mb)
         if self.staging not in STAGINGS:
             raise SpecError(f"staging must be one of {', '.join(STAGINGS)}, got {self.staging!r}")

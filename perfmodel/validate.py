@@ -270,7 +270,8 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     trainer's ranks spend in their first collective, so it counts as communication here. Where it was
     also timed after Allreduces, each strategy's compute is the step after the Allreduce that sends
     the strategy's predicted bytes per rank (``after_exchange_bytes``); where its codec was timed too,
-    its rates, not stretched, replace ``codec_rates``."""
+    its rates, not stretched, replace ``codec_rates``, and the cost of its synchronization points in
+    the codec's loop (CodecTimes.sync_wait_s) is the strategy's sync_wait_s."""
     share = max(1.0, run.ranks * run.threads / cores)
     if concurrent is not None and concurrent.codec is not None:  # timed on the run's ranks at once
         codec_rates = concurrent.codec.rates()
@@ -290,8 +291,11 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
                  gpu=gpu)
     t_iter = t_comp = t_comm = t_compress = sent = 0.0
     total = 0
+    sync_wait = 0.0  # the codec's synchronization points, where measured in its loop on the run's ranks
+    if concurrent is not None and concurrent.codec is not None and concurrent.codec.sync_wait_s is not None:
+        sync_wait = concurrent.codec.sync_wait_s
     for strategy, n in run_strategies(run, codec_rates, daso):
-        strategy = replace(strategy, straggler_cv=straggler_cv)
+        strategy = replace(strategy, straggler_cv=straggler_cv, sync_wait_s=sync_wait)
         try:
             p = predict(wl, cl, strategy, [run.ranks], scaling="weak", batch=run.batch)
             if concurrent is not None and concurrent.after_bytes:

@@ -61,6 +61,14 @@ def test_options_change_the_prediction(capsys):
     assert t_iter("--staging", "host") > base  # auto picks an MPI ring on host buffers
     assert t_iter("--allreduce", "nccl") == pytest.approx(base)  # auto is nccl on a GPU cluster
     assert t_iter("--overlap", "0") >= base
+    # TernGrad's levels exchange with the fp32 classifier: two collectives after the codec's work
+    code, out, _ = run(capsys, "predict", "--workload", "resnet50", "--cluster", "dgx1-v100", "--gpus", "64",
+                       "--format", "json", "--strategy", "terngrad")
+    tern = json.loads(out)[0]["t_iter_s"]
+    code, out, _ = run(capsys, "predict", "--workload", "resnet50", "--cluster", "dgx1-v100", "--gpus", "64",
+                       "--format", "json", "--strategy", "terngrad", "--sync-wait-ms", "0.5")
+    assert code == 0 and json.loads(out)[0]["t_iter_s"] == pytest.approx(tern + 2 * 0.0005)
+    assert t_iter("--sync-wait-ms", "0.5") == pytest.approx(base)  # ssgd has no such points
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -70,6 +78,8 @@ def test_options_change_the_prediction(capsys):
     (["--step-overhead-ms", "-1"], "--step-overhead-ms must be >= 0"),
     (["--step-overhead-ms", "nan"], "--step-overhead-ms must be >= 0"),
     (["--bucket-mb", "inf"], "bucket_mb must be finite"),
+    (["--sync-wait-ms", "-1"], "--sync-wait-ms must be >= 0"),
+    (["--sync-wait-ms", "inf"], "--sync-wait-ms must be >= 0"),
 ])
 def test_impossible_inputs_one_line_exit_2(capsys, argv, message):
     code, out, err = run(capsys, "predict", *argv)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from perfmodel.compression import (aggregate_bits, compression_ratio, dense_bytes, encode_seconds, level_bytes,
-                                   levels_lane_bits, ps_shard_elems, resolve_level_lanes, terngrad_bytes,
-                                   ternary_split)
+from perfmodel.compression import (aggregate_bits, codec_sync_points, compression_ratio, dense_bytes,
+                                   encode_seconds, level_bytes, levels_lane_bits, ps_shard_elems,
+                                   resolve_level_lanes, terngrad_bytes, ternary_split)
 from perfmodel.specs import ComputeTime, SpecError, Workload
 
 WL = Workload("w", (1000, 10, 4000, 20, 500, 5), {"g": ComputeTime("linear", t1_s=1e-3)}, classifier_tensors=2)
@@ -16,6 +16,16 @@ def test_dense_bytes():
     assert dense_bytes(WL, "fp16") == dense_bytes(WL, "bf16") == 2 * 5535
     with pytest.raises(SpecError):
         dense_bytes(WL, "int3")
+
+
+def test_codec_sync_points_by_exchange():
+    # after the scalers' Allreduce: the codes' exchange (ps: Alltoall, then Allgather), then the fp32
+    # tensors' Allreduce where the classifier layer stays fp32
+    with_fp32, all_ternary = ternary_split(WL), ternary_split(WL, fp32_last=False)
+    assert [codec_sync_points(with_fp32, e) for e in ("levels", "allgather", "ps")] == [2, 2, 3]
+    assert [codec_sync_points(all_ternary, e) for e in ("levels", "allgather", "ps")] == [1, 1, 2]
+    with pytest.raises(SpecError, match="exchange"):
+        codec_sync_points(with_fp32, "paper")
 
 
 def test_terngrad_split_and_bytes_by_hand():

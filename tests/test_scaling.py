@@ -106,6 +106,28 @@ def test_terngrad_exchanges_bytes_and_times_by_hand():
     assert gather.t_comm_s[0] == pytest.approx(dense + 7 * max(2e-6 + packed / 2e10, 1e-5 + packed / 1.25e9))
 
 
+def test_terngrad_sync_wait_at_each_collective_after_the_codecs_work():
+    # the codes' exchange follows the encoding (ps: its Alltoall, and its Allgather after the shard's
+    # sum) and the fp32 tensors' Allreduce follows the decoding: sync_wait_s at each, as communication
+    wl, cl = make_workload(), make_cluster()
+    for exchange, points in (("levels", 2), ("allgather", 2), ("ps", 3)):
+        free = predict(wl, cl, Strategy("terngrad", terngrad_exchange=exchange), [1, 8], batch=32)
+        paid = predict(wl, cl, Strategy("terngrad", terngrad_exchange=exchange, sync_wait_s=1e-3), [1, 8], batch=32)
+        np.testing.assert_allclose(paid.t_comm_s - free.t_comm_s, [0.0, points * 1e-3], atol=1e-15)
+        np.testing.assert_allclose(paid.extra["t_sync_wait_s"], [0.0, points * 1e-3])
+        np.testing.assert_allclose(paid.t_iter_s - free.t_iter_s, [0.0, points * 1e-3], atol=1e-15)
+    # every tensor ternary: no fp32 Allreduce after the decoding, one point fewer
+    allt = predict(wl, cl, Strategy("terngrad", terngrad_fp32_last=False, sync_wait_s=1e-3), [8], batch=32)
+    base = predict(wl, cl, Strategy("terngrad", terngrad_fp32_last=False), [8], batch=32)
+    assert allt.t_comm_s[0] - base.t_comm_s[0] == pytest.approx(1e-3)
+    # the paper's form has no codec phases between collectives; other strategies never read it
+    for strategy in (Strategy("terngrad", allreduce="paper"), Strategy("ssgd"), Strategy("daso")):
+        assert predict(wl, cl, replace(strategy, sync_wait_s=1e-3), [8], batch=32).t_iter_s[0] == \
+            predict(wl, cl, strategy, [8], batch=32).t_iter_s[0]
+    with pytest.raises(SpecError, match="sync_wait_s"):
+        Strategy("terngrad", sync_wait_s=-1e-3)
+
+
 def test_terngrad_levels_packed_lanes_half_a_byte_up_to_7_workers():
     wl, cl = make_workload(), make_cluster(g=1)
     dense = 4 * 4 + 4 * 40_010

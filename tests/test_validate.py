@@ -326,6 +326,31 @@ def test_component_errors_by_hand(tmp_path, profile):
         pytest.approx((abs(row["comm_error_pct"]) + 1.0) / 2)
 
 
+def test_terngrad_sync_points_cost_what_the_codecs_loop_measured(tmp_path):
+    # the 2-rank run's codec, timed on both ranks at once, measured 1.5 ms per synchronization point
+    # beyond the exchange's own time: a levels run pays it at the codes' Allreduce and at the fp32
+    # classifier's Allreduce, as communication; a profile without the measurement, nothing
+    import dataclasses
+
+    from perfmodel.profile.schema import CodecTimes, ConcurrentCompute
+    from test_profile_schema import _stats
+
+    rows = {}
+    for wait in (None, 1.5e-3):
+        codec = CodecTimes(elements=650, encode=_stats(1e-4), decode=_stats(2e-4), workers=2, sync_wait_s=wait)
+        cc = ConcurrentCompute(batches=(16, 32, 64), mean_s=(3e-3, 4e-3, 6e-3), max_s=(3e-3, 4e-3, 6e-3),
+                               cv=(0.0, 0.0, 0.0), repeats=10, codec=codec)
+        prof = make_profile()
+        prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(prof.comm[1], compute=cc)))
+        path = tmp_path / f"p{wait}.json"
+        save_profile(prof, path)
+        log = write_log(tmp_path / "t.jsonl", "terngrad", 2, 32, [0.01] * 8, cfg={"tern_exchange": "levels"})
+        (rows[wait],) = validate([log], [str(path)], skip=2, cores=2)
+    assert rows[1.5e-3]["predicted_comm_s"] - rows[None]["predicted_comm_s"] == pytest.approx(2 * 1.5e-3)
+    assert rows[1.5e-3]["predicted_step_s"] - rows[None]["predicted_step_s"] == pytest.approx(2 * 1.5e-3)
+    assert rows[1.5e-3]["predicted_compute_s"] == rows[None]["predicted_compute_s"]
+
+
 def test_terngrad_decoding_is_timed_as_communication():
     from perfmodel.profile.schema import profile_workload
     from perfmodel.specs import Strategy
