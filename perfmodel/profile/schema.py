@@ -260,9 +260,10 @@ class CodecTimes:
     sync_wait_s: where the codec was timed on ``workers`` ranks at once, the seconds each
     synchronization point between its phases costs beyond its collective's own time: the mean over
     ranks and rounds of the exchange that follows the encoding and of the one that follows the
-    decoding, each called in the codec's loop as the trainer calls it, less the same exchange's time
-    right after a barrier (the wait for the slowest rank's work since the previous collective and, on
-    ranks that share cores, the scheduling of the collective's hops; Strategy.sync_wait_s). None:
+    decoding, each called in the codec's loop as the trainer calls it, less the same exchange timed on
+    its own after a barrier before the loop (the wait for the slowest rank's work since the previous
+    collective and, on ranks that share cores, the scheduling of the collective's hops;
+    Strategy.sync_wait_s). None:
     timed on one process, or in profiles made before it was measured.
     """
 
