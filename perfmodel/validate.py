@@ -273,8 +273,10 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
     its rates, not stretched, replace ``codec_rates``, and the cost of its synchronization points in
     the codec's loop (CodecTimes.sync_wait_s) is the strategy's sync_wait_s."""
     share = max(1.0, run.ranks * run.threads / cores)
+    sync_wait = 0.0  # the codec's synchronization points, where measured in its loop on the run's ranks
     if concurrent is not None and concurrent.codec is not None:  # timed on the run's ranks at once
         codec_rates = concurrent.codec.rates()
+        sync_wait = concurrent.codec.sync_wait_s or 0.0
     else:
         codec_rates = tuple(r / share for r in codec_rates)  # encoding is CPU work too
     gpu = next(iter(workload.compute))
@@ -291,9 +293,6 @@ def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores
                  gpu=gpu)
     t_iter = t_comp = t_comm = t_compress = sent = 0.0
     total = 0
-    sync_wait = 0.0  # the codec's synchronization points, where measured in its loop on the run's ranks
-    if concurrent is not None and concurrent.codec is not None and concurrent.codec.sync_wait_s is not None:
-        sync_wait = concurrent.codec.sync_wait_s
     for strategy, n in run_strategies(run, codec_rates, daso):
         strategy = replace(strategy, straggler_cv=straggler_cv, sync_wait_s=sync_wait)
         try:

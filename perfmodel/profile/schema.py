@@ -263,8 +263,7 @@ class CodecTimes:
     decoding, each called in the codec's loop as the trainer calls it, less the same exchange timed on
     its own after a barrier before the loop (the wait for the slowest rank's work since the previous
     collective and, on ranks that share cores, the scheduling of the collective's hops;
-    Strategy.sync_wait_s). None:
-    timed on one process, or in profiles made before it was measured.
+    Strategy.sync_wait_s). None: timed on one process, or in profiles made before it was measured.
     """
 
     elements: int
