@@ -32,32 +32,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._timing import add_model_options, mpi_training  # noqa: E402
+
 NAMES = ("scalers' Allreduce MAX", "codes' Allreduce", "fp32 layer's Allreduce")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="lenet", help="a workload of perfmodel's model library")
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=40, help="timed rounds (after 5 untimed ones)")
+    add_model_options(parser, untimed=5)
     args = parser.parse_args(argv)
 
     import numpy as np
     import torch
-    from mpi4py import MPI
 
     from perfmodel.compression import levels_lane_bits, resolve_level_lanes
-    from perfmodel.profile.compute import _training, grads_into, load_workload_model
+    from perfmodel.profile.compute import grads_into
     from trainers import comm as tcomm
     from trainers.compress import TernGradCodec, encode_codes, level_dtype
     from trainers.level_lanes import lanes_nbytes, pack_lanes4, unpack_lanes4
 
-    torch.set_num_threads(1)
-    comm = MPI.COMM_WORLD
+    comm, model, opt, loss_fn, inputs, _ = mpi_training(args.model, args.batch)
     p = comm.Get_size()
-    torch.manual_seed(comm.Get_rank())
-    model, info = load_workload_model(args.model)
-    model, opt, loss_fn, inputs, _ = _training(model, info.input_shape, info.num_classes, [args.batch], "cpu", 1e-3)
     x, y = inputs[args.batch]
     named = [(k, q) for k, q in model.named_parameters() if q.requires_grad]
     codec = TernGradCodec()

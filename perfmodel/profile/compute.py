@@ -390,7 +390,8 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     previous collective, then for its peers to be scheduled) less that time, averaged over the ranks
     (never below 0). The reference is taken on an otherwise idle loop on purpose: inside the codec's
     loop even a call right after a barrier is slow where ranks share cores (on 4 emulated nodes on
-    this project's 2 cores, an 8-byte Allreduce took 1.0-1.9 ms there, 0.04-0.06 ms on its own).
+    this project's 2 cores, an 8-byte Allreduce took 1.0-1.9 ms there as a mean over the ranks, 0.04-0.06
+    ms on its own: they leave the barrier as unevenly as their work; benchmarks/sync_point_cost.py).
     None when the trainers package is absent."""
     try:
         import numpy as np
