@@ -36,7 +36,7 @@ if val is not None:
         mape_tp = part.throughput_error_pct.abs().mean()
         print(f"{scale}: {len(part)} runs, MAPE step time {mape_step:.1f}%, throughput {mape_tp:.1f}%")
     display(val[["scale", "algo", "model", "ranks", "batch", "measured_step_s", "predicted_step_s",
-                 "step_error_pct", "measured_comm_s", "predicted_comm_s", "core_share"]].round(4))
+                 "step_error_pct", "measured_comm_s", "predicted_comm_s", "computing_ranks"]].round(4))
 
 # %%
 if val is not None:
@@ -130,6 +130,6 @@ if frames:
     plt.show()
 
 # %% [markdown]
-# Runs with more ranks than cores share the cores: the prediction stretches compute by
-# ranks x threads / cores (`core_share`). Errors are largest where the machine was shared with other
+# Runs with more ranks than cores share the cores: the prediction takes the step timed on that many
+# ranks at once (`computing_ranks`), or stretches the one-process step by ranks x threads / cores. Errors are largest where the machine was shared with other
 # work while the runs were timed; the profile and the runs should be taken on an otherwise idle machine.

@@ -11,6 +11,7 @@ import io
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from .specs import (OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
@@ -109,10 +110,11 @@ def add_schedule_options(p: argparse.ArgumentParser) -> None:
                         "non-CUDA-aware MPI); uses the cluster's host memory bandwidth")
     p.add_argument("--step-overhead-ms", type=float, default=0.0,
                    help="framework time per multi-GPU step in ms (default 0)")
-    p.add_argument("--sync-wait-ms", type=float, default=0.0,
+    p.add_argument("--sync-wait-ms", type=float, default=None,
                    help="terngrad: ms that each collective after the codec's own work costs beyond its own time "
                         "(the wait for the slowest rank, the scheduling of its hops on shared cores; perfmodel "
-                        "profile measures it on CPU ranks, show-profile prints it; default 0)")
+                        "profile measures it on CPU ranks, show-profile prints it; default: the --profile's "
+                        "measurement, else 0)")
     p.add_argument("--cycle-time-ms", type=float, default=0.0,
                    help="period of the framework's communication loop in ms: each bucket waits half of it "
                         "(Horovod's HOROVOD_CYCLE_TIME: 5 before v0.21, 1 from v0.21; default 0: DDP, TF)")
@@ -132,10 +134,11 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
         raise CLIError(f"--step-overhead-ms must be >= 0, got {args.step_overhead_ms}")
     if not args.cycle_time_ms >= 0:
         raise CLIError(f"--cycle-time-ms must be >= 0, got {args.cycle_time_ms}")
-    if not 0 <= args.sync_wait_ms < float("inf"):
+    sync_wait_ms = 0.0 if args.sync_wait_ms is None else args.sync_wait_ms
+    if not 0 <= sync_wait_ms < float("inf"):
         raise CLIError(f"--sync-wait-ms must be >= 0 and finite, got {args.sync_wait_ms}")
     return dict(bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
-                cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=args.sync_wait_ms / 1e3,
+                cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=sync_wait_ms / 1e3,
                 overlap_efficiency=args.overlap_efficiency,
                 ps_placement=args.ps_placement, ps_local_reduce=args.ps_local_reduce == "on")
 
@@ -169,7 +172,7 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, ...] = 
                                 codec_rates[3] if len(codec_rates) > 3 else 0.0),
                             terngrad_exchange=args.terngrad_exchange, terngrad_lanes=args.terngrad_lanes,
                             daso_B=args.daso_b, daso_W=args.daso_w,
-                            ps_servers=args.ps_servers, ps_update_s=args.ps_update_ms / 1e3,
+                            ps_servers=args.ps_servers, ps_update_s=(args.ps_update_ms or 0.0) / 1e3,
                             straggler_cv=cv_task, straggler_machine_cv=cv_mach,
                             **_schedule_fields(args), **daso_strategy_fields(daso)))
     return out
@@ -392,15 +395,129 @@ def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[in
     return records, notes
 
 
-def cmd_predict(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class PredictResult:
+    """What `perfmodel predict` computes: its records, its notes, the table's header lines, and for a
+    prediction from a profile on its own cluster the points (perfmodel.profile.predictor.Point)."""
+
+    records: list
+    notes: list
+    header: str
+    points: list | None = None
+
+
+def _nodes_per_host(text: str | None, linked: bool) -> int:
+    if text is None:
+        return 1 if linked else 0
+    if text == "all":
+        return 0
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise CLIError(f"--nodes-per-host must be 'all' or an integer >= 1, got {text!r}")
+    return v
+
+
+def fixed_fields(args: argparse.Namespace) -> frozenset[str]:
+    """The Strategy fields the command line set, which a profile must not replace
+    (perfmodel.profile.predictor.FIXABLE)."""
+    out = set()
+    if args.stragglers is not None:
+        out.add("straggler_cv")
+    if args.sync_wait_ms is not None:
+        out.add("sync_wait_s")
+    if any((args.terngrad_encode_rate, args.terngrad_decode_rate, args.terngrad_convert_rate,
+            args.terngrad_ps_aggregate_rate)):
+        out.add("codec")
+    if args.ps_update_ms is not None:
+        out.add("ps_update_s")
+    if args.daso_progress:
+        out.add("daso_progress")
+    if args.daso_nb_factor is not None:
+        out.add("daso_nonblocking_factor")
+    return frozenset(out)
+
+
+def _profiled_result(args: argparse.Namespace, gpus: list[int]) -> PredictResult:
+    """`perfmodel predict --profile P [--link-from L] [--cluster local]`: each strategy and GPU count
+    predicted from the profile on its own (perfmodel.profile.predictor), as `perfmodel validate` does."""
+    from dataclasses import replace
+
+    from .cluster_input import apply_overrides
+    from .profile.linkfile import load_links
+    from .profile.predictor import Layout, profiled_records
+    from .profile.schema import load_profile, profile_cluster
+    from .specs import Cluster, Link
+    from .workload_input import resolve_workload
+
+    profile = load_profile(args.profile)
+    link = load_links(args.link_from) if args.link_from else None
+    if args.cores is not None and args.cores < 1:
+        raise CLIError(f"--cores must be >= 1 (CPU cores of one machine), got {args.cores}")
+    layout = Layout(gpus_per_node=args.gpus_per_node or 1,
+                    nodes_per_host=_nodes_per_host(args.nodes_per_host, link is not None), cores=args.cores)
+    copts = replace(_cluster_options(args), gpus_per_node=None)
+    edit = (lambda c: apply_overrides(c, copts)) if copts.any() else None
+    settings = None
+    workload = None
+    if args.workload is not None:
+        workload, settings = resolve_workload(args.workload, profile_cluster(profile, op_bytes=None),
+                                              _compute_options(args, args.batch))
+    elif args.accumulate is not None:
+        raise CLIError("--accumulate with --profile needs --workload (the profile times one micro-batch per step)")
+    if args.wire is None:
+        args.wire = (settings.wire if settings is not None else None) or "fp32"
+    on_cpu = profile.compute is None or profile.compute.device == "cpu"
+    free = Link(latency_s=0.0, bandwidth_Bps=float("inf"), source="probe")
+    probe = Cluster(name="local", gpus_per_node=1, intra=free, network=free,
+                    host=free if on_cpu else Link(latency_s=1e-6, bandwidth_Bps=1e10, source="probe"))
+    strategies = build_strategies(args, cluster=probe)
+    records, notes, points = profiled_records(profile, strategies, gpus, args.batch, layout, link=link,
+                                              workload=workload, fixed=fixed_fields(args), scaling=args.scaling,
+                                              edit=edit)
+    model = profile.model.name if profile.model is not None else "?"
+    where = "nodes share one machine's cores" if layout.nodes_per_host == 0 else \
+        f"{layout.nodes_per_host} node(s) per machine"
+    header = (f"# {workload.name if workload is not None else model} from profile {args.profile}"
+              f"{' and link ' + ','.join(args.link_from) if args.link_from else ''}, {args.scaling} scaling, "
+              f"batch {args.batch}{' per GPU' if args.scaling == 'weak' else ' total'}, allreduce "
+              f"{strategies[0].allreduce}, wire {args.wire}\n"
+              f"# layout: {layout.gpus_per_node} rank(s) per node, {where}, "
+              f"{layout.cores or profile.machine.cpu_affinity} cores per machine")
+    return PredictResult(records, notes, header, points)
+
+
+def predict_result(args: argparse.Namespace) -> PredictResult:
+    """Everything `perfmodel predict` prints, computed from its parsed arguments (``build_parser``)."""
     from .cluster_input import describe
 
     gpus = parse_gpus(args.gpus)
+    if args.profile and args.cluster in (None, "local"):
+        return _profiled_result(args, gpus)
+    if args.link_from or args.nodes_per_host is not None or args.cores is not None:
+        raise CLIError("--link-from, --nodes-per-host and --cores describe a cluster predicted from --profile "
+                       "(with --cluster local or none)")
     workload, cluster, codec_rates, daso, settings = _resolve_workload_cluster(args)
     if args.wire is None:  # the workload file's wire format, else fp32
         args.wire = settings.wire or "fp32"
     strategies = build_strategies(args, codec_rates, daso, cluster)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
+    _, _, source = workload.compute_for(cluster)
+    accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""
+    header = (f"# {workload.name} ({workload.parameters / 1e6:.2f}M params) on {cluster.name}, {args.scaling} "
+              f"scaling, batch {args.batch}{' per GPU' if args.scaling == 'weak' else ' total'}{accumulate}, "
+              f"allreduce {strategies[0].allreduce}{', staged on host' if args.staging == 'host' else ''}, "
+              f"wire {args.wire}\n"
+              f"# cluster: {describe(cluster)}\n"
+              f"# compute: {source}")
+    return PredictResult(records, notes, header)
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    result = predict_result(args)
+    records, notes = result.records, result.notes
     if notes and args.format != "table":
         for note in notes:
             print(f"perfmodel: note: {note}", file=sys.stderr)
@@ -409,20 +526,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         text = _csv(records)
     else:
-        _, _, source = workload.compute_for(cluster)
-        accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""
-        head = (f"# {workload.name} ({workload.parameters / 1e6:.2f}M params) on {cluster.name}, {args.scaling} "
-                f"scaling, batch {args.batch}{' per GPU' if args.scaling == 'weak' else ' total'}{accumulate}, "
-                f"allreduce {strategies[0].allreduce}{', staged on host' if args.staging == 'host' else ''}, "
-                f"wire {args.wire}\n"
-                f"# cluster: {describe(cluster)}\n"
-                f"# compute: {source}" + "".join(f"\n# {note}" for note in notes))
-        text = head + "\n" + format_table(records)
+        text = result.header + "".join(f"\n# {note}" for note in notes) + "\n" + format_table(records)
     print(text)
     if args.plot:
         from .plot import plot_throughput
 
-        plot_throughput(records, Path(args.plot), title=f"{workload.name} on {cluster.name} ({args.scaling})")
+        r0 = records[0]
+        plot_throughput(records, Path(args.plot), title=f"{r0['workload']} on {r0['cluster']} ({args.scaling})")
     return 0
 
 
@@ -445,7 +555,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise CLIError(f"--skip must be >= 0 (warm-up steps left out of each run), got {args.skip}")
     if args.cores is not None and args.cores < 1:
         raise CLIError(f"--cores must be >= 1 (cores the runs shared), got {args.cores}")
-    rows = validate(args.logs, args.profile, skip=args.skip, cores=args.cores)
+    npH = None if args.nodes_per_host is None else _nodes_per_host(args.nodes_per_host, bool(args.link_from))
+    if args.gpus_per_node is not None and args.gpus_per_node < 1:
+        raise CLIError(f"--gpus-per-node must be >= 1 (ranks per node), got {args.gpus_per_node}")
+    rows = validate(args.logs, args.profile, skip=args.skip, cores=args.cores, link=tuple(args.link_from),
+                    gpus_per_node=args.gpus_per_node, nodes_per_host=npH)
+    for row in rows:  # what the prediction reads beyond what was measured
+        for note in filter(None, row["notes"].split(" | ")):
+            print(f"perfmodel: note: {row['run']}: {note}", file=sys.stderr)
     if args.format == "json":
         print(rows_json(rows))
     elif args.format == "csv":
@@ -539,10 +656,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "--profile's iallreduce/allreduce)")
     p.add_argument("--ps-servers", type=int, default=1,
                    help="asgd, sync-ps: parameter servers; byteps: CPU summation machines (--ps-placement dedicated)")
-    p.add_argument("--ps-update-ms", type=float, default=0.0,
-                   help="asgd: milliseconds a server spends applying one whole push before it answers (default 0)")
+    p.add_argument("--ps-update-ms", type=float, default=None,
+                   help="asgd: milliseconds a server spends applying one whole push before it answers (default: "
+                        "the --profile's optimizer step, else 0)")
     add_schedule_options(p)
     p.add_argument("--profile", default=None, help="profile JSON from `perfmodel profile`")
+    p.add_argument("--link-from", action="append", default=[], metavar="FILE",
+                   help="with --profile: the network between nodes from a `perfmodel profile --link` file, "
+                        "nccl-tests output (all_reduce_perf, all_gather_perf, alltoall_perf) or OSU output "
+                        "(osu_allreduce, osu_iallreduce, osu_allgather, osu_alltoall, osu_latency, osu_bw); "
+                        "repeatable; the profile then gives one node")
+    p.add_argument("--nodes-per-host", default=None, metavar="K|all",
+                   help="with --profile: nodes that share one machine's CPU cores (all: emulated nodes, or the "
+                        "profile's ranks on its own machine; default all without --link-from, else 1)")
+    p.add_argument("--cores", type=int, default=None,
+                   help="with --profile: CPU cores of one machine the ranks compute on (default: the profile's)")
     p.add_argument("--profile-links", default="network",
                    help="with a preset --cluster: which links the profile overrides (comma list of "
                         "intra, host, network, or none)")
@@ -559,7 +687,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("logs", nargs="+", help="run logs (JSONL) written by `trainers run`")
     p.add_argument("--profile", action="append", default=[], help="profile JSON; repeat for each model")
     p.add_argument("--skip", type=int, default=5, help="warm-up steps to leave out of each run")
-    p.add_argument("--cores", type=int, default=None, help="cores the runs shared (default: the profile's)")
+    p.add_argument("--cores", type=int, default=None, help="cores of one machine (default: the profile's)")
+    p.add_argument("--link-from", action="append", default=[], metavar="FILE",
+                   help="the network between nodes (a `perfmodel profile --link` file, nccl-tests or OSU output; "
+                        "as for predict); default: the profile's own MPI runs")
+    p.add_argument("--gpus-per-node", type=int, default=None,
+                   help="ranks per node of the runs (default: DASO's --ranks-per-node, else 1)")
+    p.add_argument("--nodes-per-host", default=None, metavar="K|all",
+                   help="nodes that shared one machine's cores (default all without --link-from, else 1)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--plot", default=None, help="write a predicted-vs-measured PNG here")
     p.set_defaults(func=cmd_validate)

@@ -34,19 +34,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
+import shlex
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .compression import (aggregate_bits, dense_bytes, encode_seconds, levels_lane_bits, ps_aggregate_seconds,
-                          ps_shard_elems, resolve_level_lanes, ternary_split)
-from .scaling import predict
-from .specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload, daso_strategy_fields
-
-if TYPE_CHECKING:
-    from .profile.schema import ConcurrentCompute, ModelInfo
+from .compression import encode_seconds, ps_aggregate_seconds, resolve_level_lanes, ternary_split
+from .profile.schema import ModelInfo, ProfileError as ProfileErrorBase
+from .specs import Cluster, Link, SpecError, Strategy, Workload
 
 
 class ValidateError(ValueError):
@@ -179,69 +175,76 @@ def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps
                           cfg, {}, sent, workers=int(head.get("workers", int(head.get("ranks", 1)) - 1)))
 
 
-def _less(ct: ComputeTime, seconds: float) -> ComputeTime:
-    """ct less a constant number of seconds per step (never below 1 us)."""
-    if seconds == 0.0:
-        return ct
-    if ct.kind == "linear":
-        return replace(ct, t0_s=max(ct.t0_s - seconds, 0.0))
-    return replace(ct, times_s=tuple(max(t - seconds, 1e-6) for t in ct.times_s))
+def run_strategy_args(run: RunMeasurement) -> list[tuple[list[str], int]]:
+    """The `perfmodel predict` strategy options that describe a run's steps, each with its step count
+    (one entry; DASO: one per (B, W) phase the trainer logged).
 
-
-def _stretched(ct: ComputeTime, factor: float) -> ComputeTime:
-    if factor == 1.0:
-        return ct
-    if ct.kind == "linear":
-        return replace(ct, t0_s=ct.t0_s * factor, t1_s=ct.t1_s * factor)
-    return replace(ct, times_s=tuple(t * factor for t in ct.times_s))
-
-
-def run_strategies(run: RunMeasurement, codec_rates: tuple[float, ...] = (0.0, 0.0, 0.0),
-                   daso: dict | None = None) -> list[tuple[Strategy, int]]:
-    """The model strategies (with step counts) that describe a run's steps.
-
-    codec_rates: TernGrad (encode, decode, convert[, ps aggregate]) elements/s from the profile, 0 when
-    not measured.
-    daso: DASO's non-blocking sync on the profiled machine (perfmodel.profile.schema.profile_daso: progress and
-    the iallreduce/allreduce factor).
-    """
+    SSGD and DASO with --overlap on (run logs that say so) start each bucket's allreduce during backprop
+    (trainers/grad_buckets.py): the model computes the hidden share from the same buckets
+    (``--bucket-mb``); without it, and in older logs, nothing is hidden (``--overlap 0``). TernGrad: the
+    run's exchange, lanes (resolved on its backend), fp32 threshold and classifier; logs written before
+    the exchange option existed used the allgather exchange, before the lanes option int8 lanes. The
+    parameter server: asgd with one server, one push and one pull per gradient."""
     cfg = run.config
-    if run.workers:  # the parameter server: one push and one pull per gradient, nothing hidden
-        return [(Strategy("asgd", overlap=0.0, ps_servers=1), run.steps)]
-    # SSGD with --overlap on (run logs that say so) starts each bucket's allreduce during backprop
-    # (trainers/grad_buckets.py): the model computes the hidden share from the same buckets; without
-    # it (and in older logs) the trainer allreduces after backward: nothing is hidden
+    if run.workers:
+        return [(["--strategy", "asgd", "--ps-servers", "1"], run.steps)]
+    overlap = ["--bucket-mb", f"{float(cfg.get('bucket_mb', 25.0)):g}"] if cfg.get("overlap") else ["--overlap", "0"]
     if run.algo == "ssgd":
-        if cfg.get("overlap"):
-            return [(Strategy("ssgd", allreduce="ring", overlap=None,
-                              bucket_mb=float(cfg.get("bucket_mb", 25.0))), run.steps)]
-        return [(Strategy("ssgd", allreduce="ring", overlap=0.0), run.steps)]
+        return [(["--strategy", "ssgd", *overlap], run.steps)]
     if run.algo == "terngrad":
-        # logs written before the exchange option existed used the allgather exchange
-        return [(Strategy("terngrad", allreduce="ring", overlap=0.0,
-                          terngrad_exchange=str(cfg.get("tern_exchange", "allgather")),
-                          # logs written before the lanes option summed int8 lanes
-                          terngrad_lanes=resolve_level_lanes(str(cfg.get("tern_lanes", "int8")), run.backend),
-                          terngrad_min_elems=int(cfg.get("tern_min_elems", 1)),
-                          terngrad_fp32_last=bool(cfg.get("tern_fp32_last", True)),
-                          terngrad_encode_elems_per_s=codec_rates[0],
-                          terngrad_decode_elems_per_s=codec_rates[1],
-                          terngrad_convert_elems_per_s=codec_rates[2],
-                          terngrad_ps_aggregate_elems_per_s=codec_rates[3] if len(codec_rates) > 3 else 0.0),
-                 run.steps)]
+        lanes = resolve_level_lanes(str(cfg.get("tern_lanes", "int8")), run.backend)
+        args = ["--strategy", "terngrad", "--terngrad-exchange", str(cfg.get("tern_exchange", "allgather")),
+                "--terngrad-lanes", lanes, "--terngrad-min-elems", str(int(cfg.get("tern_min_elems", 1)))]
+        if not bool(cfg.get("tern_fp32_last", True)):
+            args.append("--terngrad-ternarize-last")
+        return [(args, run.steps)]
     if run.algo == "daso":
         phases = run.phase_steps or {(int(cfg.get("daso_b") or 1), int(cfg.get("daso_w") or 0)): run.steps}
-        fields = daso_strategy_fields(daso)
-        # --overlap on: DASO's node-local buckets start during backprop, as the model's DASO assumes
-        overlap = {"overlap": None, "bucket_mb": float(cfg.get("bucket_mb", 25.0))} if cfg.get("overlap") \
-            else {"overlap": 0.0}
-        return [(Strategy("daso", allreduce="ring", daso_B=b, daso_W=w, **overlap, **fields), n)
+        return [(["--strategy", "daso", "--daso-b", str(b), "--daso-w", str(w), *overlap], n)
                 for (b, w), n in sorted(phases.items())]
     raise ValidateError(f"run log {run.path}: algo {run.algo!r} is not one the model validates "
                         f"(ssgd, terngrad, daso, and parameter-server runs)")
 
 
-def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float:
+@dataclass(frozen=True)
+class Scenario:
+    """What `perfmodel validate` is told beside a run log: the profile, the link between nodes (none: the
+    profile's own MPI runs) and how the run's ranks sat on machines (perfmodel.profile.predictor.Layout:
+    gpus_per_node None = DASO's ranks per node, else 1; nodes_per_host None = all without a link, 1
+    with one; cores None = the profile's)."""
+
+    profile: str
+    link: tuple[str, ...] = ()
+    gpus_per_node: int | None = None
+    nodes_per_host: int | None = None
+    cores: int | None = None
+
+
+def predict_commands(run: RunMeasurement, scenario: Scenario) -> list[tuple[list[str], int]]:
+    """The `perfmodel predict` arguments (after ``perfmodel``) that give the prediction of ``run``, each
+    with the steps it covers: the run's strategy options at its rank count (the parameter server: its
+    workers) and per-rank batch, on the scenario's profile, link and layout."""
+    cfg = run.config
+    gpn = scenario.gpus_per_node
+    if gpn is None:
+        gpn = int(cfg.get("ranks_per_node") or 1) if run.algo == "daso" else 1
+    base = ["predict", "--profile", scenario.profile]
+    for link in scenario.link:
+        base += ["--link-from", link]
+    base += ["--gpus", str(run.workers or run.ranks), "--batch", str(run.batch), "--gpus-per-node", str(gpn)]
+    if scenario.nodes_per_host is not None:
+        base += ["--nodes-per-host", "all" if scenario.nodes_per_host == 0 else str(scenario.nodes_per_host)]
+    if scenario.cores is not None:
+        base += ["--cores", str(scenario.cores)]
+    return [(base + args, n) for args, n in run_strategy_args(run)]
+
+
+def command_text(argv: list[str]) -> str:
+    """The shell command of a `perfmodel predict` argv."""
+    return "perfmodel " + shlex.join(argv)
+
+
+def decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float:
     """Seconds of TernGrad decoding the trainer times as communication, where the model counts them as
     compression (perfmodel.scaling, t_compress_s): the Allgather exchange unpacks and sums every rank's
     copy inside its comm phase (trainers.comm.allgather_packed_sum: W decodes); the ps exchange sums
@@ -257,110 +260,67 @@ def _decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float
     return copies * encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
 
 
-def predict_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
-                codec_rates: tuple[float, ...] = (0.0, 0.0, 0.0), daso: dict | None = None,
-                intra: Link | None = None, concurrent: ConcurrentCompute | None = None) -> dict:
-    """Predicted step time and throughput of one run (step-count-weighted over DASO phases).
+def trainer_view(record: dict, point, ranks: int) -> dict[str, float]:
+    """A predicted record's step split as the trainer times it: the wait for the slowest rank
+    (t_straggler_s) is spent in the first collective, so it moves from compute to communication; the
+    comm phase is the communication left after backward (t_comm_s less t_hidden_s); TernGrad's Allgather
+    and ps exchanges decode inside their comm phase (``decode_in_comm``). The parameter server's worker:
+    its compute, and the rest of its step as communication (its exchange and any wait for a saturated
+    server)."""
+    if point.strategy.name == "asgd":
+        return {"t_step_s": record["t_iter_s"], "t_compute_s": record["t_compute_s"],
+                "t_comm_s": record["t_iter_s"] - record["t_compute_s"], "t_compress_s": 0.0,
+                "bytes_per_step": record["bytes_per_gpu"]}
+    wait = record["t_straggler_s"]
+    decode = decode_in_comm(point.workload, point.strategy, ranks)
+    return {"t_step_s": record["t_iter_s"], "t_compute_s": record["t_compute_s"] - wait,
+            "t_comm_s": record["t_comm_s"] - record.get("t_hidden_s", 0.0) + decode + wait,
+            "t_compress_s": record.get("t_compress_s", 0.0) - decode, "bytes_per_step": record["bytes_per_gpu"]}
 
-    intra: the link between the ranks of one node for DASO's node-local steps (the profile's MPI
-    allreduce at ranks-per-node ranks on one node, ring-inverted); None: the cluster's network link.
-    concurrent: the training step timed on the run's ranks at once (the profile's MPI run at
-    run.ranks ranks): its mean is the compute time, not stretched, and its spread (cv) the model's
-    stragglers; the wait for the slowest rank that the model adds (t_straggler_s) is time the
-    trainer's ranks spend in their first collective, so it counts as communication here. Where it was
-    also timed after Allreduces, each strategy's compute is the step after the Allreduce that sends
-    the strategy's predicted bytes per rank (``after_exchange_bytes``); where its codec was timed too,
-    its rates, not stretched, replace ``codec_rates``, and the cost of its synchronization points in
-    the codec's loop (CodecTimes.sync_wait_s) is the strategy's sync_wait_s."""
-    share = max(1.0, run.ranks * run.threads / cores)
-    sync_wait = 0.0  # the codec's synchronization points, where measured in its loop on the run's ranks
-    if concurrent is not None and concurrent.codec is not None:  # timed on the run's ranks at once
-        codec_rates = concurrent.codec.rates()
-        sync_wait = concurrent.codec.sync_wait_s or 0.0
-    else:
-        codec_rates = tuple(r / share for r in codec_rates)  # encoding is CPU work too
-    gpu = next(iter(workload.compute))
-    straggler_cv = 0.0
-    if concurrent is not None:
-        wl = replace(workload, compute={gpu: ComputeTime.table(
-            dict(zip(concurrent.batches, concurrent.mean_s)),
-            source=f"training step on {run.ranks} ranks at once")})
-        straggler_cv = concurrent.at(run.batch)[2]
-    else:
-        wl = replace(workload, compute={gpu: _stretched(workload.compute[gpu], share)})
-    rpn = int(run.config.get("ranks_per_node", 1)) if run.algo == "daso" else 1
-    cl = replace(cluster, gpus_per_node=rpn, intra=intra if intra is not None and rpn > 1 else cluster.network,
-                 gpu=gpu)
-    t_iter = t_comp = t_comm = t_compress = sent = 0.0
-    total = 0
-    for strategy, n in run_strategies(run, codec_rates, daso):
-        strategy = replace(strategy, straggler_cv=straggler_cv, sync_wait_s=sync_wait)
+
+def predict_run(run: RunMeasurement, scenario: Scenario) -> dict:
+    """The prediction of one run by `perfmodel predict` itself (perfmodel.cli.predict_result on the
+    commands of ``predict_commands``): step time, its trainer-view components, throughput, bytes per step,
+    the commands and the notes on what the prediction extrapolates; step-count-weighted over DASO's
+    phases. The throughput is the run's samples per step over the step (asgd: the server's aggregate
+    rate as the model caps it)."""
+    from .cli import CLIError, build_parser, predict_result
+
+    parser = build_parser()
+    totals = {"t_step_s": 0.0, "t_compute_s": 0.0, "t_comm_s": 0.0, "t_compress_s": 0.0, "bytes_per_step": 0.0}
+    commands, notes, steps, computing = [], [], 0, 1
+    server = thr = 0.0
+    for argv, n in predict_commands(run, scenario):
         try:
-            p = predict(wl, cl, strategy, [run.ranks], scaling="weak", batch=run.batch)
-            if concurrent is not None and concurrent.after_bytes:
-                nbytes = after_exchange_bytes(float(p.bytes_per_gpu[0]), run.ranks)
-                after = replace(wl, compute={gpu: ComputeTime.table(
-                    {b: concurrent.after(b, nbytes) for b in concurrent.batches},
-                    source=f"training step on {run.ranks} ranks at once after an Allreduce of {nbytes:.0f} B")})
-                p = predict(after, cl, strategy, [run.ranks], scaling="weak", batch=run.batch)
-        except SpecError as e:
+            result = predict_result(parser.parse_args(argv))
+        except (CLIError, SpecError, ProfileErrorBase) as e:
             raise ValidateError(f"run log {run.path}: {e}") from None
-        wait = float(p.extra["t_straggler_s"][0])
-        t_iter += n * float(p.t_iter_s[0])
-        t_comp += n * (float(p.t_compute_s[0]) - wait)
-        decode = _decode_in_comm(wl, strategy, run.ranks)
-        # the trainer's comm phase is the communication left after backward: the model's exposed part
-        t_comm += n * (float(p.t_comm_s[0] - p.extra.get("t_hidden_s", [0.0])[0]) + decode + wait)
-        t_compress += n * (float(p.extra.get("t_compress_s", [0.0])[0]) - decode)
-        sent += n * float(p.bytes_per_gpu[0])
-        total += n
-    t_iter, t_comp, t_comm, t_compress = t_iter / total, t_comp / total, t_comm / total, t_compress / total
-    return {"t_step_s": t_iter, "t_compute_s": t_comp, "t_comm_s": t_comm, "t_compress_s": t_compress,
-            "throughput": run.ranks * run.batch / t_iter, "core_share": share, "bytes_per_step": sent / total}
+        (record,), (point,) = result.records, result.points
+        view = trainer_view(record, point, run.workers or run.ranks)
+        for k in totals:
+            totals[k] += n * view[k]
+        server += n * record.get("server_utilization", 0.0)
+        computing = point.computing_ranks
+        thr += n * record["throughput"]
+        steps += n
+        commands.append(command_text(argv))
+        notes.extend(x for x in result.notes if x not in notes)
+    out = {k: v / steps for k, v in totals.items()}
+    samples = run.batch * (run.workers or run.ranks)
+    out.update(throughput=thr / steps if run.workers else samples / out["t_step_s"], commands=commands,
+               notes=notes, server_utilization=server / steps, computing_ranks=computing)
+    return out
 
 
-def predict_ps_run(run: RunMeasurement, workload: Workload, cluster: Cluster, cores: int,
-                   apply_s: float = 0.0) -> dict:
-    """Predicted worker step (seconds) and server throughput (samples/s) of a parameter-server run: the
-    model's asgd strategy on W = run.workers workers, one per node, over ``cluster.network`` (the
-    profile's ping-pong link), the server's time per exchange on its own link where the cluster has one
-    (``Cluster.network_for("ps")``: the profile's parameter-server exchange). Only the workers compute:
-    compute is stretched by W x threads / cores when that exceeds 1. apply_s: seconds the server spends
-    applying a gradient while its worker waits (the optimizer step the profile timed): the model's
-    ps_update_s, taken off the worker's compute, so that it counts as communication and as server time
-    per exchange. The predicted communication is the step less compute: the exchange plus any wait for
-    a saturated server."""
-    if run.workers < 2:
-        raise ValidateError(f"run log {run.path}: {run.workers} worker(s); the model's asgd strategy "
-                            f"communicates from 2 workers on (on one it is a single-GPU run)")
-    share = max(1.0, run.workers * run.threads / cores)
-    gpu = next(iter(workload.compute))
-    # the worker's step less the update, which the server applies (ps_update_s) while the worker waits
-    wl = replace(workload, compute={gpu: _less(_stretched(workload.compute[gpu], share), apply_s)})
-    cl = replace(cluster, gpus_per_node=1, gpu=gpu)
-    ((strategy, _),) = run_strategies(run)
-    try:
-        p = predict(wl, cl, replace(strategy, ps_update_s=apply_s), [run.workers], scaling="weak", batch=run.batch)
-    except SpecError as e:
-        raise ValidateError(f"run log {run.path}: {e}") from None
-    t_step = float(p.t_iter_s[0])
-    t_compute = float(p.t_compute_s[0])
-    return {"t_step_s": t_step, "t_compute_s": t_compute, "t_comm_s": t_step - t_compute, "t_compress_s": 0.0,
-            "throughput": float(p.throughput[0]), "core_share": share, "bytes_per_step": float(p.bytes_per_gpu[0]),
-            "server_utilization": float(p.extra["server_utilization"][0])}
+def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int | None = None,
+             link: tuple[str, ...] = (), gpus_per_node: int | None = None,
+             nodes_per_host: int | None = None) -> list[dict]:
+    """One row per run: measured and predicted step time and throughput, their errors (%), and the
+    `perfmodel predict` command that gives the prediction (``predict_command``).
 
-
-def _optimizer_step_s(prof) -> float:
-    """The profile's optimizer-step time (median over its batch sizes; seconds), 0 when not measured."""
-    return _median([r.step.median_s for r in prof.compute.rows]) if prof.compute.rows else 0.0
-
-
-def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int | None = None) -> list[dict]:
-    """One row per run: measured and predicted step time and throughput, and their errors (%).
-
-    skip: warm-up steps left out of each run (>= 0); cores: cores the runs shared (>= 1), None for
-    the profile's."""
-    from .profile.schema import load_profile, profile_cluster, profile_daso, profile_links, profile_workload
+    skip: warm-up steps left out of each run (>= 0); cores: cores of one machine (>= 1), None for the
+    profile's; link, gpus_per_node, nodes_per_host: the cluster description (``Scenario``)."""
+    from .profile.schema import load_profile
 
     if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
         raise ValidateError(f"skip must be an integer >= 0 (warm-up steps left out of each run), got {skip!r}")
@@ -372,123 +332,22 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         prof = load_profile(path)
         if prof.model is None or prof.compute is None:
             raise ValidateError(f"profile {path} has no compute measurements of a model")
-        by_model[prof.model.name] = prof
+        by_model[prof.model.name] = (str(path), prof)
     rows = []
     for path in logs:
         run = measure_run(path, skip)
-        prof = by_model.get(run.model)
-        if prof is None:
+        found = by_model.get(run.model)
+        if found is None:
             raise ValidateError(f"run log {path} trained {run.model!r}; no --profile of that model "
                                 f"(profiled: {', '.join(sorted(by_model)) or 'none'})")
+        if run.workers and run.workers < 2:
+            raise ValidateError(f"run log {run.path}: {run.workers} worker(s); the model's asgd strategy "
+                                f"communicates from 2 workers on (on one it is a single-GPU run)")
+        prof_path, prof = found
         ncores = cores if cores is not None else (prof.machine.cpu_affinity or os.cpu_count() or 1)
-        workload = profile_workload(prof)
-        if run.workers:  # point-to-point Send/Recv: the ping-pong link at the run's rank count, and
-            # the server's time per exchange from the profile's "ps" exchange there, where it has one
-            cluster = profile_cluster(prof, network_from="pingpong", ranks=run.ranks,
-                                      op_bytes=read_sizes(run, workload))
-            rows.append(_row(path, run, predict_ps_run(run, workload, cluster, ncores, _optimizer_step_s(prof))))
-            continue
-        exact = prof.comm_for("mpi", ranks=run.ranks)  # the profile's MPI run at the run's rank count
-        if run.ranks > 1:
-            op, nbytes = exchange_message(run, workload)
-            measured = exact or prof.comm_for("mpi")
-            op = op if measured is not None and op in measured.ops else "allreduce"
-            cluster = profile_cluster(prof, ranks=run.ranks, network_from=op, nbytes=nbytes,
-                                      op_bytes={**exchange_blocks(run, workload), **global_sync_message(run, workload)})
-        else:
-            cluster = profile_cluster(prof)
-        codec = prof.compute.codec
-        rpn = int(run.config.get("ranks_per_node") or 1)
-        intra = None
-        if run.algo == "daso" and rpn > 1 and prof.comm_for("mpi", ranks=rpn) is not None:
-            intra = profile_links(prof, ranks=rpn)["network"]  # the profile's run on one node's ranks
-        pred = predict_run(run, workload, cluster, ncores,
-                           codec.rates() if codec is not None else (0.0, 0.0, 0.0), profile_daso(prof), intra,
-                           exact.compute if exact is not None else None)
-        rows.append(_row(path, run, pred))
+        scenario = Scenario(prof_path, tuple(str(x) for x in link), gpus_per_node, nodes_per_host, ncores)
+        rows.append(_row(path, run, predict_run(run, scenario)))
     return rows
-
-
-def after_exchange_bytes(sent_bytes: float, ranks: int) -> float:
-    """The Allreduce message (bytes) whose ring sends ``sent_bytes`` from each of ``ranks`` ranks,
-    sent p / (2 (p - 1)): what the profile's step after an Allreduce (ConcurrentCompute.after) is read
-    at for a strategy that sends sent_bytes per rank and step (SSGD: its gradient). 0 for one rank."""
-    return sent_bytes * ranks / (2.0 * (ranks - 1)) if ranks > 1 else 0.0
-
-
-def read_sizes(run: RunMeasurement, model: Workload | ModelInfo) -> dict[str, float]:
-    """The message size (bytes) at which ``validate`` reads each profiled operation for ``run``: the
-    network link's operation (``exchange_message``), the blocks of its Allgather and Alltoall
-    (``exchange_blocks``), DASO's Iallreduce at the gradient's bytes (perfmodel.profile.schema
-    nonblocking_factor) and its global group's (``global_sync_message``), or the parameter server's
-    push ("ps": the fp32 gradient). Timing these operations at exactly these sizes (``perfmodel
-    profile --extra-sizes``) leaves nothing to interpolate. model: the run's Workload, or the profiled
-    ModelInfo (tensor sizes are all it needs). {} for one rank."""
-    if run.workers:
-        return {"ps": dense_bytes(model, "fp32")}
-    if run.ranks < 2:
-        return {}
-    op, nbytes = exchange_message(run, model)
-    sizes = {op: nbytes, **exchange_blocks(run, model), **global_sync_message(run, model)}
-    if run.algo == "daso":  # DASO's non-blocking factor: iallreduce over allreduce at the gradient's bytes
-        sizes["iallreduce"] = nbytes
-    return sizes
-
-
-def global_sync_message(run: RunMeasurement, workload: Workload | ModelInfo) -> dict[str, float]:
-    """DASO's cycling-phase global sync with several ranks per node: {"global_iallreduce": the fp32
-    parameters' bytes}, the Iallreduce that one rank of each node runs (trainers/sync/daso.py), so that
-    the model charges it on the link measured on that group (Cluster.network_ops) where the profile has
-    it. {} for the other runs."""
-    rpn = int(run.config.get("ranks_per_node") or 1)
-    if run.algo != "daso" or rpn < 2 or run.ranks // rpn < 2:
-        return {}
-    return {"global_iallreduce": 4.0 * sum(workload.tensor_sizes)}
-
-
-def exchange_message(run: RunMeasurement, workload: Workload | ModelInfo) -> tuple[str, float]:
-    """The profiled operation whose fit is the run's network link, and the bytes of the message its
-    exchange sends (the piecewise fit's bandwidth is read at that size: perfmodel.profile.schema
-    profile_links). SSGD and TernGrad: the "iallreduce" fit, the same ring as the blocking Allreduce
-    (perfmodel.mpi_algorithms forces both), timed one call at a time; SSGD's overlapped buckets run it
-    (trainers.grad_buckets), and on the emulated links the blocking ring, timed the same way, ran
-    1.4-1.6x slower than the wire at some sizes (2 nodes at 250 Mbit/s: 128 KiB, 256 KiB, 4 MiB; at 100
-    Mbit/s from 1 MiB, with a 16 KiB token bucket; with the shallow bucket of perfmodel.emulate still at
-    256 KiB and 4 MiB) where the trainers' own blocking Allreduce ran at the wire (TernGrad levels, 233 KB
-    at 250 Mbit/s: 8.0 ms, wire 7.8 ms), and the non-blocking ring at every size. SSGD: at one bucket;
-    TernGrad: at its codes' size (lanes of levels_lane_bits for levels, 2-bit packed for ps and
-    allgather). DASO (its own blocking/non-blocking factor, perfmodel.profile.schema.profile_daso):
-    the "allreduce" fit at the gradient's fp32 bytes. A profile without the operation: "allreduce"."""
-    grad = 4.0 * sum(workload.tensor_sizes)
-    cfg = run.config
-    if run.algo == "ssgd":
-        return "iallreduce", min(grad, float(cfg.get("bucket_mb", 25.0)) * 2**20)
-    if run.algo == "terngrad":
-        (strategy, _), = run_strategies(run)
-        split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
-        if strategy.terngrad_exchange == "levels":
-            bits = levels_lane_bits(run.ranks, strategy.terngrad_lanes == "packed")
-            return "iallreduce", split.ternary_elems * float(bits) / 8
-        return "iallreduce", float(split.packed_bytes)
-    return "allreduce", grad
-
-
-def exchange_blocks(run: RunMeasurement, workload: Workload | ModelInfo) -> dict[str, float]:
-    """The Allgather and Alltoall a run's exchange calls, each with its block (bytes one rank sends in
-    one step: perfmodel.profile.schema.BLOCK_OPS), so that the model charges them on their own measured
-    links (Cluster.network_ops) where the profile has them. TernGrad's Allgather exchange: every rank's
-    2-bit codes; its ps exchange: an Alltoall of 2-bit shards, then an Allgather of the
-    ceil(log2(2W+1))-bit sums of one shard (trainers.comm.ps_levels_sum). {} for the other runs."""
-    if run.algo != "terngrad" or run.ranks < 2:
-        return {}
-    (strategy, _), = run_strategies(run)
-    split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
-    if strategy.terngrad_exchange == "allgather":
-        return {"allgather": float(split.packed_bytes)}
-    if strategy.terngrad_exchange == "ps":
-        shard = float(ps_shard_elems(split.ternary_elems, run.ranks))
-        return {"alltoall": shard / 4.0, "allgather": shard * float(aggregate_bits(run.ranks)) / 8.0}
-    return {}
 
 
 def validate_allreduce_choice(forced: str | os.PathLike, chosen: str | os.PathLike, ranks: int) -> list[dict]:
@@ -546,7 +405,8 @@ def _row(path: str, run: RunMeasurement, pred: dict) -> dict:
         "measured_bytes_per_step": run.bytes_per_step, "predicted_bytes_per_step": pred["bytes_per_step"],
         "step_error_pct": 100 * (pred["t_step_s"] - run.t_step_s) / run.t_step_s,
         "throughput_error_pct": 100 * (pred["throughput"] - run.throughput) / run.throughput,
-        "core_share": pred["core_share"],
+        "computing_ranks": pred["computing_ranks"], "predict_command": " ; ".join(pred["commands"]),
+        "notes": " | ".join(pred["notes"]),
     }
     if run.workers:
         row.update(workers=run.workers, predicted_server_utilization=pred["server_utilization"])
@@ -591,6 +451,7 @@ def format_rows(rows: list[dict]) -> str:
                      f"{r['step_error_pct']:+6.1f}% {r['measured_throughput']:9.0f} "
                      f"{r['predicted_throughput']:9.0f} {r['throughput_error_pct']:+6.1f}% "
                      f"{r['measured_bytes_per_step']:12.0f} {r['predicted_bytes_per_step']:12.0f}")
+        lines.append(f"  predicted by: {r['predict_command']}")
     lines.append(f"MAPE over {len(rows)} runs: step time {mape(rows):.1f}%, "
                  f"throughput {mape(rows, 'throughput_error_pct'):.1f}%, communication "
                  f"{mape(rows, 'comm_error_pct'):.1f}% (median {median_ape(rows, 'comm_error_pct'):.1f}%)")
@@ -600,3 +461,28 @@ def format_rows(rows: list[dict]) -> str:
 def rows_json(rows: list[dict]) -> str:
     return json.dumps({"runs": rows, "mape_step_pct": mape(rows),
                        "mape_throughput_pct": mape(rows, "throughput_error_pct")}, indent=1)
+
+
+def run_strategies(run: RunMeasurement) -> list[tuple[Strategy, int, int]]:
+    """(Strategy, ranks per node, steps) of each `perfmodel predict` command that describes ``run``, as
+    the command line builds them (before a profile fills in what it measured)."""
+    from .cli import build_parser, build_strategies
+
+    parser = build_parser()
+    out = []
+    for argv, n in predict_commands(run, Scenario("-")):
+        args = parser.parse_args(argv)
+        (strategy,) = build_strategies(args)
+        out.append((strategy, int(args.gpus_per_node or 1), n))
+    return out
+
+
+def run_read_sizes(run: RunMeasurement, model: Workload | ModelInfo) -> dict[str, float]:
+    """The message size (bytes) at which the prediction of ``run`` reads each profiled operation
+    (perfmodel.profile.predictor.read_sizes for the strategy its `perfmodel predict` command builds)."""
+    from .profile.predictor import read_sizes
+
+    out: dict[str, float] = {}
+    for strategy, per_node, _ in run_strategies(run):
+        out.update(read_sizes(strategy, run.workers or run.ranks, per_node, model))
+    return out

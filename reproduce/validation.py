@@ -213,23 +213,23 @@ def _cluster_runs(runs: Path, name: str, skip: int) -> list:
 
 def _read_sizes(runs: list, model: str) -> dict[str, list[int]]:
     """op -> the sizes (bytes) at which perfmodel.validate reads it for these runs
-    (perfmodel.validate.read_sizes)."""
+    (perfmodel.validate.run_read_sizes)."""
     from perfmodel.profile.compute import load_workload_model
-    from perfmodel.validate import read_sizes
+    from perfmodel.validate import run_read_sizes
 
     info = load_workload_model(model)[1] if runs else None
     sizes: dict[str, set[int]] = {}
     for run in runs:
-        for op, nbytes in read_sizes(run, info).items():
+        for op, nbytes in run_read_sizes(run, info).items():
             sizes.setdefault(op, set()).add(int(nbytes))
     return {op: sorted(v) for op, v in sorted(sizes.items())}
 
 
 def _compute_after(runs: list) -> list[int]:
     """The Allreduce sizes (bytes) after which the profile times the concurrent step, so that validate
-    reads it at each synchronous run's bytes per step (perfmodel.validate.after_exchange_bytes) without
+    reads it at each synchronous run's bytes per step (perfmodel.profile.predictor.after_exchange_bytes) without
     interpolating; parameter-server runs are not read there."""
-    from perfmodel.validate import after_exchange_bytes
+    from perfmodel.profile.predictor import after_exchange_bytes
 
     return sorted({-(-int(after_exchange_bytes(r.bytes_per_step, r.ranks)) // 4) * 4
                    for r in runs if not r.workers and r.ranks > 1 and r.bytes_per_step > 0})

@@ -196,7 +196,8 @@ def test_trainer_bytes_per_exchange_equal_the_model_and_the_log_validates(tmp_pa
     """What the parameter server moves per gradient (its payload counters: the fp32 gradient pushed, the
     fp32 parameters pulled) is the model's asgd bytes_per_gpu; the log is validated as a PS run."""
     from perfmodel.specs import Cluster, Link
-    from perfmodel.validate import measure_run, predict_ps_run
+    from perfmodel.scaling import predict
+    from perfmodel.validate import measure_run, run_strategies
 
     log = tmp_path / f"asgd-{workers}.jsonl"
     code, out, _ = run_mpi(workers + 1, ["-m", "trainers.run", "run", "--algo", "asgd", "--model", "lenet",
@@ -215,7 +216,8 @@ def test_trainer_bytes_per_exchange_equal_the_model_and_the_log_validates(tmp_pa
     assert (run.workers, run.ranks, run.t_compress_s) == (workers, workers + 1, 0.0)
     link, free = Link(1e-5, 1e9), Link(0.0, float("inf"))  # CPU ranks: no device->host copy
     cluster = Cluster("local", 1, intra=link, host=free, network=link, gpu="cpu")
-    pred = predict_ps_run(run, _lenet_workload(), cluster, cores=workers)
-    assert pred["bytes_per_step"] == run.bytes_per_step == 2 * 4 * 431_080
+    ((strategy, _, _),) = run_strategies(run)  # what `perfmodel validate` predicts the run as
+    pred = predict(_lenet_workload(), cluster, strategy, [run.workers], batch=run.batch)
+    assert pred.bytes_per_gpu[0] == run.bytes_per_step == 2 * 4 * 431_080
     # by hand: t_c(4) + push + pull over the 1 GB/s link, below the server's cap of 1e9 / n exchanges/s
-    assert pred["t_step_s"] == pytest.approx(2e-3 + 4e-4 + 2 * (1e-5 + 4 * 431_080 / 1e9))
+    assert pred.t_iter_s[0] == pytest.approx(2e-3 + 4e-4 + 2 * (1e-5 + 4 * 431_080 / 1e9))

@@ -86,7 +86,7 @@ def _predicted_bytes(log: Path) -> float:
     run = measure_run(log, skip=0)
     link = Link(1e-5, 1e9)
     cluster = Cluster("local", 1, link, link, link, gpu="cpu")
-    ((strategy, _),) = run_strategies(run)
+    ((strategy, _, _),) = run_strategies(run)
     return float(predict(_lenet(), cluster, strategy, [run.ranks], batch=run.batch).bytes_per_gpu[0])
 
 

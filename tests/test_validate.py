@@ -84,7 +84,7 @@ def test_oversubscribed_ranks_share_the_cores(tmp_path, profile):
     t_comm = 2 * 3 * a + 2 * 3 / 4 * GRAD * b
     log = write_log(tmp_path / "a.jsonl", "ssgd", 4, 32, [0.01] * 8)
     (row,) = validate([log], [profile], skip=2, cores=2)
-    assert row["core_share"] == 2.0
+    assert row["computing_ranks"] == 4  # 4 ranks on 2 cores: a share of 2
     assert row["predicted_compute_s"] == pytest.approx(2 * (T0 + T1 * 32), rel=1e-3)
     assert row["predicted_comm_s"] == pytest.approx(t_comm, rel=1e-3)
 
@@ -140,7 +140,7 @@ def test_compute_is_the_step_timed_after_the_exchange_the_strategy_sends(tmp_pat
 
 @pytest.mark.parametrize("ranks", [2, 3, 4, 8, 512])
 def test_after_exchange_bytes_inverts_the_ring_allreduces_bytes_per_rank(ranks):
-    from perfmodel.validate import after_exchange_bytes
+    from perfmodel.profile.predictor import after_exchange_bytes
     from trainers.comm import ring_allreduce_bytes
 
     assert after_exchange_bytes(ring_allreduce_bytes(1724320, ranks), ranks) == pytest.approx(1724320, rel=1e-12)
@@ -354,7 +354,7 @@ def test_terngrad_sync_points_cost_what_the_codecs_loop_measured(tmp_path):
 def test_terngrad_decoding_is_timed_as_communication():
     from perfmodel.profile.schema import profile_workload
     from perfmodel.specs import Strategy
-    from perfmodel.validate import _decode_in_comm
+    from perfmodel.validate import decode_in_comm as _decode_in_comm
 
     wl = profile_workload(make_profile())
     elems = sum(wl.tensor_sizes)  # no fp32 last layer: every tensor is ternarized
@@ -464,7 +464,7 @@ def test_a_saturated_server_sets_the_rate(tmp_path):
     # they exchange 4 / (14.4 + 6.28) ms = 193/s, below the server's 294/s: no waiting for the server
     (shared,) = validate([write_ps_log(tmp_path / "ps2.jsonl", 4, 32, [(0.003, 0.009, 0.003)] * 6)], [prof],
                          skip=1, cores=1)
-    assert shared["core_share"] == 4.0
+    assert shared["computing_ranks"] == 4  # the 4 workers on 1 core: a share of 4
     assert shared["predicted_compute_s"] == pytest.approx(4 * (T0 + T1 * 32) - STEP_32, rel=1e-3)
     assert shared["predicted_step_s"] == pytest.approx(4 * (T0 + T1 * 32) + 2 * (1e-4 + GRAD / 1e6), rel=1e-3)
     assert shared["predicted_server_utilization"] == pytest.approx(4 / shared["predicted_step_s"] * server, rel=1e-3)
@@ -486,77 +486,76 @@ def test_ps_logs_the_model_does_not_describe_are_refused(tmp_path, profile, caps
     assert err.count("\n") == 1 and needle in err
 
 
-def test_exchange_message_names_the_profiled_operation_and_the_message_size():
+def _wl():
     from perfmodel.specs import ComputeTime, Workload
-    from perfmodel.validate import RunMeasurement, exchange_message
 
     # 3 tensors: 1000 and 600 ternarized, the last (the classifier, one tensor here) kept fp32 by default
-    wl = Workload(name="w", tensor_sizes=(1000, 600, 10), classifier_tensors=1,
-                  compute={"cpu": ComputeTime("linear", t0_s=0.0, t1_s=1e-3)})
-    def run(algo, ranks, **cfg):
-        return RunMeasurement("x", algo, "w", ranks, 8, 1, 10, 1.0, 0.5, 0.5, 0.0, 8.0, {"algo": algo, **cfg}, {})
+    return Workload(name="w", tensor_sizes=(1000, 600, 10), classifier_tensors=1,
+                    compute={"cpu": ComputeTime("linear", t0_s=0.0, t1_s=1e-3)})
+
+
+def _tern(exchange, lanes="int8"):
+    from perfmodel.specs import Strategy
+
+    return Strategy("terngrad", terngrad_exchange=exchange, terngrad_lanes=lanes)
+
+
+def test_exchange_message_names_the_profiled_operation_and_the_message_size():
+    from perfmodel.profile.predictor import exchange_message
+    from perfmodel.specs import Strategy
+
+    wl = _wl()
     grad = 4.0 * 1610
-    assert exchange_message(run("ssgd", 2, overlap=True, bucket_mb=25.0), wl) == ("iallreduce", grad)
-    assert exchange_message(run("ssgd", 2, bucket_mb=1e-3), wl) == ("iallreduce", 1e-3 * 2**20)  # one bucket
+    assert exchange_message(Strategy("ssgd", bucket_mb=25.0), 2, wl) == ("iallreduce", grad)
+    assert exchange_message(Strategy("ssgd", bucket_mb=1e-3), 2, wl) == ("iallreduce", 1e-3 * 2**20)  # one bucket
     # levels at 4 MPI ranks with packed lanes: 4 bits per ternary element; int8 lanes: 1 byte
-    assert exchange_message(run("terngrad", 4, tern_exchange="levels", tern_lanes="packed"), wl) == \
-        ("iallreduce", 1600 * 4 / 8)
-    assert exchange_message(run("terngrad", 4, tern_exchange="levels", tern_lanes="int8"), wl) == ("iallreduce", 1600.0)
+    assert exchange_message(_tern("levels", "packed"), 4, wl) == ("iallreduce", 1600 * 4 / 8)
+    assert exchange_message(_tern("levels"), 4, wl) == ("iallreduce", 1600.0)
     # ps and allgather move 2-bit packed codes: ceil(n_k / 4) bytes per tensor
-    assert exchange_message(run("terngrad", 4, tern_exchange="allgather"), wl) == ("iallreduce", 250 + 150)
-    assert exchange_message(run("daso", 4), wl) == ("allreduce", grad)
+    assert exchange_message(_tern("allgather"), 4, wl) == ("iallreduce", 250 + 150)
+    assert exchange_message(Strategy("daso"), 4, wl) == ("allreduce", grad)
+    assert exchange_message(Strategy("asgd"), 3, wl) == ("pingpong", grad)
 
 
 def test_exchange_blocks_are_the_allgather_and_alltoall_blocks():
-    from perfmodel.specs import ComputeTime, Workload
-    from perfmodel.validate import RunMeasurement, exchange_blocks
+    from perfmodel.profile.predictor import exchange_blocks
+    from perfmodel.specs import Strategy
 
-    wl = Workload(name="w", tensor_sizes=(1000, 600, 10), classifier_tensors=1,
-                  compute={"cpu": ComputeTime("linear", t0_s=0.0, t1_s=1e-3)})
-
-    def run(algo, ranks, **cfg):
-        return RunMeasurement("x", algo, "w", ranks, 8, 1, 10, 1.0, 0.5, 0.5, 0.0, 8.0, {"algo": algo, **cfg}, {})
+    wl = _wl()
     # allgather: each rank's 2-bit codes, ceil(1000/4) + ceil(600/4) bytes
-    assert exchange_blocks(run("terngrad", 4, tern_exchange="allgather"), wl) == {"allgather": 400.0}
+    assert exchange_blocks(_tern("allgather"), 4, wl) == {"allgather": 400.0}
     # ps at 4 ranks: shards of ceil(1600/4) = 400 elements (a multiple of 8); push 2 bits, pull
     # ceil(log2(9)) = 4 bits per element of one shard
-    assert exchange_blocks(run("terngrad", 4, tern_exchange="ps"), wl) == {"alltoall": 100.0, "allgather": 200.0}
-    assert exchange_blocks(run("terngrad", 4, tern_exchange="levels"), wl) == {}
-    assert exchange_blocks(run("ssgd", 4), wl) == {} and exchange_blocks(run("terngrad", 1), wl) == {}
+    assert exchange_blocks(_tern("ps"), 4, wl) == {"alltoall": 100.0, "allgather": 200.0}
+    assert exchange_blocks(_tern("levels"), 4, wl) == {}
+    assert exchange_blocks(Strategy("ssgd"), 4, wl) == {} and exchange_blocks(_tern("ps"), 1, wl) == {}
 
 
-def test_read_sizes_are_where_validate_reads_each_profiled_operation():
+def test_read_sizes_are_where_the_predictor_reads_each_profiled_operation():
+    from perfmodel.profile.predictor import read_sizes
     from perfmodel.profile.schema import ModelInfo
-    from perfmodel.specs import ComputeTime, Workload
-    from perfmodel.validate import RunMeasurement, read_sizes
+    from perfmodel.specs import Strategy
 
-    wl = Workload(name="w", tensor_sizes=(1000, 600, 10), classifier_tensors=1,
-                  compute={"cpu": ComputeTime("linear", t0_s=0.0, t1_s=1e-3)})
+    wl = _wl()
     # the profiled model gives the same sizes: its tensor sizes are all they need
     info = ModelInfo(name="w", origin="workload", input_shape=(1, 8, 8), num_classes=10,
                      tensor_names=("a.weight", "b.weight", "c.weight"), tensor_sizes=(1000, 600, 10))
     assert info.classifier_tensors == 1
-
-    def run(algo, ranks, workers=0, **cfg):
-        return RunMeasurement("x", algo, "w", ranks, 8, 1, 10, 1.0, 0.5, 0.5, 0.0, 8.0, {"algo": algo, **cfg}, {},
-                              workers=workers)
     grad = 4.0 * 1610
     for model in (wl, info):
-        assert read_sizes(run("ssgd", 2, bucket_mb=25.0), model) == {"iallreduce": grad}
+        assert read_sizes(Strategy("ssgd", bucket_mb=25.0), 2, 1, model) == {"iallreduce": grad}
         # levels, packed lanes at 4 ranks: 1600 elements x 4 bits
-        assert read_sizes(run("terngrad", 4, tern_exchange="levels", tern_lanes="packed"), model) == \
-            {"iallreduce": 800.0}
+        assert read_sizes(_tern("levels", "packed"), 4, 1, model) == {"iallreduce": 800.0}
         # ps: the fp32 part's link at the 2-bit codes' 400 B, push 100 B per peer, pull 200 B
-        assert read_sizes(run("terngrad", 4, tern_exchange="ps"), model) == \
-            {"iallreduce": 400.0, "alltoall": 100.0, "allgather": 200.0}
+        assert read_sizes(_tern("ps"), 4, 1, model) == {"iallreduce": 400.0, "alltoall": 100.0, "allgather": 200.0}
         # DASO: the blocking allreduce and its non-blocking factor, both at the fp32 gradient
-        assert read_sizes(run("daso", 4), model) == {"allreduce": grad, "iallreduce": grad}
+        assert read_sizes(Strategy("daso"), 4, 1, model) == {"allreduce": grad, "iallreduce": grad}
         # with 2 ranks per node, also its global sync: the Iallreduce on one rank of each node
-        assert read_sizes(run("daso", 4, ranks_per_node=2), model) == \
+        assert read_sizes(Strategy("daso"), 4, 2, model) == \
             {"allreduce": grad, "iallreduce": grad, "global_iallreduce": grad}
-        assert read_sizes(run("daso", 4, ranks_per_node=4), model) == {"allreduce": grad, "iallreduce": grad}
-        assert read_sizes(run("asgd", 3, workers=2), model) == {"ps": grad}
-        assert read_sizes(run("ssgd", 1), model) == {}
+        assert read_sizes(Strategy("daso"), 4, 4, model) == {"allreduce": grad, "iallreduce": grad}
+        assert read_sizes(Strategy("asgd"), 2, 1, model) == {"ps": grad}
+        assert read_sizes(Strategy("ssgd"), 1, 1, model) == {}
 
 
 def test_open_mpis_own_choice_is_predicted_on_the_forced_rings_link(tmp_path):

@@ -1,0 +1,371 @@
+"""One predictor from a profile: the path behind both `perfmodel predict --profile` and `perfmodel validate`.
+
+`perfmodel validate` reads a run's configuration, turns it into the `perfmodel predict` command that
+describes it (perfmodel.validate.predict_command) and runs that command's code, so the validated number
+is the number a user gets. For each strategy and GPU count W this module turns the profile, the link
+and the cluster description (``Layout``) into the specs perfmodel.scaling.predict takes:
+
+- Placement: M = ceil(W / g) nodes of g ranks (``Layout.gpus_per_node``). The ranks that compute at
+  once on one machine's cores, k: g on real nodes, every rank where the nodes share one machine
+  (``Layout.nodes_per_host`` 0: emulated nodes, or a profile's own ranks on this machine); asgd counts
+  its W workers (the server mostly waits).
+- Compute: the training step timed on k ranks at once (the profile's MPI run at k ranks,
+  perfmodel.profile.schema.ConcurrentCompute): its mean, its spread as the stragglers' CV
+  (Strategy.straggler_cv), and, where timed, the step right after an Allreduce of the bytes the
+  strategy sends (``after_exchange_bytes``: a trainer computes between two exchanges, with the caches
+  the exchange left). Where the profile has no run at k ranks: the one-process step stretched by
+  max(1, k x threads / cores), the share of a core each rank gets (a note says so when k is beyond
+  every rank count the profile timed at once).
+- Network: the link source's MPI run at the job's rank count where measured, else its largest
+  (``--link-from``: a `perfmodel profile --link` file, nccl-tests or OSU output; else the profile
+  itself), read at the message the exchange sends (``exchange_message``), inverted through the ring
+  formula over that run's ranks; Allgather, Alltoall, the parameter server's exchange and DASO's
+  global Iallreduce on their own measured links at their blocks (``exchange_blocks``,
+  ``global_sync_message``). Intra-node: the profile's MPI run at g ranks (one node) when g > 1.
+- TernGrad: the codec's rates and the wait at each synchronization point after its work
+  (Strategy.sync_wait_s) from the codec loop timed on the k ranks at once; else the one-process rates
+  divided by the same core share.
+- asgd: the profile's optimizer step moves from the worker's compute to the server (ps_update_s): the
+  server applies the update while its worker waits.
+- DASO: progress "wait" on CPU ranks, "async" on GPUs; the non-blocking factor from the link source.
+
+A field the user set on the command line (``fixed``) is never replaced. Every point that reads beyond
+what the profile or the link measured adds one note (``Point.notes``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+from ..compression import (aggregate_bits, dense_bytes, levels_lane_bits, ps_shard_elems, ternary_split)
+from ..scaling import Prediction, predict
+from ..specs import Cluster, ComputeTime, SpecError, Strategy, Workload
+from .schema import (ConcurrentCompute, ModelInfo, Profile, ProfileError, nonblocking_factor, profile_cluster,
+                     profile_links, profile_workload)
+
+__all__ = ["Layout", "Point", "predict_point", "exchange_message", "exchange_blocks", "global_sync_message",
+           "read_sizes", "after_exchange_bytes", "optimizer_step_s", "FIXABLE"]
+
+#: Strategy fields the predictor fills from the profile unless the command line set them.
+FIXABLE = ("straggler_cv", "sync_wait_s", "codec", "ps_update_s", "daso_progress", "daso_nonblocking_factor")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the job's ranks sit on machines: the CPU side of the cluster description.
+
+    gpus_per_node: ranks per node (g, >= 1). nodes_per_host: nodes that share one machine's cores (0:
+    all of them, as emulated nodes on one host or a profile's ranks on this machine; 1: real nodes).
+    cores: CPU cores of one machine (None: the profile's machine's)."""
+
+    gpus_per_node: int = 1
+    nodes_per_host: int = 0
+    cores: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, low in (("gpus_per_node", 1), ("nodes_per_host", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise SpecError(f"{name} must be an integer >= {low}, got {v!r}")
+        if self.cores is not None and (isinstance(self.cores, bool) or not isinstance(self.cores, int)
+                                       or self.cores < 1):
+            raise SpecError(f"cores must be an integer >= 1, got {self.cores!r}")
+
+    def computing(self, ranks: int, per_node: int) -> int:
+        """Ranks that compute at once on one machine's cores, of ``ranks`` computing ranks placed
+        ``per_node`` to a node."""
+        if self.nodes_per_host == 0:
+            return ranks
+        return min(ranks, per_node * self.nodes_per_host)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One strategy at one GPU count: the specs the model was given and its prediction."""
+
+    workload: Workload
+    cluster: Cluster
+    strategy: Strategy
+    prediction: Prediction
+    computing_ranks: int
+    notes: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- what each exchange sends
+
+
+def exchange_message(strategy: Strategy, ranks: int, model: Workload | ModelInfo) -> tuple[str, float]:
+    """The profiled operation whose fit is the network link of ``strategy`` at ``ranks`` ranks, and the
+    bytes of the message its exchange sends (the link's bandwidth is read at that size). SSGD and
+    TernGrad: the "iallreduce" fit (the same ring as the blocking Allreduce, timed one call at a time;
+    SSGD's overlapped buckets run it; on the emulated links the blocking ring timed the same way ran
+    1.4-1.6x slower than the wire at some sizes where the trainers' own blocking Allreduce ran at the
+    wire), SSGD at one bucket, TernGrad at its codes' size (levels: lanes of levels_lane_bits; ps and
+    allgather: 2-bit packed). DASO: the "allreduce" fit at the fp32 gradient. asgd: the one-way
+    "pingpong" at the fp32 gradient (point-to-point Send/Recv)."""
+    grad = 4.0 * sum(model.tensor_sizes)
+    if strategy.name == "asgd":
+        return "pingpong", grad
+    if strategy.name == "ssgd":
+        return "iallreduce", min(grad, float(strategy.bucket_mb) * 2**20)
+    if strategy.name == "terngrad":
+        split = ternary_split(model, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
+        if strategy.terngrad_exchange == "levels":
+            bits = levels_lane_bits(ranks, strategy.terngrad_lanes == "packed")
+            return "iallreduce", split.ternary_elems * float(bits) / 8
+        return "iallreduce", float(split.packed_bytes)
+    return "allreduce", grad
+
+
+def exchange_blocks(strategy: Strategy, ranks: int, model: Workload | ModelInfo) -> dict[str, float]:
+    """The Allgather and Alltoall a TernGrad exchange calls, each with its block (bytes one rank sends in
+    one step: perfmodel.profile.schema.BLOCK_OPS), so that the model charges them on their own measured
+    links (Cluster.network_ops): the Allgather exchange, every rank's 2-bit codes; the ps exchange, an
+    Alltoall of 2-bit shards, then an Allgather of the ceil(log2(2W+1))-bit sums of one shard. {} for
+    the other strategies and for one rank."""
+    if strategy.name != "terngrad" or ranks < 2:
+        return {}
+    split = ternary_split(model, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
+    if strategy.terngrad_exchange == "allgather":
+        return {"allgather": float(split.packed_bytes)}
+    if strategy.terngrad_exchange == "ps":
+        shard = float(ps_shard_elems(split.ternary_elems, ranks))
+        return {"alltoall": shard / 4.0, "allgather": shard * float(aggregate_bits(ranks)) / 8.0}
+    return {}
+
+
+def global_sync_message(strategy: Strategy, ranks: int, per_node: int, model: Workload | ModelInfo) -> dict[str, float]:
+    """DASO's cycling-phase global sync with several ranks per node: {"global_iallreduce": the fp32
+    parameters' bytes}, the Iallreduce one rank of each node runs (trainers/sync/daso.py), charged on
+    the link measured on that group where the link source has it. {} otherwise."""
+    if strategy.name != "daso" or per_node < 2 or ranks // per_node < 2:
+        return {}
+    return {"global_iallreduce": 4.0 * sum(model.tensor_sizes)}
+
+
+def read_sizes(strategy: Strategy, ranks: int, per_node: int, model: Workload | ModelInfo) -> dict[str, float]:
+    """The message size (bytes) at which the predictor reads each profiled operation for ``strategy`` at
+    ``ranks`` ranks (asgd: the server and its workers): the network link's operation, the blocks of its
+    Allgather and Alltoall, DASO's Iallreduce at the gradient's bytes (its non-blocking factor) and its
+    global group's, the parameter server's push ("ps": the fp32 gradient). Timing the operations at
+    exactly these sizes (`perfmodel profile --extra-sizes`) leaves nothing to interpolate; they follow
+    from the model and the layout alone, so they can be chosen before any run."""
+    if strategy.name == "asgd":
+        return {"ps": dense_bytes(model, "fp32") if isinstance(model, Workload) else 4.0 * sum(model.tensor_sizes)}
+    if ranks < 2:
+        return {}
+    op, nbytes = exchange_message(strategy, ranks, model)
+    sizes = {op: nbytes, **exchange_blocks(strategy, ranks, model),
+             **global_sync_message(strategy, ranks, per_node, model)}
+    if strategy.name == "daso":
+        sizes["iallreduce"] = nbytes
+    return sizes
+
+
+def after_exchange_bytes(sent_bytes: float, ranks: int) -> float:
+    """The Allreduce message (bytes) whose ring sends ``sent_bytes`` from each of ``ranks`` ranks,
+    sent p / (2 (p - 1)): where the profile's step after an Allreduce (ConcurrentCompute.after) is read
+    for a strategy that sends sent_bytes per rank and step. 0 for one rank."""
+    return sent_bytes * ranks / (2.0 * (ranks - 1)) if ranks > 1 else 0.0
+
+
+def optimizer_step_s(profile: Profile) -> float:
+    """The profile's optimizer-step time (median over its batch sizes; seconds), 0 when not measured."""
+    rows = profile.compute.rows if profile.compute is not None else ()
+    return float(np.median([r.step.median_s for r in rows])) if rows else 0.0
+
+
+# ---------------------------------------------------------------- compute
+
+
+def _scaled(ct: ComputeTime, factor: float, less_s: float = 0.0) -> ComputeTime:
+    """ct times ``factor``, less ``less_s`` seconds per step (never below 1 us)."""
+    if factor == 1.0 and less_s == 0.0:
+        return ct
+    if ct.kind == "linear":
+        return replace(ct, t0_s=max(ct.t0_s * factor - less_s, 0.0), t1_s=ct.t1_s * factor)
+    return replace(ct, times_s=tuple(max(t * factor - less_s, 1e-6) for t in ct.times_s))
+
+
+def _concurrent(profile: Profile, k: int) -> ConcurrentCompute | None:
+    """The training step timed on k ranks at once (the profile's MPI run at k ranks), None if not timed."""
+    if k < 2:
+        return None
+    run = profile.comm_for("mpi", ranks=k)
+    return run.compute if run is not None else None
+
+
+def _concurrent_counts(profile: Profile) -> list[int]:
+    return sorted(c.ranks for c in profile.comm if c.backend == "mpi" and c.compute is not None)
+
+
+# ---------------------------------------------------------------- one point
+
+
+def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, layout: Layout, *,
+                  link: Profile | None = None, workload: Workload | None = None,
+                  fixed: frozenset[str] = frozenset(), scaling: str = "weak",
+                  edit: Callable[[Cluster], Cluster] | None = None) -> Point:
+    """Predict ``strategy`` at ``gpus`` GPUs (asgd: workers) from ``profile`` (one machine's compute,
+    codecs and collectives) and ``link`` (the network between nodes; None: the profile's own MPI runs).
+
+    workload: a workload the user named (its compute is then its own, and the profile gives only the
+    links); None: the profiled model. fixed: Strategy fields (FIXABLE) the user set, left as given.
+    edit: the command line's link overrides, applied to the cluster last."""
+    if profile.model is None or profile.compute is None:
+        raise ProfileError("the profile has no compute measurements of a model; rerun `perfmodel profile` "
+                           "with --workload")
+    src = link if link is not None else profile
+    notes: list[str] = []
+    ps = strategy.name == "asgd"
+    per_node = 1 if ps else min(gpus, layout.gpus_per_node)
+    model = profile.model
+    # the network link, read at the exchange's own message on the link source's run at the job's ranks
+    mpi_ranks = gpus + 1 if ps else gpus
+    cluster_kw: dict = {}
+    if mpi_ranks > 1:
+        op, nbytes = exchange_message(strategy, gpus, model)
+        exact = src.comm_for("mpi", ranks=mpi_ranks)
+        measured = exact or src.comm_for("mpi")
+        if measured is None:
+            raise ProfileError("the link has no MPI communication measured between 2 or more ranks")
+        if op not in measured.ops:
+            if op == "pingpong":
+                raise ProfileError(f"asgd needs a point-to-point link (pingpong; osu_latency); the link "
+                                   f"source has {', '.join(sorted(measured.ops))}")
+            op = "allreduce" if "allreduce" in measured.ops else op
+        op_bytes = read_sizes(strategy, gpus, per_node, model) if ps else \
+            {**exchange_blocks(strategy, gpus, model), **global_sync_message(strategy, gpus, per_node, model)}
+        nodes = math.ceil(gpus / per_node) + (1 if ps else 0)
+        if exact is None:
+            notes.append(f"network: extrapolated from {measured.ranks} ranks on {measured.nodes} host(s) to "
+                         f"{mpi_ranks} ranks on {nodes} nodes (the {op} ring formula on that link)")
+        elif measured.nodes < min(nodes, mpi_ranks) and link is not None:
+            notes.append(f"network: measured at {mpi_ranks} ranks on {measured.nodes} host(s), the job spans "
+                         f"{nodes} nodes")
+        base = profile_cluster(src, ranks=mpi_ranks, network_from=op, nbytes=nbytes, op_bytes=op_bytes)
+        cluster_kw = dict(network=base.network, network_ops=base.network_ops, source=base.source)
+        net = base.network
+    else:
+        net = profile_links(src)["network"] if src.comm_for("mpi") is not None else None
+        if net is None:
+            raise ProfileError("the profile has no communication measured with 2 or more ranks; rerun "
+                               "`perfmodel profile` with --ranks 1,2")
+        cluster_kw = dict(network=net, source=f"{profile.machine.hostname}")
+    own = profile_links(profile) if profile.comm_for("mpi") is not None else {}  # NCCL intra, GPU host copy
+    intra = own.get("intra", net)
+    if per_node > 1 and "intra" not in own and profile.comm_for("mpi", ranks=per_node) is not None:
+        intra = profile_links(profile, ranks=per_node)["network"]  # the profile's run on one node's ranks
+    # compute: the step timed on the k ranks that share the machine's cores at once
+    from_profile = workload is None
+    wl = workload if workload is not None else profile_workload(profile)
+    gpu = next(iter(wl.compute))
+    k = layout.computing(gpus, per_node)
+    cores = layout.cores or profile.machine.cpu_affinity or os.cpu_count() or 1
+    threads = profile.compute.threads
+    share = max(1.0, k * threads / cores)
+    conc = _concurrent(profile, k) if from_profile else None
+    apply_s = optimizer_step_s(profile) if ps and from_profile and "ps_update_s" not in fixed else None
+    fields: dict = {}
+    if from_profile:
+        if conc is not None:
+            wl = replace(wl, compute={gpu: ComputeTime.table(dict(zip(conc.batches, conc.mean_s)),
+                                                             source=f"training step on {k} ranks at once")})
+            if "straggler_cv" not in fixed:
+                fields["straggler_cv"] = conc.at(batch)[2]
+        else:
+            timed = _concurrent_counts(profile)
+            if k > 1 and (not timed or k > max(timed)):
+                notes.append(f"compute: {k} ranks share {cores} cores; the profile timed at most "
+                             f"{max(timed) if timed else 1} at once: the one-process step is stretched by {share:g}")
+            wl = replace(wl, compute={gpu: _scaled(wl.compute[gpu], share)})
+        if apply_s:  # the server applies the update while its worker waits
+            wl = replace(wl, compute={gpu: _scaled(wl.compute[gpu], 1.0, apply_s)})
+            fields["ps_update_s"] = apply_s
+        codec = profile.compute.codec
+        if "codec" not in fixed and strategy.name == "terngrad":
+            if conc is not None and conc.codec is not None:
+                rates = conc.codec.rates()
+                if "sync_wait_s" not in fixed:
+                    fields["sync_wait_s"] = conc.codec.sync_wait_s or 0.0
+            elif codec is not None:
+                rates = tuple(r / share for r in codec.rates())
+            else:
+                rates = (0.0, 0.0, 0.0, 0.0)
+            fields.update(terngrad_encode_elems_per_s=rates[0], terngrad_decode_elems_per_s=rates[1],
+                          terngrad_convert_elems_per_s=rates[2], terngrad_ps_aggregate_elems_per_s=rates[3])
+    if strategy.name == "daso":
+        if "daso_progress" not in fixed:
+            fields["daso_progress"] = "wait" if profile.compute.device == "cpu" else "async"
+        factor = nonblocking_factor(src, nbytes=float(model.gradient_bytes))
+        if factor is not None and "daso_nonblocking_factor" not in fixed:
+            fields["daso_nonblocking_factor"] = factor
+    strat = replace(strategy, **fields)
+    cl = Cluster(name="local" if link is None else "profiled", gpus_per_node=per_node, intra=intra,
+                 host=own.get("host", _free_host()), gpu=gpu, **cluster_kw)
+    if edit is not None:
+        cl = edit(cl)
+    try:
+        p = predict(wl, cl, strat, [gpus], scaling=scaling, batch=batch)
+        if conc is not None and conc.after_bytes and gpus > 1:
+            nbytes_after = after_exchange_bytes(float(p.bytes_per_gpu[0]), gpus)
+            wl = replace(wl, compute={gpu: ComputeTime.table(
+                {b: conc.after(b, nbytes_after) for b in conc.batches},
+                source=f"training step on {k} ranks at once after an Allreduce of {nbytes_after:.0f} B")})
+            p = predict(wl, cl, strat, [gpus], scaling=scaling, batch=batch)
+    except SpecError as e:
+        raise ProfileError(str(e)) from None
+    return Point(wl, cl, strat, p, k, tuple(notes))
+
+
+def _free_host():
+    from ..specs import Link
+
+    return Link(latency_s=0.0, bandwidth_Bps=float("inf"), source="CPU ranks: no device->host copy")
+
+
+def profiled_records(profile: Profile, strategies: list[Strategy], gpus: list[int], batch: int, layout: Layout, *,
+                     link: Profile | None = None, workload: Workload | None = None,
+                     fixed: frozenset[str] = frozenset(), scaling: str = "weak",
+                     edit: Callable[[Cluster], Cluster] | None = None) -> tuple[list[dict], list[str], list[Point]]:
+    """Records (perfmodel.scaling.Prediction.records) of every strategy at every GPU count it can run,
+    each predicted on its own by ``predict_point``; speedup and efficiency are over the strategy's
+    one-GPU point (the one-process step). Returns (records, notes, points); notes name the skipped
+    counts and every extrapolation once."""
+    from ..scaling import unrunnable
+
+    records: list[dict] = []
+    notes: list[str] = []
+    points: list[Point] = []
+    w = np.asarray(gpus)
+    for strategy in strategies:
+        probe = Cluster(name="layout", gpus_per_node=layout.gpus_per_node, intra=_free_host(),
+                        host=_free_host(), network=_free_host())
+        keep = np.ones(len(w), bool)
+        for why, bad in unrunnable(w, probe, strategy, scaling=scaling, batch=batch).items():
+            keep &= ~np.isin(w, bad)
+            notes.append(f"skipped {strategy.name} at {', '.join(str(int(x)) for x in bad)} GPUs: {why}")
+        one = None
+        for count in w[keep]:
+            pt = predict_point(profile, strategy, int(count), batch, layout, link=link, workload=workload,
+                               fixed=fixed, scaling=scaling, edit=edit)
+            if one is None:
+                one = pt if int(count) == 1 else predict_point(profile, strategy, 1, batch, layout, link=link,
+                                                               workload=workload, fixed=fixed, scaling=scaling,
+                                                               edit=edit)
+            (rec,) = pt.prediction.records()
+            single = float(one.prediction.throughput[0])
+            rec["speedup"] = rec["throughput"] / single
+            rec["efficiency"] = rec["speedup"] / int(count)
+            rec["computing_ranks"] = pt.computing_ranks
+            records.append(rec)
+            points.append(pt)
+            notes.extend(n for n in pt.notes if n not in notes)
+    if not records:
+        raise ProfileError("nothing to predict: " + "; ".join(dict.fromkeys(n.split(": ", 1)[1] for n in notes)))
+    return records, notes, points
