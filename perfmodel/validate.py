@@ -472,6 +472,7 @@ def run_strategies(run: RunMeasurement) -> list[tuple[Strategy, int, int]]:
     out = []
     for argv, n in predict_commands(run, Scenario("-")):
         args = parser.parse_args(argv)
+        args.wire = args.wire or "fp32"  # as predict without a workload file
         (strategy,) = build_strategies(args)
         out.append((strategy, int(args.gpus_per_node or 1), n))
     return out

@@ -9,6 +9,11 @@ Tables (results/validation/<table>.csv):
   ompi-choice  MPI_Allreduce under Open MPI's own algorithm choice on emulated nodes, over message sizes,
              against the model's ``--allreduce ompi`` on the forced-ring profile's link (emulated_ompi.csv;
              small scale only).
+  scale-out  out of sample (reproduce/scale_out.py): one node and one 2x1 link profiled, every prediction
+             frozen before the runs, then 2x1, 3x1, 4x1 and 2x2 emulated at two rates (scale_out.csv);
+             run only when named: --only scale-out [--remakes 3].
+The validate and emulated tables are in-sample: each run is predicted from a profile taken on the same
+nodes, ranks, rate and message sizes.
 Runs use synthetic data shaped like each model's input (timing does not depend on the pixel values),
 1 torch thread per rank, fixed DASO B and W with no warm-up/cool-down phases. Scales: smoke = lenet
 only, ranks 1 and 2, few steps; small = lenet and resnet20, ranks 1, 2, 4.
@@ -295,11 +300,28 @@ def ompi_choice_table(args: argparse.Namespace, out: Path) -> None:
                 table.add(row)
 
 
-TABLES = {"validate": validate_table, "emulated": emulated_table, "ompi-choice": ompi_choice_table}
+def _scale_out(args: argparse.Namespace, out: Path) -> None:
+    from reproduce.scale_out import scale_out_table
+
+    scale_out_table(args, out)
+
+
+TABLES = {"validate": validate_table, "emulated": emulated_table, "ompi-choice": ompi_choice_table,
+          "scale-out": _scale_out}
+#: Run when --only does not name tables: the out-of-sample table takes its own command (minutes of runs).
+DEFAULT_TABLES = "validate,emulated,ompi-choice"
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser(PAPER, __doc__.splitlines()[0]).parse_args(argv)
+    p = parser(PAPER, __doc__.splitlines()[0])
+    p.add_argument("--remakes", type=int, default=1,
+                   help="scale-out: remakes of the whole table (profiles, frozen predictions, runs), rows keyed by "
+                        "remake 0..N-1 (default 1)")
+    args = p.parse_args(argv)
+    if args.remakes < 1:
+        print(f"reproduce/{PAPER}: error: --remakes must be >= 1, got {args.remakes}", file=sys.stderr)
+        return 2
+    args.only = args.only or DEFAULT_TABLES
     return run_tables(PAPER, TABLES, args)
 
 

@@ -43,6 +43,8 @@ __all__ = ["add_profile_parser", "run_profile_command", "format_summary", "main"
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OPS = ",".join(COMM_OPS)
+#: What `perfmodel profile --link` times by default: the operations whose links the model reads between nodes.
+LINK_OPS = "pingpong,allreduce,iallreduce,allgather,alltoall,ps"
 
 
 # ---------------------------------------------------------------- argument parsing
@@ -96,6 +98,10 @@ def add_profile_parser(subparsers: Any) -> None:
                         "which `perfmodel emulate` sets to place the ranks on its emulated nodes)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per mpiexec run (default 600)")
     p.add_argument("--no-compute", action="store_true", help="skip the compute measurements")
+    p.add_argument("--link", action="store_true",
+                   help="measure only the network between two nodes: 2 ranks, one on each node (a hostfile of two "
+                        "hosts, or `perfmodel emulate --nodes 2`), no compute, the operations the model reads "
+                        f"({LINK_OPS}); the file is what `perfmodel predict --link-from` takes")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
     p.set_defaults(func=run_profile_command)
 
@@ -265,6 +271,12 @@ def run_profile_command(args: argparse.Namespace) -> int:
     """Run ``perfmodel profile``; returns the exit status (errors raise ProfileError)."""
     from .comm import default_sizes, parse_extra_sizes, parse_size
 
+    if getattr(args, "link", False):  # the network between two nodes, nothing else
+        if args.ranks not in ("1,2", "2"):
+            raise ProfileError(f"--link measures 2 ranks, one on each of two nodes; got --ranks {args.ranks}")
+        args.ranks, args.no_compute = "2", True
+        if args.ops == DEFAULT_OPS:
+            args.ops = LINK_OPS
     ranks = sorted(set(int_list(args.ranks, "ranks")))
     batches = sorted(set(int_list(args.batch, "batch")))
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip())
@@ -370,6 +382,10 @@ def run_profile_command(args: argparse.Namespace) -> int:
         with bar:
             cp = run_comm(None, r, backend=backend, module_args=module_args, launcher=launcher,
                           timeout=args.timeout, on_progress=lambda: bar.update(1))
+        if getattr(args, "link", False) and len(set(cp.hosts)) < 2:
+            raise ProfileError(f"--link: both ranks ran on {cp.hosts[0]}; place one rank on each of two nodes "
+                               f"(--hostfile with two hosts, --mpiexec-args '--map-by ppr:1:node', or "
+                               f"`perfmodel emulate --nodes 2 -- perfmodel profile --link ...`)")
         comm.append(cp)
         if backend == "mpi":
             library = library or cp.library

@@ -61,7 +61,7 @@ def parse_nccl_tests(text: str, where: str = "nccl-tests output") -> tuple[str, 
     op = next((o for name, o in NCCL_TESTS.items() if name in text), None)
     ranks_hosts = re.findall(r"^#\s+Rank\s+\d+\s.*?\bon\s+(\S+)", text, flags=re.M)
     ranks = len(ranks_hosts)
-    iters_m = re.search(r"\biters:\s*(\d+)", text)
+    iters_m = re.search(r"(?<!warmup )(?<!agg )\biters:\s*(\d+)", text)
     iters = int(iters_m.group(1)) if iters_m else 1
     header = next((ln for ln in text.splitlines() if re.match(r"^#\s+size\s+count\s+type", ln)), None)
     if header is None or ranks < 1:

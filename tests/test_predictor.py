@@ -1,0 +1,109 @@
+"""perfmodel.profile.predictor: the one path from a profile (and a link) to a prediction, checked by hand
+against the profile's own measurements."""
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.profile.linkfile import load_links
+from perfmodel.profile.predictor import Layout, after_exchange_bytes
+from perfmodel.profile.schema import load_profile, profile_workload
+from perfmodel.specs import SpecError
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = str(ROOT / "results" / "validation" / "profile_lenet_small.json")  # one machine: ranks 1, 2, 4
+NCCL = str(ROOT / "tests" / "data" / "links" / "nccl_all_reduce_perf_2x1.txt")
+
+
+def _predict(*args: str) -> tuple[list[dict], str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["predict", "--profile", PROFILE, "--format", "json", *args])
+    assert code == 0, err.getvalue()
+    return json.loads(out.getvalue()), err.getvalue()
+
+
+def test_a_link_between_two_nodes_reproduces_its_allreduce_and_the_one_process_step():
+    (rec,), _ = _predict("--link-from", NCCL, "--gpus", "2", "--batch", "64", "--strategy", "ssgd", "--overlap", "0")
+    grad = 4 * 431_080
+    # real nodes (one per machine by default with a link): each rank computes alone
+    t_c = profile_workload(load_profile(PROFILE)).compute["cpu"](64.0)
+    assert rec["t_compute_s"] == pytest.approx(float(t_c), rel=1e-12)
+    # the 2-rank ring on the link inverted from the measured 2-rank Allreduce: that time at the gradient
+    assert rec["t_comm_s"] == pytest.approx(20e-6 + grad / 10e9, rel=1e-4)
+    assert rec["t_iter_s"] == pytest.approx(rec["t_compute_s"] + rec["t_comm_s"], rel=1e-12)
+
+
+def test_four_nodes_extrapolate_the_two_node_ring_and_say_so():
+    (rec,), err = _predict("--link-from", NCCL, "--gpus", "4", "--batch", "64", "--strategy", "ssgd", "--overlap", "0")
+    op = load_links([NCCL]).comm[0].ops["allreduce"]
+    grad = 4 * 431_080
+    a2 = op.latency_from(8.0)  # the 2-rank ring: t2 = 2 alpha + n beta
+    alpha, beta = a2 / 2, (op.time_at(grad) - a2) / grad
+    assert rec["t_comm_s"] == pytest.approx(6 * alpha + 1.5 * grad * beta, rel=1e-9)  # 2(p-1) alpha + 2(p-1)/p n beta
+    assert "network: extrapolated from 2 ranks on 2 host(s) to 4 ranks on 4 nodes" in err
+
+
+def test_ranks_sharing_the_cores_take_the_step_timed_on_as_many_ranks_at_once():
+    prof = load_profile(PROFILE)
+    conc = prof.comm_for("mpi", ranks=4).compute
+    (rec,), err = _predict("--gpus", "4", "--batch", "64", "--strategy", "ssgd", "--overlap", "0", "--stragglers", "none")
+    sent = rec["bytes_per_gpu"]
+    assert rec["computing_ranks"] == 4 and "compute:" not in err
+    # the step after the Allreduce that sends the strategy's bytes (the profile timed it at the gradient)
+    assert rec["t_compute_s"] == pytest.approx(conc.after(64, after_exchange_bytes(sent, 4)), rel=1e-12)
+
+
+def test_more_ranks_than_the_profile_timed_stretch_the_one_process_step_and_say_so():
+    t_c = float(profile_workload(load_profile(PROFILE)).compute["cpu"](64.0))
+    (rec,), err = _predict("--gpus", "8", "--batch", "64", "--strategy", "ssgd", "--overlap", "0")
+    assert rec["t_compute_s"] == pytest.approx(8 / 2 * t_c, rel=1e-12)  # 8 ranks on 2 cores
+    assert "compute: 8 ranks share 2 cores; the profile timed at most 4 at once" in err
+    # on real nodes of 2 ranks (one machine each) the ranks of a node share its cores only: the 2-rank step
+    (real,), _ = _predict("--link-from", NCCL, "--gpus", "8", "--gpus-per-node", "2", "--batch", "64",
+                          "--strategy", "ssgd", "--overlap", "0", "--stragglers", "none")
+    conc = load_profile(PROFILE).comm_for("mpi", ranks=2).compute
+    assert real["computing_ranks"] == 2
+    assert real["t_compute_s"] == pytest.approx(conc.after(64, after_exchange_bytes(real["bytes_per_gpu"], 8)),
+                                                rel=1e-12)
+
+
+def test_the_parameter_server_applies_the_update_while_its_worker_waits():
+    prof = load_profile(PROFILE)
+    apply_s = sorted(r.step.median_s for r in prof.compute.rows)[len(prof.compute.rows) // 2]
+    t_c = float(profile_workload(prof).compute["cpu"](64.0))
+    link = str(ROOT / "tests" / "data" / "links" / "osu_latency_2x1.txt")  # point to point, as asgd sends
+    (rec,), _ = _predict("--link-from", link, "--gpus", "2", "--batch", "64", "--strategy", "asgd")
+    # 2 workers on nodes of their own: the one-process step; the optimizer step moves to the server
+    assert rec["t_compute_s"] == pytest.approx(t_c - apply_s, rel=1e-9)
+    (given,), _ = _predict("--link-from", link, "--gpus", "2", "--batch", "64", "--strategy", "asgd",
+                           "--ps-update-ms", "0")
+    assert given["t_compute_s"] == pytest.approx(t_c, rel=1e-9)
+    # the worker's exchange: push and pull of the fp32 gradient, one way each, on the OSU latency link
+    grad = 4 * 431_080
+    op = load_links([link]).comm[0].ops["pingpong"]
+    assert given["t_comm_s"] == pytest.approx(2 * op.time_at(grad), rel=1e-3)
+
+
+def test_layout_is_validated():
+    with pytest.raises(SpecError):
+        Layout(gpus_per_node=0)
+    with pytest.raises(SpecError):
+        Layout(nodes_per_host=-1)
+    assert Layout(gpus_per_node=2, nodes_per_host=0).computing(8, 2) == 8
+    assert Layout(gpus_per_node=2, nodes_per_host=1).computing(8, 2) == 2
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--nodes-per-host", "0"], "--nodes-per-host must be 'all' or an integer >= 1"),
+    (["--cores", "0"], "--cores must be >= 1"),
+    (["--cluster", "terngrad-ethernet", "--nodes-per-host", "all"], "describe a cluster predicted from --profile"),
+])
+def test_bad_layouts_are_one_line_exit_2(capsys, args, needle):
+    code = main(["predict", "--profile", PROFILE, "--gpus", "4", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and needle in err
