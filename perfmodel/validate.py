@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +70,7 @@ class RunMeasurement:
     bytes_per_step: float = 0.0  # median bytes_sent (bytes per step, trainers.log) of rank 0
     backend: str = "mpi"  # the run's gradient transport (header "backend"; logs without one ran on MPI)
     workers: int = 0  # parameter server: the W workers (ranks = W + 1); 0 for synchronous runs
+    load_avg: tuple[float, ...] = ()  # the machine's 1-minute load average at the run's start and end
 
 
 def _median(values: list[float]) -> float:
@@ -130,7 +131,7 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
         raise ValidateError(f"run log {path}: {len(log.steps)} steps, need more than skip={skip} + 2")
     ranks = int(head.get("ranks", 1))
     if "master_rule" in head:
-        return _measure_ps(path, head, algo, cfg, steps)
+        return replace(_measure_ps(path, head, algo, cfg, steps), load_avg=_loads(log))
     keys = ("t_step", "t_compute", "t_comm", "t_compress")
     phases: dict = {}
     if algo == "daso":
@@ -141,7 +142,28 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     sent = _median([float(s.get("bytes_sent", 0.0)) for s in steps])
     return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]), int(cfg.get("threads", 1)),
                           len(steps), t["t_step"], t["t_compute"], t["t_comm"], t["t_compress"],
-                          samples / t["t_step"], cfg, phases, sent, str(head.get("backend", "mpi")))
+                          samples / t["t_step"], cfg, phases, sent, str(head.get("backend", "mpi")),
+                          load_avg=_loads(log))
+
+
+def _loads(log) -> tuple[float, ...]:
+    """The load averages a run log carries (header, then its summaries): () in logs written before."""
+    vals = [log.header.get("load_avg")] + [r.get("load_avg") for r in log.summaries]
+    return tuple(float(v) for v in vals if isinstance(v, (int, float)))
+
+
+def load_note(run: RunMeasurement, profile, cores: int) -> str | None:
+    """One line when other work loaded the machine differently during the run than before the profile's
+    measurements (1-minute load averages before each started, more than half the cores apart); None
+    when they agree or either was not recorded."""
+    before = [c.load_avg[0] for c in profile.comm if c.load_avg]
+    if not run.load_avg or not before:
+        return None
+    run_load, prof_load = run.load_avg[0], min(before)
+    if abs(run_load - prof_load) <= 0.5 * cores:
+        return None
+    return (f"load: the machine's load average was {run_load:.1f} when the run started and {prof_load:.1f} "
+            f"before the profile's runs, on {cores} cores: other work shared the cores differently")
 
 
 def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps: list[dict]) -> RunMeasurement:
@@ -346,7 +368,11 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         prof_path, prof = found
         ncores = cores if cores is not None else (prof.machine.cpu_affinity or os.cpu_count() or 1)
         scenario = Scenario(prof_path, tuple(str(x) for x in link), gpus_per_node, nodes_per_host, ncores)
-        rows.append(_row(path, run, predict_run(run, scenario)))
+        pred = predict_run(run, scenario)
+        note = load_note(run, prof, ncores)
+        if note:
+            pred["notes"].append(note)
+        rows.append(_row(path, run, pred))
     return rows
 
 

@@ -36,7 +36,9 @@ def test_line_types_round_trip(tmp_path: Path) -> None:
     got = read_run_log(path)
     assert got.header["config"] == {"batch": 4} and got.last_step == 2
     assert [s["loss"] for s in got.steps] == [1.0, 0.5, 1 / 3]
-    assert got.evals[0]["test_acc"] == 0.75 and got.summaries == [{"type": "summary", "steps_run": 3}]
+    load = got.summaries[0]["load_avg"]  # the machine's 1-minute load average, as os.getloadavg gives it
+    assert load is None or (isinstance(load, float) and load >= 0) and got.header["load_avg"] is not None
+    assert got.evals[0]["test_acc"] == 0.75 and got.summaries == [{"type": "summary", "load_avg": load, "steps_run": 3}]
     table = steps_table(got.steps)
     assert list(table) == list(STEP_KEYS) and table["step"] == [0, 1, 2] and table["bytes_sent"] == [100] * 3
 

@@ -107,3 +107,17 @@ def test_bad_layouts_are_one_line_exit_2(capsys, args, needle):
     code = main(["predict", "--profile", PROFILE, "--gpus", "4", *args])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and needle in err
+
+
+def test_validate_says_when_the_load_differed_from_the_profiles(tmp_path):
+    from perfmodel.validate import RunMeasurement, load_note
+
+    prof = load_profile(PROFILE)
+    before = min(c.load_avg[0] for c in prof.comm if c.load_avg)
+
+    def run(loads):
+        return RunMeasurement("r", "ssgd", "lenet", 2, 64, 1, 10, 1.0, 0.5, 0.5, 0.0, 128.0, {}, {}, load_avg=loads)
+    assert load_note(run((before + 0.9,)), prof, 2) is None  # within half the 2 cores
+    note = load_note(run((before + 1.5, 3.0)), prof, 2)
+    assert note.startswith("load: the machine's load average was") and f"{before:.1f} before the profile" in note
+    assert load_note(run(()), prof, 2) is None  # a log written before the load was recorded

@@ -94,6 +94,16 @@ def read_run_log(path: str | os.PathLike) -> RunLogContents:
     return out
 
 
+def load_avg() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none): a run log's header and summary
+    carry it, so that `perfmodel validate` can say when other work shared the cores differently from the
+    profile's."""
+    try:
+        return round(float(os.getloadavg()[0]), 2)
+    except (AttributeError, OSError):
+        return None
+
+
 class RunLog:
     """Appends records to a JSONL run log (only rank 0 of a job should hold one).
 
@@ -113,7 +123,8 @@ class RunLog:
             self.last_step = contents.last_step
             self._f = open(self.path, "a")
         else:
-            self.header = {"type": "header", "schema": SCHEMA, "time": time.time(), **(header or {})}
+            self.header = {"type": "header", "schema": SCHEMA, "time": time.time(), "load_avg": load_avg(),
+                           **(header or {})}
             self.last_step = -1
             self._f = open(self.path, "w")
             self._write(self.header)
@@ -146,7 +157,7 @@ class RunLog:
         self._write({"type": "eval", **values})
 
     def summary(self, **values: Any) -> None:
-        self._write({"type": "summary", **values})
+        self._write({"type": "summary", "load_avg": load_avg(), **values})
 
     def close(self) -> None:
         if not self._f.closed:
