@@ -1,0 +1,69 @@
+"""The out-of-sample table at smoke scale (root: an emulated cluster): one node and the 2x1 link profiled,
+every prediction frozen before the first run, the runs of 2x1, 4x1 and 2x2, and nothing left behind."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perfmodel import emulate as em
+from reproduce import scale_out as so
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_layouts_are_split_before_any_change_and_never_both():
+    assert set(so.DEVELOPMENT) == {(2, 1), (3, 1)} and set(so.TEST) == {(4, 1), (2, 2)}
+    assert so.layout_set(3, 1) == "development" and so.layout_set(2, 2) == "test"
+    for scale in ("smoke", "small"):
+        assert set(so.SCALE[scale]["layouts"]) <= set(so.DEVELOPMENT) | set(so.TEST)
+
+
+def test_planned_runs_give_the_commands_validate_will_run():
+    from perfmodel.validate import Scenario, predict_commands
+
+    sc = so.SCALE["small"]
+    (argv, steps), = predict_commands(so.planned_run("terngrad", "ps", 2, 2, sc), Scenario("p.json", ("l.json",), 2, 0, 2))
+    assert argv[:9] == ["predict", "--profile", "p.json", "--link-from", "l.json", "--gpus", "4", "--batch", "8"]
+    assert "--terngrad-exchange" in argv and argv[argv.index("--terngrad-exchange") + 1] == "ps"
+    assert steps == sc["steps"] - sc["skip"]
+    (argv, _), = predict_commands(so.planned_run("asgd", "", 4, 1, sc), Scenario("p.json"))
+    assert argv[argv.index("--gpus") + 1] == "3"  # the server and 3 workers
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="an emulated cluster needs root")
+def test_smoke_scale_out_freezes_predictions_before_its_runs_and_cleans_up(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "reproduce.validation", "--scale", "smoke", "--only", "scale-out",
+                          "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=560,
+                         cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr[-3000:]
+    print(res.stdout)  # the medians, in the CI log
+    assert "remake 0:" in res.stdout and "step |error| median" in res.stdout
+    base = tmp_path / "validation"
+    table = pd.read_csv(base / "scale_out.csv", keep_default_na=False)
+    planned = so._jobs(so.SCALE["smoke"])
+    assert len(table) == len(planned)
+    frozen = json.loads((base / "scale_out_predictions_smoke_r0.json").read_text())
+    assert len(frozen["rows"]) == len(planned) and frozen["revision"]
+    assert all(frozen["predicted_at"] <= s for s in table["started_at"])  # ISO UTC times sort as strings
+    for _, row in table.iterrows():
+        key = f"{row['algo']}|{row['exchange']}|{row['nodes']}x{row['ranks_per_node']}|{row['rate']}"
+        assert float(row["predicted_step_s"]) == pytest.approx(frozen["rows"][key]["t_step_s"], rel=1e-12)
+        assert row["set"] == so.layout_set(int(row["nodes"]), int(row["ranks_per_node"]))
+        assert row["predict_command"].startswith("perfmodel predict --profile ")
+    assert {"profile_nodes", "profile_ranks_per_node", "nodes", "ranks_per_node", "predicted_at",
+            "started_at"} <= set(table.columns)
+    assert not any(em.leftovers().values())  # no namespace, link or hosts line
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "a process of the table's runs is still there"
+    rerun = subprocess.run([sys.executable, "-m", "reproduce.validation", "--scale", "smoke", "--only", "scale-out",
+                            "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=120,
+                           cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert rerun.returncode == 0 and pd.read_csv(base / "scale_out.csv").shape == table.shape  # nothing redone
