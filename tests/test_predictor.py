@@ -45,7 +45,7 @@ def test_four_nodes_extrapolate_the_two_node_ring_and_say_so():
     a2 = op.latency_from(8.0)  # the 2-rank ring: t2 = 2 alpha + n beta
     alpha, beta = a2 / 2, (op.time_at(grad) - a2) / grad
     assert rec["t_comm_s"] == pytest.approx(6 * alpha + 1.5 * grad * beta, rel=1e-9)  # 2(p-1) alpha + 2(p-1)/p n beta
-    assert "network: extrapolated from 2 ranks on 2 host(s) to 4 ranks on 4 nodes" in err
+    assert "network: measured at 2 ranks on 2 host(s); the model's collectives extrapolate it to 4 GPUs" in err
 
 
 def test_ranks_sharing_the_cores_take_the_step_timed_on_as_many_ranks_at_once():
@@ -62,7 +62,8 @@ def test_more_ranks_than_the_profile_timed_stretch_the_one_process_step_and_say_
     t_c = float(profile_workload(load_profile(PROFILE)).compute["cpu"](64.0))
     (rec,), err = _predict("--gpus", "8", "--batch", "64", "--strategy", "ssgd", "--overlap", "0")
     assert rec["t_compute_s"] == pytest.approx(8 / 2 * t_c, rel=1e-12)  # 8 ranks on 2 cores
-    assert "compute: 8 ranks share 2 cores; the profile timed at most 4 at once" in err
+    assert ("compute: the profile timed at most 4 rank(s) at once on 2 cores; the one-process step is stretched "
+            "by ranks x threads / cores for 8 GPUs") in err
     # on real nodes of 2 ranks (one machine each) the ranks of a node share its cores only: the 2-rank step
     (real,), _ = _predict("--link-from", NCCL, "--gpus", "8", "--gpus-per-node", "2", "--batch", "64",
                           "--strategy", "ssgd", "--overlap", "0", "--stragglers", "none")

@@ -30,7 +30,8 @@ and the cluster description (``Layout``) into the specs perfmodel.scaling.predic
 - DASO: progress "wait" on CPU ranks, "async" on GPUs; the non-blocking factor from the link source.
 
 A field the user set on the command line (``fixed``) is never replaced. Every point that reads beyond
-what the profile or the link measured adds one note (``Point.notes``).
+what the profile or the link measured adds a note (``Point.notes``: what was measured; ``profiled_records``
+names the GPU counts it applies to, one line per note).
 """
 
 from __future__ import annotations
@@ -242,12 +243,9 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
         op_bytes = read_sizes(strategy, gpus, per_node, model) if ps else \
             {**exchange_blocks(strategy, gpus, model), **global_sync_message(strategy, gpus, per_node, model)}
         nodes = math.ceil(gpus / per_node) + (1 if ps else 0)
-        if exact is None:
-            notes.append(f"network: extrapolated from {measured.ranks} ranks on {measured.nodes} host(s) to "
-                         f"{mpi_ranks} ranks on {nodes} nodes (the {op} ring formula on that link)")
-        elif measured.nodes < min(nodes, mpi_ranks) and link is not None:
-            notes.append(f"network: measured at {mpi_ranks} ranks on {measured.nodes} host(s), the job spans "
-                         f"{nodes} nodes")
+        if exact is None or (link is not None and measured.nodes < min(nodes, mpi_ranks)):
+            notes.append(f"network: measured at {measured.ranks} ranks on {measured.nodes} host(s); the model's "
+                         f"collectives extrapolate it to")
         base = profile_cluster(src, ranks=mpi_ranks, network_from=op, nbytes=nbytes, op_bytes=op_bytes)
         cluster_kw = dict(network=base.network, network_ops=base.network_ops, source=base.source)
         net = base.network
@@ -281,8 +279,8 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
         else:
             timed = _concurrent_counts(profile)
             if k > 1 and (not timed or k > max(timed)):
-                notes.append(f"compute: {k} ranks share {cores} cores; the profile timed at most "
-                             f"{max(timed) if timed else 1} at once: the one-process step is stretched by {share:g}")
+                notes.append(f"compute: the profile timed at most {max(timed) if timed else 1} rank(s) at once on "
+                             f"{cores} cores; the one-process step is stretched by ranks x threads / cores for")
             wl = replace(wl, compute={gpu: _scaled(wl.compute[gpu], share)})
         if apply_s:  # the server applies the update while its worker waits
             wl = replace(wl, compute={gpu: _scaled(wl.compute[gpu], 1.0, apply_s)})
@@ -342,6 +340,7 @@ def profiled_records(profile: Profile, strategies: list[Strategy], gpus: list[in
     records: list[dict] = []
     notes: list[str] = []
     points: list[Point] = []
+    beyond: dict[str, list[int]] = {}
     w = np.asarray(gpus)
     for strategy in strategies:
         probe = Cluster(name="layout", gpus_per_node=layout.gpus_per_node, intra=_free_host(),
@@ -365,7 +364,11 @@ def profiled_records(profile: Profile, strategies: list[Strategy], gpus: list[in
             rec["computing_ranks"] = pt.computing_ranks
             records.append(rec)
             points.append(pt)
-            notes.extend(n for n in pt.notes if n not in notes)
+            for n in pt.notes:
+                beyond.setdefault(n, []).append(int(count))
     if not records:
         raise ProfileError("nothing to predict: " + "; ".join(dict.fromkeys(n.split(": ", 1)[1] for n in notes)))
+    for note, counts in beyond.items():
+        counts = sorted(set(counts))
+        notes.append(f"{note} {', '.join(map(str, counts))} GPU{'s' if counts != [1] else ''}")
     return records, notes, points
