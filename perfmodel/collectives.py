@@ -90,13 +90,6 @@ def tree_broadcast(n: ArrayLike, p: ArrayLike, alpha: float, beta: float) -> np.
     return _log2c(p) * (alpha + np.asarray(n, dtype=float) * beta)
 
 
-def paper_log2(n: ArrayLike, p: ArrayLike, link: Link, *, latency: bool) -> np.ndarray:
-    """TernGrad Appendix B's form: log2(p) (alpha + n/B), with or without the latency term."""
-    p = np.asarray(p, dtype=float)
-    a = link.alpha if latency else 0.0
-    return (a + np.asarray(n, dtype=float) * link.beta) * np.log2(np.maximum(p, 1.0))
-
-
 # ---------------------------------------------------------------- placement on a cluster
 
 def placement(gpus: ArrayLike, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:

@@ -449,9 +449,3 @@ _STRATEGY_COMM = {
     "sync-ps": _sync_ps_comm,
     "byteps": _byteps_comm,
 }
-
-
-def predict_many(workload: Workload, cluster: Cluster, strategies: list[Strategy], gpus, *,
-                 scaling: str = "weak", batch: int = 32) -> list[Prediction]:
-    """Predict several strategies over the same GPU counts."""
-    return [predict(workload, cluster, s, gpus, scaling=scaling, batch=batch) for s in strategies]

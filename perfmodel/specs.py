@@ -283,7 +283,6 @@ STRATEGIES = ("ssgd", "terngrad", "daso", "asgd", "sync-ps", "byteps")
 DASO_PROGRESS = ("async", "wait")
 ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical", "nccl",
                         "reduce-broadcast", "basic-linear", "ompi")
-WIRE_FORMATS = ("fp32", "fp16", "bf16", "terngrad")
 TERNGRAD_EXCHANGES = ("levels", "ps", "allgather")
 TERNGRAD_LANES = ("int8", "packed")
 STAGINGS = ("device", "host")

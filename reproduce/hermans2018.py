@@ -49,7 +49,6 @@ from trainers.asynchronous.gem import GEM_CODES
 PAPER = "hermans2018"
 RULES = ("gem", "downpour", "adaptive-staleness")
 NO_PROTOCOL = "n/a"  # the protocol column of the rules without pi
-GEM_PROTOCOLS = ("paper-clamp", "authors")  # the GEM settings the tables run (trainers.asynchronous.gem.GEM_CODES)
 VARIANTS = (("gem", "paper-clamp"), ("gem", "authors"), ("downpour", NO_PROTOCOL),
             ("adaptive-staleness", NO_PROTOCOL))
 CHANCE_ACC = 0.20  # a 10-class run ending at or below this test accuracy is at chance level

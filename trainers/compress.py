@@ -392,10 +392,6 @@ if _numba is not None:
                 out[i] += ((packed[r, i >> 2] >> ((i & 3) << 1)) & 3) - 1
 
 
-def _segments(sizes: Sequence[int]) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))]).astype(np.int64)
-
-
 def _check_flat(g: np.ndarray, starts: np.ndarray, scalers: np.ndarray) -> None:
     if g.dtype != np.float32 or g.ndim != 1:
         raise ValueError(f"g must be a 1-D float32 array, got {g.dtype} with {g.ndim} dims")
