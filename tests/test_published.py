@@ -50,6 +50,22 @@ def test_every_measured_number_is_printed_in_its_excerpt():
             assert r["single_gpu_samples_per_s"] in texts, r["id"]
 
 
+def test_half_is_the_declared_hash_rule_and_splits_both_regimes():
+    # the rule of issue 27, computed here independently of build.py: odd SHA-256 of "source|source_loc"
+    import hashlib
+
+    with open(RUNS, newline="") as f:
+        rows = list(csv.DictReader(f))
+    keys = [(r["source"], r["source_loc"]) for r in rows]
+    assert len(set(keys)) == len(keys)  # the rule needs a unique location per row
+    for r in rows:
+        digest = hashlib.sha256((r["source"] + "|" + r["source_loc"]).encode("utf-8")).digest()
+        assert r["half"] == ("held-out" if digest[-1] & 1 else "dev"), r["id"]
+    for multi in (False, True):
+        halves = [r["half"] for r in rows if (int(r["nodes"]) > 1) == multi]
+        assert 0.35 < halves.count("dev") / len(halves) < 0.65
+
+
 def _row(**kw) -> dict:
     base = {c: "x" for c in pub.REQUIRED}
     base.update(id="t1", source_url="https://example.org/t", read_from="table", gpu="v100", gpus_per_node="8",

@@ -6,6 +6,7 @@ is typed here is the metadata each table states in its surrounding text (hardwar
 precision), each with the sentence or file it comes from in the row's `hardware_source` / `scheme_detail`.
 """
 import csv
+import hashlib
 import re
 from pathlib import Path
 
@@ -16,7 +17,7 @@ COLUMNS = ["id", "source", "source_url", "source_loc", "read_from", "system", "g
            "intra", "network", "nics", "hardware_source", "framework", "scheme", "scheme_detail",
            "ps_servers", "ps_placement", "model", "batch_per_gpu", "accumulate", "precision",
            "grad_wire", "comm_overlap", "data", "gpus", "nodes", "samples_per_s", "unit", "single_gpu_samples_per_s",
-           "single_gpu_batch", "single_gpu_loc", "note"]
+           "single_gpu_batch", "single_gpu_loc", "note", "half"]
 
 TF_COMMIT = "5984ffefd320c5d71b801ee06079a51b91ea42c0"
 TF_URL = f"https://github.com/tensorflow/tensorflow/blob/{TF_COMMIT}/tensorflow/docs_src/performance/benchmarks.md"
@@ -642,6 +643,13 @@ def squad_rows() -> list[dict]:
     return rows
 
 
+def half(source: str, source_loc: str) -> str:
+    """The row's half, declared before any model change: "held-out" when the SHA-256 of
+    "<source>|<source_loc>" (UTF-8) read as a hexadecimal integer is odd, else "dev"."""
+    h = int(hashlib.sha256(f"{source}|{source_loc}".encode()).hexdigest(), 16)
+    return "held-out" if h % 2 == 1 else "dev"
+
+
 def main(out: Path = HERE / "runs.csv") -> None:
     rows, seen = [], set()
     for r in tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + squad_rows() + dlperf_rows():
@@ -656,6 +664,7 @@ def main(out: Path = HERE / "runs.csv") -> None:
             rows.append(r)
     for i, r in enumerate(rows, start=1):
         r["id"] = f"p{i:03d}"
+        r["half"] = half(r["source"], r["source_loc"])
     with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
         w.writeheader()
