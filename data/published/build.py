@@ -590,6 +590,121 @@ def dlperf_rows() -> list[dict]:
     return rows
 
 
+# DLPerf's per-framework READMEs and OneFlow's own reports (same repository and commit as the summary
+# report, same 4-node V100 cluster): tables of 1-32 GPUs under headings that state precision and batch.
+# Rows whose multi-GPU and single-GPU numbers the summary report already prints are left out (the same
+# measurement); so are tables the README marks as a different input pipeline that limits the rate
+# (PyTorch 'worker=8': 8 GPUs 1070 img/s, slower than 4).
+DLPERF_COMMIT = "c89430bac64f64caabb0445ff7eb80175641454c"
+MINDSPORE = ("MindSpore 1.1.0", "nccl-allreduce", "MindSpore data parallel (ParallelMode.DATA_PARALLEL), gradient "
+             "AllReduce over NCCL, launched with mpirun (MindSpore/<model>/README.md: 'Mpi Multi-node')", "unknown")
+DLPERF_READMES = [  # excerpt, DLPERF_FRAMEWORKS key (or a tuple), model, default precision
+    ("dlperf_mx_rn50v1b", "MXNet", "resnet50", "fp32"),
+    ("dlperf_mx_bert", "MXNet", "bert-base", "fp32"),
+    ("dlperf_tf2_rn50", "TensorFlow 2.x", "resnet50", "fp32"),
+    ("dlperf_tf2_bert", "TensorFlow 2.x", "bert-base", "fp32"),
+    ("dlperf_pd_rn50", "PaddlePaddle", "resnet50", "fp32"),
+    ("dlperf_pd_bert", "PaddlePaddle", "bert-base", "fp32"),
+    ("dlperf_ms_rn50", MINDSPORE, "resnet50", "fp32"),
+    ("dlperf_ms_bert", MINDSPORE, "bert-base", "fp32"),
+    ("dlperf_pt_rn50", "PyTorch", "resnet50", "fp32"),
+    ("dlperf_ngc_pt_rn50", "NGC PyTorch", "resnet50", "fp32"),
+    ("dlperf_ngc_pt_bert", "NGC PyTorch", "bert-base", "fp32"),
+    ("dlperf_ngc_tf_rn50", "NGC TensorFlow 1.x", "resnet50", "fp32"),
+    ("dlperf_ngc_tf_bert", "NGC TensorFlow 1.x", "bert-base", "fp32"),
+    ("dlperf_ngc_mx_rn50", "NGC MXNet", "resnet50", "fp32"),
+    ("dlperf_of_rn50_0821", ("OneFlow v0.1.9",) + DLPERF_FRAMEWORKS["OneFlow"][1:], "resnet50", "fp32"),
+    ("dlperf_of_rn50_v02", "OneFlow", "resnet50", "fp32"),
+    ("dlperf_of_rn50_v031", ("OneFlow v0.3.1",) + DLPERF_FRAMEWORKS["OneFlow"][1:], "resnet50", "fp32"),
+    ("dlperf_of_bert_0822", ("OneFlow v0.1.9",) + DLPERF_FRAMEWORKS["OneFlow"][1:], "bert-base", "fp32"),
+    ("dlperf_of_bert_v02", "OneFlow", "bert-base", "fp32"),
+    ("dlperf_of_bert_v031", ("OneFlow v0.3.1",) + DLPERF_FRAMEWORKS["OneFlow"][1:], "bert-base", "fp32"),
+]
+_HEADING = re.compile(r"^\s*(?:-\s*)?(#+)\s*(.*?)\s*$")
+
+
+def _summary_numbers() -> set[float]:
+    """Every number the DLPerf summary report's six tables print (excerpts dlperf_rn50_* / dlperf_bert_*),
+    as values ('5115.40' there is '5115.4' in the PyTorch README)."""
+    out = set()
+    for name, *_ in DLPERF_TABLES:
+        out.update(float(x) for x in re.findall(r"\d+\.\d+", "\n".join(excerpt(name)[1])))
+    return out
+
+
+def dlperf_readme_rows() -> list[dict]:
+    summary = _summary_numbers()
+    rows = []
+    for name, fwkey, model, default_prec in DLPERF_READMES:
+        head, lines = excerpt(name)
+        m = re.match(r"<!-- Oneflow-Inc/DLPerf@(\w+) (\S+) lines (\d+)-(\d+), verbatim -->", head)
+        assert m and m.group(1) == DLPERF_COMMIT, head
+        path, first = m.group(2), int(m.group(3))
+        fw, scheme, detail, amp_wire = DLPERF_FRAMEWORKS[fwkey] if isinstance(fwkey, str) else fwkey
+        headings: dict[float, str] = {}
+        i = 0
+        while i < len(lines):
+            h = _HEADING.match(lines[i])
+            if h and not lines[i].lstrip().startswith("|"):
+                # a heading inside a list item ('- ### batch size = 160') sits below the plain heading above it
+                level = len(h.group(1)) + (0.5 if lines[i].lstrip().startswith("-") else 0)
+                headings = {k: v for k, v in headings.items() if k < level}
+                headings[level] = h.group(2).strip("# ")
+                i += 1
+                continue
+            if not (lines[i].strip().startswith("|") and re.search(r"node", lines[i], re.I)):
+                i += 1
+                continue
+            j = i
+            while j < len(lines) and lines[j].strip().startswith("|"):
+                j += 1
+            table = md_table(lines[i:j])
+            header, body = [c.lower() for c in table[0]], table[1:]
+            c_n = next(k for k, c in enumerate(header) if "node" in c)
+            c_pn = next((k for k, c in enumerate(header) if "per_node" in c), None)
+            c_g = c_pn if c_pn is not None else next(k for k, c in enumerate(header) if c.startswith("gpu"))
+            c_b = next((k for k, c in enumerate(header) if c.startswith("batch")), None)
+            c_t = next(k for k, c in enumerate(header) if "samples/s" in c or c == "throughput")
+            chain = " / ".join(headings[k] for k in sorted(headings))
+            low = chain.lower()
+            prec = "amp" if re.search(r"fp16|amp|混合精度", low) else ("fp32" if "fp32" in low else default_prec)
+            hb = re.findall(r"batch[ _]size\s*=\s*(\d+)", low)
+            table_line = first + i  # lines[0] is the source's line `first`
+            if re.search(r"worker=8\b", low):
+                i = j
+                continue
+            for r in body:
+                nodes = int(r[c_n])
+                gpus = nodes * int(r[c_g]) if c_pn is not None else int(r[c_g])
+                batch = r[c_b] if c_b is not None else (hb[-1] if hb else None)
+                if gpus == 1 or batch is None:
+                    continue
+                base = next((x for x in body if int(x[c_n]) == 1 and int(x[c_g]) == 1
+                             and (c_b is None or x[c_b] == batch)), None)
+                if base is None:
+                    continue
+                v, single = num(r[c_t]), num(base[c_t])
+                if float(v) in summary and float(single) in summary:
+                    continue
+                data = "synthetic" if "synthetic" in low else "real"
+                rows.append(row(
+                    source=f"DLPerf {path.rsplit('/', 1)[0]} ({path.rsplit('/', 1)[1]})",
+                    source_url=f"https://github.com/Oneflow-Inc/DLPerf/blob/{DLPERF_COMMIT}/{path}",
+                    source_loc=f"lines {m.group(3)}-{m.group(4)}, table at line {table_line} under '{chain}', "
+                    f"row nodes={nodes} GPUs={gpus} batch={batch}, column '{table[0][c_t]}'",
+                    read_from="table", system="dlperf-v100-cluster", **SYSTEMS["dlperf-v100-cluster"],
+                    framework=fw, scheme=scheme, scheme_detail=detail, model=model, batch_per_gpu=batch,
+                    accumulate=1, precision=prec, grad_wire=amp_wire if prec == "amp" else "fp32",
+                    comm_overlap="during-backward", data=data, gpus=gpus, nodes=-(-gpus // 8),
+                    samples_per_s=v, unit="images/s" if model == "resnet50" else
+                    "sequences/s (sequence length 128)", single_gpu_samples_per_s=single, single_gpu_batch=batch,
+                    single_gpu_loc="same table, row nodes=1 GPUs=1",
+                    note=f"configuration as the headings state: {chain}"
+                    + ("; ResNet50-v1b (gluon-cv): the v1.5 layout, same tensors" if "v1b" in path else "")))
+            i = j
+    return rows
+
+
 # BERT-large SQuAD v1.1 fine-tuning, one node (no gradient accumulation): TensorFlow 1 (Horovod's
 # DistributedOptimizer, gradients allreduced as backprop produces them) and PyTorch (apex DDP).
 SQUAD = [  # excerpt, framework, system
@@ -652,7 +767,8 @@ def half(source: str, source_loc: str) -> str:
 
 def main(out: Path = HERE / "runs.csv") -> None:
     rows, seen = [], set()
-    for r in tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + squad_rows() + dlperf_rows():
+    for r in (tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + squad_rows() + dlperf_rows() +
+              dlperf_readme_rows()):
         # DLPerf prints some measurements twice (NGC TF1 BERT AMP at bsz=64 in the 'AMP, batch size = 64'
         # and 'AMP, batch size = max' tables): keep the first
         key = (r["source"], r["system"], r["framework"], r["model"], r["precision"], r["batch_per_gpu"],
