@@ -90,6 +90,25 @@ def test_dlperf_readme_rows_read_by_hand():
     assert not [r for r in _rows_of("DLPerf PyTorch") if r["samples_per_s"] in ("5115.4", "2093.53")]
 
 
+def test_csc_rows_read_by_hand():
+    # results.md lines 13 and 15: '| DDP, synthetic | PyTorch 1.11.0+cu113 | puhti | 1 | 2022-05-18 | 325.95 |',
+    # '| DDP, synthetic | PyTorch 1.11.0+cu113 | puhti | 8 | 2022-05-18 | 2420.71 |': 8 GPUs = 2 Puhti nodes of 4
+    rows = _rows_of("CSC ml-benchmarks")
+    r = next(x for x in rows if x["samples_per_s"] == "2420.71")
+    assert (r["gpus"], r["nodes"], r["gpus_per_node"], r["single_gpu_samples_per_s"]) == ("8", "2", "4", "325.95")
+    assert (r["system"], r["gpu"], r["data"], r["precision"], r["batch_per_gpu"]) == ("csc-puhti", "v100", "synthetic",
+                                                                                      "fp32", "32")
+    assert r["source_loc"].startswith("results.md line 15,")
+    # Horovod and DeepSpeed rows have no 1-GPU row of their own: left out; so is the 'ERROR' cell
+    assert not [x for x in rows if x["samples_per_s"] in ("2220.04", "2420.89")]
+    # every row's line in the excerpt holds its rate and its GPU count
+    lines = (ROOT / "data" / "published" / "excerpts" / "csc_ml_benchmarks.md").read_text().splitlines()
+    for x in rows:
+        n = int(x["source_loc"].split("line ")[1].split(",")[0])
+        cells = [c.strip() for c in lines[n].strip("|").split("|")]
+        assert cells[3] == x["gpus"] and cells[5] == x["samples_per_s"], x["id"]
+
+
 def test_dlperf_readme_source_lines_point_at_table_headers():
     import re as _re
 

@@ -60,6 +60,18 @@ SYSTEMS = {
                      hardware_source="NVIDIA DGX A100: 8x A100 SXM4 (40 or 80 GB) on 6 NVSwitches (12 NVLink3 "
                      "links, 300 GB/s per direction per GPU), 8x 200 Gb/s HDR InfiniBand ConnectX-6 compute "
                      "NICs (NVIDIA DGX A100 datasheet / DGX A100 User Guide)"),
+    "csc-puhti": dict(
+        gpu="v100", gpus_per_node=4, intra="nvlink2", network="ib-edr", nics=2,
+        hardware_source="CSC Puhti GPU partition: 'four Nvidia Volta V100 GPUs with 32 GB of memory each', '4 GPUs "
+        "connected with NVLink', 'a dual-rail HDR100 interconnect network connectivity providing 200 Gbps of "
+        "aggregate bandwidth' (CSCfi/csc-user-guide@019f9277eac6ffbb93fcaa7f8919734006fb3db7 "
+        "docs/computing/systems-puhti.md); HDR100 = 100 Gb/s per rail, the ib-edr preset's rate"),
+    "csc-mahti": dict(
+        gpu="a100", gpus_per_node=4, intra="nvlink3", network="ib-hdr", nics=1,
+        hardware_source="CSC Mahti GPU partition: 'four Nvidia Ampere A100 GPUs' per node, 'each node is connected "
+        "to the network with a single 200 Gbps HDR link' (CSCfi/csc-user-guide@15a7e101237426a8a6b71fc0f8359e93dea3ecf6 "
+        "docs/computing/systems-mahti.md); the intra-node NVLink3 of a 4-GPU A100 SXM4 board is assumed (the page "
+        "does not state it)"),
 }
 
 _NUM = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
@@ -705,6 +717,65 @@ def dlperf_readme_rows() -> list[dict]:
     return rows
 
 
+# CSC's ml-benchmarks (mvsjober/ml-benchmarks results.md): ResNet-50 with PyTorch DDP on CSC's Puhti (4x V100
+# per node) and Mahti (4x A100 per node), 1, 2, 4 GPUs in one node and 8 GPUs on two nodes. The README:
+# 'mahti-gpu8-mpi.sh reserves two nodes, with 4 GPUs ... per node'; run-all-benchmarks.sh runs TWONODES="8".
+# Model and batch: benchmarks/pytorch_visionmodel_ddp.py and pytorch_visionmodel_lightning.py, --model default
+# 'resnet50', --batchsize default 32 (unchanged in every version of both files), no option given by
+# run-all-benchmarks.sh. Only the DDP rows have a 1-GPU rate of the same benchmark, framework and date; the
+# DeepSpeed and Horovod rows (no 1-GPU row), LUMI's MI250X rows (no GPU preset) and run_clm are left out.
+CSC_COMMIT = "d5c4253c418e74811ea38367d165b4af84cd8fb2"
+CSC_URL = f"https://github.com/mvsjober/ml-benchmarks/blob/{CSC_COMMIT}/results.md"
+CSC_DETAIL = {
+    "DDP": "torch.nn.parallel.DistributedDataParallel over NCCL, launched by torch.distributed.run "
+           "(benchmarks/pytorch_visionmodel_ddp.py line 112, pytorch-ddp.sh)",
+    "DDP Lightning": "PyTorch Lightning Trainer on several devices, whose default strategy is DDP over NCCL "
+                     "(benchmarks/pytorch_visionmodel_lightning.py; README: 'PyTorch Lightning example using DDP')",
+}
+
+
+def csc_rows() -> list[dict]:
+    head, lines = excerpt("csc_ml_benchmarks")
+    assert head.startswith(f"<!-- mvsjober/ml-benchmarks@{CSC_COMMIT} results.md lines 1-"), head
+    recs = []
+    for i, ln in enumerate(lines, start=1):  # lines[0] is the file's line 1
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if len(cells) != 6 or not cells[3].isdigit():
+            continue
+        bench, fw, cluster, gpus, date, rate = cells
+        recs.append(dict(line=i, bench=bench, fw=fw, cluster=cluster, gpus=int(gpus), date=date, rate=rate))
+    rows = []
+    for r in recs:
+        kind = r["bench"].split(",")[0].strip()
+        if r["cluster"] not in ("puhti", "mahti") or kind not in CSC_DETAIL or r["gpus"] == 1:
+            continue
+        if num(r["rate"]) is None or r["rate"].upper() == "ERROR":
+            continue
+        same = [x for x in recs if x["gpus"] == 1 and (x["bench"], x["fw"], x["cluster"], x["date"])
+                == (r["bench"], r["fw"], r["cluster"], r["date"])]
+        if len(same) != 1:
+            continue
+        s = same[0]
+        sysname = f"csc-{r['cluster']}"
+        prec = "amp" if "fp16" in r["bench"] else ("tf32" if r["cluster"] == "mahti" else "fp32")
+        gpn = SYSTEMS[sysname]["gpus_per_node"]
+        rows.append(row(
+            source="CSC ml-benchmarks results (mvsjober/ml-benchmarks)", source_url=CSC_URL,
+            source_loc=f"results.md line {r['line']}, row '{r['bench']} | {r['fw']} | {r['cluster']} | {r['gpus']} | "
+            f"{r['date']}', column 'Img/sec'", read_from="table", system=sysname, **SYSTEMS[sysname],
+            framework=r["fw"] + (", Lightning" if kind == "DDP Lightning" else ""), scheme="pytorch-ddp",
+            scheme_detail=CSC_DETAIL[kind], model="resnet50", batch_per_gpu=32, accumulate=1, precision=prec,
+            grad_wire="fp32", comm_overlap="during-backward",
+            data="real" if "Imagenet" in r["bench"] else "synthetic", gpus=r["gpus"], nodes=-(-r["gpus"] // gpn),
+            samples_per_s=num(r["rate"]), unit="images/s", single_gpu_samples_per_s=num(s["rate"]),
+            single_gpu_batch=32, single_gpu_loc=f"same table, line {s['line']} (GPUs 1, same benchmark, framework, "
+            "cluster and date)",
+            note="batch per GPU: the scripts' --batchsize default 32 (not printed in the table)"
+            + ("; precision tf32: an fp32 model on A100, whose cuDNN convolutions run TF32 by default in PyTorch "
+               "(torch.backends.cudnn.allow_tf32 defaults to True)" if prec == "tf32" else "")))
+    return rows
+
+
 # BERT-large SQuAD v1.1 fine-tuning, one node (no gradient accumulation): TensorFlow 1 (Horovod's
 # DistributedOptimizer, gradients allreduced as backprop produces them) and PyTorch (apex DDP).
 SQUAD = [  # excerpt, framework, system
@@ -768,7 +839,7 @@ def half(source: str, source_loc: str) -> str:
 def main(out: Path = HERE / "runs.csv") -> None:
     rows, seen = [], set()
     for r in (tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + squad_rows() + dlperf_rows() +
-              dlperf_readme_rows()):
+              dlperf_readme_rows() + csc_rows()):
         # DLPerf prints some measurements twice (NGC TF1 BERT AMP at bsz=64 in the 'AMP, batch size = 64'
         # and 'AMP, batch size = max' tables): keep the first
         key = (r["source"], r["system"], r["framework"], r["model"], r["precision"], r["batch_per_gpu"],
