@@ -109,6 +109,22 @@ def test_csc_rows_read_by_hand():
         assert cells[3] == x["gpus"] and cells[5] == x["samples_per_s"], x["id"]
 
 
+def test_dle_1908_bert_rows_read_by_hand():
+    # TF BERT README @58a3ed6 lines 756-757 (multi-node on 16G): '| 1  | 128 | 16,4 | 571.877 | 109.366 |',
+    # '| 4  | 128 | 16,4 | 2028.85  | 386.23  |'; single-node 16G line 741: '| 1 | 128 | 16,8 | 91.30 | 23.90 |'
+    rows = _rows_of("NVIDIA DeepLearningExamples TensorFlow BERT README, 19.08")
+    amp = next(r for r in rows if r["samples_per_s"] == "2028.85")
+    fp32 = next(r for r in rows if r["samples_per_s"] == "386.23")
+    assert (amp["gpus"], amp["nodes"], amp["batch_per_gpu"], amp["single_gpu_samples_per_s"]) == ("32", "4", "16",
+                                                                                                "91.30")
+    assert (fp32["batch_per_gpu"], fp32["single_gpu_batch"], fp32["single_gpu_samples_per_s"]) == ("4", "8", "23.90")
+    assert "measured at batch 8, this row at batch 4" in fp32["note"]
+    assert (amp["grad_wire"], fp32["grad_wire"], amp["accumulate"], amp["comm_overlap"]) == (
+        "fp16", "fp32", "1", "during-backward")
+    # the 1-node rows of a multi-node table are its baseline, not rows
+    assert not [r for r in rows if r["samples_per_s"] in ("571.877", "109.366")]
+
+
 def test_dlperf_readme_source_lines_point_at_table_headers():
     import re as _re
 

@@ -776,6 +776,87 @@ def csc_rows() -> list[dict]:
     return rows
 
 
+# TensorFlow 1 BERT README as of NVIDIA/DeepLearningExamples@58a3ed6 (May 2020): the TensorFlow 19.08 NGC
+# container's tables, replaced later by the 20.06 tables used above (different measurements). Pre-training
+# 'with number of accumulation steps set to 1', so optimization.py (lines 96-97 at that commit) wraps the
+# optimizer in hvd.DistributedOptimizer: gradients are allreduced as backprop produces them, fp16 on the
+# wire with mixed precision. Multi-node tables take the single-GPU rate from the single-node table of the
+# same container (DGX-1 16G; DGX-2 for the DGX-2H rows).
+DLE_1908 = "58a3ed6baba5a1e42311e7bd590fc37c512f1a70"
+DLE_1908_TABLES = [  # excerpt, system, single-GPU excerpt for multi-node tables, SQuAD fine-tuning
+    ("dle1908_tf1_bert_dgx1_16g", "dgx1-v100", None, False),
+    ("dle1908_tf1_bert_dgx1_16g_multi", "dgx1-v100", "dle1908_tf1_bert_dgx1_16g", False),
+    ("dle1908_tf1_bert_dgx1_32g", "dgx1-v100", None, False),
+    ("dle1908_tf1_bert_dgx2", "dgx2", None, False),
+    ("dle1908_tf1_bert_dgx2h_multi", "dgx2", "dle1908_tf1_bert_dgx2", False),
+    ("dle1908_tf1_squad_dgx1_16g", "dgx1-v100", None, True),
+    ("dle1908_tf1_squad_dgx1_32g", "dgx1-v100", None, True),
+]
+
+
+def _dle1908_table(name: str):
+    """(path, 'a-b' lines, heading line, heading, text, header, body) of a 19.08 excerpt."""
+    head, lines = excerpt(name)
+    m = re.match(r"<!-- NVIDIA/DeepLearningExamples@(\w+) (\S+) lines (\d+-\d+) \(heading at line (\d+)\)", head)
+    assert m and m.group(1) == DLE_1908, head
+    table = md_table([ln for ln in lines if ln.startswith("|")])
+    header = [h.replace("*", "").strip() for h in table[0]]
+    return m.group(2), m.group(3), m.group(4), lines[0].lstrip("#").strip(), "\n".join(lines), header, table[1:]
+
+
+def dle1908_rows() -> list[dict]:
+    rows = []
+    for name, sysname, single_name, squad in DLE_1908_TABLES:
+        path, lines_r, hline, heading, text, header, body = _dle1908_table(name)
+        assert squad or "accumulation steps set to 1" in text, name
+        multi = single_name is not None
+        c_seq = header.index("Sequence Length") if "Sequence Length" in header else None
+        c_b = header.index("Batch size / GPU: mixed precision, FP32")
+        c_tp = {"amp": header.index("Throughput - mixed precision"), "fp32": header.index("Throughput - FP32")}
+        if multi:
+            _, s_lines, s_h, s_heading, _, s_header, s_body = _dle1908_table(single_name)
+        else:
+            s_heading, s_header, s_body = heading, header, body
+        for r in body:
+            n = int(r[0])
+            if n == 1:
+                continue
+            seq = r[c_seq] if c_seq is not None else "384"
+            srow = next(x for x in s_body if x[0] == "1" and (c_seq is None or x[s_header.index("Sequence Length")] == seq))
+            for p, k in (("amp", 0), ("fp32", 1)):
+                batch = _pair(r[c_b])[k]
+                s_batch = _pair(srow[s_header.index("Batch size / GPU: mixed precision, FP32")])[k]
+                note = ["TensorFlow 19.08 container; pre-training with 1 accumulation step as the README states"
+                        if not squad else "BERT-large with the SQuAD span head (run_squad.sh: bert_model large, "
+                        "seq_length 384); the library's bert-large tensors stand for it"]
+                if s_batch != batch:
+                    note.append(f"single-GPU rate measured at batch {s_batch}, this row at batch {batch}")
+                if sysname == "dgx2" and multi:
+                    note.append("multi-node rows on DGX-2H (450 W V100); the single-GPU rate is from the DGX-2 "
+                                "single-node table of the same README version")
+                gpn = SYSTEMS[sysname]["gpus_per_node"]
+                rows.append(row(
+                    source="NVIDIA DeepLearningExamples TensorFlow BERT README, 19.08 tables (May 2020)",
+                    source_url=f"https://github.com/NVIDIA/DeepLearningExamples/blob/{DLE_1908}/{path}",
+                    source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), row "
+                    f"{'Nodes' if multi else 'GPUs'}={n}" + (f", sequence length {seq}" if c_seq is not None else "")
+                    + f", column '{header[c_tp[p]]}'", read_from="table", system=sysname, **SYSTEMS[sysname],
+                    framework="TensorFlow 1 (19.08 NGC), XLA", scheme="horovod-nccl",
+                    scheme_detail="hvd.DistributedOptimizer when num_accumulation_steps is 1, Compression.fp16 with "
+                    f"fp16 (TensorFlow/LanguageModeling/BERT/optimization.py lines 96-97 at {DLE_1908[:7]})",
+                    model="bert-large", batch_per_gpu=batch, accumulate=1, precision=p,
+                    grad_wire="fp16" if p == "amp" else "fp32", comm_overlap="during-backward", data="real",
+                    gpus=n * gpn if multi else n, nodes=n if multi else 1, samples_per_s=num(r[c_tp[p]]),
+                    unit=f"sequences/s (sequence length {seq})", single_gpu_samples_per_s=num(srow[
+                        (s_header if multi else header).index(header[c_tp[p]])]),
+                    single_gpu_batch=s_batch,
+                    single_gpu_loc=(f"{path} lines {s_lines}, table under '{s_heading}', row GPUs=1, sequence "
+                                    f"length {seq}") if multi else "same table, row GPUs=1"
+                    + (f", sequence length {seq}" if c_seq is not None else ""),
+                    note="; ".join(note)))
+    return rows
+
+
 # BERT-large SQuAD v1.1 fine-tuning, one node (no gradient accumulation): TensorFlow 1 (Horovod's
 # DistributedOptimizer, gradients allreduced as backprop produces them) and PyTorch (apex DDP).
 SQUAD = [  # excerpt, framework, system
@@ -839,7 +920,7 @@ def half(source: str, source_loc: str) -> str:
 def main(out: Path = HERE / "runs.csv") -> None:
     rows, seen = [], set()
     for r in (tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + squad_rows() + dlperf_rows() +
-              dlperf_readme_rows() + csc_rows()):
+              dlperf_readme_rows() + csc_rows() + dle1908_rows()):
         # DLPerf prints some measurements twice (NGC TF1 BERT AMP at bsz=64 in the 'AMP, batch size = 64'
         # and 'AMP, batch size = max' tables): keep the first
         key = (r["source"], r["system"], r["framework"], r["model"], r["precision"], r["batch_per_gpu"],
