@@ -332,7 +332,8 @@ def _resolve_workload_cluster(args: argparse.Namespace):
 TABLE_COLUMNS = [("strategy", "strategy", "{}"), ("gpus", "gpus", "{:d}"), ("nodes", "nodes", "{:d}"),
                  ("batch_per_gpu", "b/gpu", "{:.4g}"), ("t_compute_s", "t_comp ms", "{:.2f}"),
                  ("t_comm_s", "t_comm ms", "{:.2f}"), ("t_iter_s", "t_iter ms", "{:.2f}"),
-                 ("throughput", "samples/s", "{:,.0f}"), ("speedup", "speedup", "{:.1f}"),
+                 ("throughput", "samples/s", "{:,.0f}"), ("throughput_lo", "80% lo", "{:,.0f}"),
+                 ("throughput_hi", "80% hi", "{:,.0f}"), ("speedup", "speedup", "{:.1f}"),
                  ("efficiency", "eff", "{:.0%}")]
 
 
@@ -376,6 +377,7 @@ def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[in
     Raises CLIError when no strategy can run any count."""
     import numpy as np
 
+    from .intervals import with_band
     from .scaling import predict, unrunnable
 
     records: list[dict] = []
@@ -389,7 +391,8 @@ def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[in
             keep &= ~np.isin(w, bad)
             notes.append(f"skipped {strategy.name} at {', '.join(str(int(x)) for x in bad)} GPUs: {why}")
         if keep.any():
-            records.extend(predict(workload, cluster, strategy, w[keep], scaling=scaling, batch=batch).records())
+            records.extend(with_band(predict(workload, cluster, strategy, w[keep], scaling=scaling,
+                                             batch=batch).records()))
     if not records:
         raise CLIError("nothing to predict: " + "; ".join(dict.fromkeys(n.split(": ", 1)[1] for n in notes)))
     return records, notes

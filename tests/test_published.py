@@ -50,6 +50,98 @@ def test_every_measured_number_is_printed_in_its_excerpt():
             assert r["single_gpu_samples_per_s"] in texts, r["id"]
 
 
+def test_half_is_the_declared_hash_rule_and_splits_both_regimes():
+    # the rule of issue 27, computed here independently of build.py: odd SHA-256 of "source|source_loc"
+    import hashlib
+
+    with open(RUNS, newline="") as f:
+        rows = list(csv.DictReader(f))
+    keys = [(r["source"], r["source_loc"]) for r in rows]
+    assert len(set(keys)) == len(keys)  # the rule needs a unique location per row
+    for r in rows:
+        digest = hashlib.sha256((r["source"] + "|" + r["source_loc"]).encode("utf-8")).digest()
+        assert r["half"] == ("held-out" if digest[-1] & 1 else "dev"), r["id"]
+    for multi in (False, True):
+        halves = [r["half"] for r in rows if (int(r["nodes"]) > 1) == multi]
+        assert 0.35 < halves.count("dev") / len(halves) < 0.65
+
+
+def _rows_of(source_prefix: str) -> list[dict]:
+    with open(RUNS, newline="") as f:
+        return [r for r in csv.DictReader(f) if r["source"].startswith(source_prefix)]
+
+
+def test_dlperf_readme_rows_read_by_hand():
+    # MxNet/BERT/README.md lines 302-311: '#### Batch size = 48 & W/O xla & W/O  clip' under '### BERT-base FP32',
+    # rows "| 1 | 1 | 153.75 |" and '| 2 | 16 | 2067.72 |'
+    got = [r for r in _rows_of("DLPerf MxNet/BERT") if r["samples_per_s"] == "2067.72"]
+    assert len(got) == 1
+    r = got[0]
+    assert (r["gpus"], r["nodes"], r["batch_per_gpu"], r["precision"]) == ("16", "2", "48", "fp32")
+    assert (r["single_gpu_samples_per_s"], r["scheme"], r["model"]) == ("153.75", "horovod-nccl", "bert-base")
+    assert "table at line 304" in r["source_loc"]
+    # the 1x8 row of the batch-64 table is the summary report's 'MXNet bsz=64' cell: left out, not counted twice
+    assert not [r for r in _rows_of("DLPerf MxNet/BERT") if r["samples_per_s"] == "2172.62"]
+    # OneFlow v0.3.1 BERT report: '### FP16 with clip' then '- ### batch size = 160', 4 nodes 16001.63 / 613.46
+    r = next(r for r in _rows_of("DLPerf OneFlow/LanguageModeling") if r["samples_per_s"] == "16001.63")
+    assert (r["precision"], r["gpus"], r["batch_per_gpu"], r["single_gpu_samples_per_s"]) == ("amp", "32", "160",
+                                                                                              "613.46")
+    # the summary report's numbers are not counted twice: 5115.4 (PyTorch README) is the report's 5115.40
+    assert not [r for r in _rows_of("DLPerf PyTorch") if r["samples_per_s"] in ("5115.4", "2093.53")]
+
+
+def test_csc_rows_read_by_hand():
+    # results.md lines 13 and 15: '| DDP, synthetic | PyTorch 1.11.0+cu113 | puhti | 1 | 2022-05-18 | 325.95 |',
+    # '| DDP, synthetic | PyTorch 1.11.0+cu113 | puhti | 8 | 2022-05-18 | 2420.71 |': 8 GPUs = 2 Puhti nodes of 4
+    rows = _rows_of("CSC ml-benchmarks")
+    r = next(x for x in rows if x["samples_per_s"] == "2420.71")
+    assert (r["gpus"], r["nodes"], r["gpus_per_node"], r["single_gpu_samples_per_s"]) == ("8", "2", "4", "325.95")
+    assert (r["system"], r["gpu"], r["data"], r["precision"], r["batch_per_gpu"]) == ("csc-puhti", "v100", "synthetic",
+                                                                                      "fp32", "32")
+    assert r["source_loc"].startswith("results.md line 15,")
+    # Horovod and DeepSpeed rows have no 1-GPU row of their own: left out; so is the 'ERROR' cell
+    assert not [x for x in rows if x["samples_per_s"] in ("2220.04", "2420.89")]
+    # every row's line in the excerpt holds its rate and its GPU count
+    lines = (ROOT / "data" / "published" / "excerpts" / "csc_ml_benchmarks.md").read_text().splitlines()
+    for x in rows:
+        n = int(x["source_loc"].split("line ")[1].split(",")[0])
+        cells = [c.strip() for c in lines[n].strip("|").split("|")]
+        assert cells[3] == x["gpus"] and cells[5] == x["samples_per_s"], x["id"]
+
+
+def test_dle_1908_bert_rows_read_by_hand():
+    # TF BERT README @58a3ed6 lines 756-757 (multi-node on 16G): '| 1  | 128 | 16,4 | 571.877 | 109.366 |',
+    # '| 4  | 128 | 16,4 | 2028.85  | 386.23  |'; single-node 16G line 741: '| 1 | 128 | 16,8 | 91.30 | 23.90 |'
+    rows = _rows_of("NVIDIA DeepLearningExamples TensorFlow BERT README, 19.08")
+    amp = next(r for r in rows if r["samples_per_s"] == "2028.85")
+    fp32 = next(r for r in rows if r["samples_per_s"] == "386.23")
+    assert (amp["gpus"], amp["nodes"], amp["batch_per_gpu"], amp["single_gpu_samples_per_s"]) == ("32", "4", "16",
+                                                                                                "91.30")
+    assert (fp32["batch_per_gpu"], fp32["single_gpu_batch"], fp32["single_gpu_samples_per_s"]) == ("4", "8", "23.90")
+    assert "measured at batch 8, this row at batch 4" in fp32["note"]
+    assert (amp["grad_wire"], fp32["grad_wire"], amp["accumulate"], amp["comm_overlap"]) == (
+        "fp16", "fp32", "1", "during-backward")
+    # the 1-node rows of a multi-node table are its baseline, not rows
+    assert not [r for r in rows if r["samples_per_s"] in ("571.877", "109.366")]
+
+
+def test_dlperf_readme_source_lines_point_at_table_headers():
+    import re as _re
+
+    rows = _rows_of("DLPerf ")
+    rows = [r for r in rows if "table at line" in r["source_loc"]]
+    assert len(rows) >= 150
+    excerpts = ROOT / "data" / "published" / "excerpts"
+    texts = {p.read_text().splitlines()[0]: p.read_text().splitlines() for p in excerpts.glob("dlperf_*.md")}
+    for r in rows:
+        path = r["source_url"].split("/blob/")[1].split("/", 1)[1]
+        lines_r = _re.match(r"lines (\d+)-(\d+)", r["source_loc"])
+        at = int(_re.search(r"table at line (\d+)", r["source_loc"]).group(1))
+        head = next(h for h in texts if f" {path} lines {lines_r.group(1)}-{lines_r.group(2)}," in h)
+        line = texts[head][at - int(lines_r.group(1)) + 1]  # file line 0 is the comment
+        assert line.strip().startswith("|") and "node" in line.lower(), (r["id"], line)
+
+
 def _row(**kw) -> dict:
     base = {c: "x" for c in pub.REQUIRED}
     base.update(id="t1", source_url="https://example.org/t", read_from="table", gpu="v100", gpus_per_node="8",

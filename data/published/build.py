@@ -6,6 +6,7 @@ is typed here is the metadata each table states in its surrounding text (hardwar
 precision), each with the sentence or file it comes from in the row's `hardware_source` / `scheme_detail`.
 """
 import csv
+import hashlib
 import re
 from pathlib import Path
 
@@ -16,7 +17,7 @@ COLUMNS = ["id", "source", "source_url", "source_loc", "read_from", "system", "g
            "intra", "network", "nics", "hardware_source", "framework", "scheme", "scheme_detail",
            "ps_servers", "ps_placement", "model", "batch_per_gpu", "accumulate", "precision",
            "grad_wire", "comm_overlap", "data", "gpus", "nodes", "samples_per_s", "unit", "single_gpu_samples_per_s",
-           "single_gpu_batch", "single_gpu_loc", "note"]
+           "single_gpu_batch", "single_gpu_loc", "note", "half"]
 
 TF_COMMIT = "5984ffefd320c5d71b801ee06079a51b91ea42c0"
 TF_URL = f"https://github.com/tensorflow/tensorflow/blob/{TF_COMMIT}/tensorflow/docs_src/performance/benchmarks.md"
@@ -59,6 +60,18 @@ SYSTEMS = {
                      hardware_source="NVIDIA DGX A100: 8x A100 SXM4 (40 or 80 GB) on 6 NVSwitches (12 NVLink3 "
                      "links, 300 GB/s per direction per GPU), 8x 200 Gb/s HDR InfiniBand ConnectX-6 compute "
                      "NICs (NVIDIA DGX A100 datasheet / DGX A100 User Guide)"),
+    "csc-puhti": dict(
+        gpu="v100", gpus_per_node=4, intra="nvlink2", network="ib-edr", nics=2,
+        hardware_source="CSC Puhti GPU partition: 'four Nvidia Volta V100 GPUs with 32 GB of memory each', '4 GPUs "
+        "connected with NVLink', 'a dual-rail HDR100 interconnect network connectivity providing 200 Gbps of "
+        "aggregate bandwidth' (CSCfi/csc-user-guide@019f9277eac6ffbb93fcaa7f8919734006fb3db7 "
+        "docs/computing/systems-puhti.md); HDR100 = 100 Gb/s per rail, the ib-edr preset's rate"),
+    "csc-mahti": dict(
+        gpu="a100", gpus_per_node=4, intra="nvlink3", network="ib-hdr", nics=1,
+        hardware_source="CSC Mahti GPU partition: 'four Nvidia Ampere A100 GPUs' per node, 'each node is connected "
+        "to the network with a single 200 Gbps HDR link' (CSCfi/csc-user-guide@15a7e101237426a8a6b71fc0f8359e93dea3ecf6 "
+        "docs/computing/systems-mahti.md); the intra-node NVLink3 of a 4-GPU A100 SXM4 board is assumed (the page "
+        "does not state it)"),
 }
 
 _NUM = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
@@ -589,6 +602,261 @@ def dlperf_rows() -> list[dict]:
     return rows
 
 
+# DLPerf's per-framework READMEs and OneFlow's own reports (same repository and commit as the summary
+# report, same 4-node V100 cluster): tables of 1-32 GPUs under headings that state precision and batch.
+# Rows whose multi-GPU and single-GPU numbers the summary report already prints are left out (the same
+# measurement); so are tables the README marks as a different input pipeline that limits the rate
+# (PyTorch 'worker=8': 8 GPUs 1070 img/s, slower than 4).
+DLPERF_COMMIT = "c89430bac64f64caabb0445ff7eb80175641454c"
+MINDSPORE = ("MindSpore 1.1.0", "nccl-allreduce", "MindSpore data parallel (ParallelMode.DATA_PARALLEL), gradient "
+             "AllReduce over NCCL, launched with mpirun (MindSpore/<model>/README.md: 'Mpi Multi-node')", "unknown")
+DLPERF_READMES = [  # excerpt, DLPERF_FRAMEWORKS key (or a tuple), model, default precision
+    ("dlperf_mx_rn50v1b", "MXNet", "resnet50", "fp32"),
+    ("dlperf_mx_bert", "MXNet", "bert-base", "fp32"),
+    ("dlperf_tf2_rn50", "TensorFlow 2.x", "resnet50", "fp32"),
+    ("dlperf_tf2_bert", "TensorFlow 2.x", "bert-base", "fp32"),
+    ("dlperf_pd_rn50", "PaddlePaddle", "resnet50", "fp32"),
+    ("dlperf_pd_bert", "PaddlePaddle", "bert-base", "fp32"),
+    ("dlperf_ms_rn50", MINDSPORE, "resnet50", "fp32"),
+    ("dlperf_ms_bert", MINDSPORE, "bert-base", "fp32"),
+    ("dlperf_pt_rn50", "PyTorch", "resnet50", "fp32"),
+    ("dlperf_ngc_pt_rn50", "NGC PyTorch", "resnet50", "fp32"),
+    ("dlperf_ngc_pt_bert", "NGC PyTorch", "bert-base", "fp32"),
+    ("dlperf_ngc_tf_rn50", "NGC TensorFlow 1.x", "resnet50", "fp32"),
+    ("dlperf_ngc_tf_bert", "NGC TensorFlow 1.x", "bert-base", "fp32"),
+    ("dlperf_ngc_mx_rn50", "NGC MXNet", "resnet50", "fp32"),
+    ("dlperf_of_rn50_0821", ("OneFlow v0.1.9",) + DLPERF_FRAMEWORKS["OneFlow"][1:], "resnet50", "fp32"),
+    ("dlperf_of_rn50_v02", "OneFlow", "resnet50", "fp32"),
+    ("dlperf_of_rn50_v031", ("OneFlow v0.3.1",) + DLPERF_FRAMEWORKS["OneFlow"][1:], "resnet50", "fp32"),
+    ("dlperf_of_bert_0822", ("OneFlow v0.1.9",) + DLPERF_FRAMEWORKS["OneFlow"][1:], "bert-base", "fp32"),
+    ("dlperf_of_bert_v02", "OneFlow", "bert-base", "fp32"),
+    ("dlperf_of_bert_v031", ("OneFlow v0.3.1",) + DLPERF_FRAMEWORKS["OneFlow"][1:], "bert-base", "fp32"),
+]
+_HEADING = re.compile(r"^\s*(?:-\s*)?(#+)\s*(.*?)\s*$")
+
+
+def _summary_numbers() -> set[float]:
+    """Every number the DLPerf summary report's six tables print (excerpts dlperf_rn50_* / dlperf_bert_*),
+    as values ('5115.40' there is '5115.4' in the PyTorch README)."""
+    out = set()
+    for name, *_ in DLPERF_TABLES:
+        out.update(float(x) for x in re.findall(r"\d+\.\d+", "\n".join(excerpt(name)[1])))
+    return out
+
+
+def dlperf_readme_rows() -> list[dict]:
+    summary = _summary_numbers()
+    rows = []
+    for name, fwkey, model, default_prec in DLPERF_READMES:
+        head, lines = excerpt(name)
+        m = re.match(r"<!-- Oneflow-Inc/DLPerf@(\w+) (\S+) lines (\d+)-(\d+), verbatim -->", head)
+        assert m and m.group(1) == DLPERF_COMMIT, head
+        path, first = m.group(2), int(m.group(3))
+        fw, scheme, detail, amp_wire = DLPERF_FRAMEWORKS[fwkey] if isinstance(fwkey, str) else fwkey
+        headings: dict[float, str] = {}
+        i = 0
+        while i < len(lines):
+            h = _HEADING.match(lines[i])
+            if h and not lines[i].lstrip().startswith("|"):
+                # a heading inside a list item ('- ### batch size = 160') sits below the plain heading above it
+                level = len(h.group(1)) + (0.5 if lines[i].lstrip().startswith("-") else 0)
+                headings = {k: v for k, v in headings.items() if k < level}
+                headings[level] = h.group(2).strip("# ")
+                i += 1
+                continue
+            if not (lines[i].strip().startswith("|") and re.search(r"node", lines[i], re.I)):
+                i += 1
+                continue
+            j = i
+            while j < len(lines) and lines[j].strip().startswith("|"):
+                j += 1
+            table = md_table(lines[i:j])
+            header, body = [c.lower() for c in table[0]], table[1:]
+            c_n = next(k for k, c in enumerate(header) if "node" in c)
+            c_pn = next((k for k, c in enumerate(header) if "per_node" in c), None)
+            c_g = c_pn if c_pn is not None else next(k for k, c in enumerate(header) if c.startswith("gpu"))
+            c_b = next((k for k, c in enumerate(header) if c.startswith("batch")), None)
+            c_t = next(k for k, c in enumerate(header) if "samples/s" in c or c == "throughput")
+            chain = " / ".join(headings[k] for k in sorted(headings))
+            low = chain.lower()
+            prec = "amp" if re.search(r"fp16|amp|混合精度", low) else ("fp32" if "fp32" in low else default_prec)
+            hb = re.findall(r"batch[ _]size\s*=\s*(\d+)", low)
+            table_line = first + i  # lines[0] is the source's line `first`
+            if re.search(r"worker=8\b", low):
+                i = j
+                continue
+            for r in body:
+                nodes = int(r[c_n])
+                gpus = nodes * int(r[c_g]) if c_pn is not None else int(r[c_g])
+                batch = r[c_b] if c_b is not None else (hb[-1] if hb else None)
+                if gpus == 1 or batch is None:
+                    continue
+                base = next((x for x in body if int(x[c_n]) == 1 and int(x[c_g]) == 1
+                             and (c_b is None or x[c_b] == batch)), None)
+                if base is None:
+                    continue
+                v, single = num(r[c_t]), num(base[c_t])
+                if float(v) in summary and float(single) in summary:
+                    continue
+                data = "synthetic" if "synthetic" in low else "real"
+                rows.append(row(
+                    source=f"DLPerf {path.rsplit('/', 1)[0]} ({path.rsplit('/', 1)[1]})",
+                    source_url=f"https://github.com/Oneflow-Inc/DLPerf/blob/{DLPERF_COMMIT}/{path}",
+                    source_loc=f"lines {m.group(3)}-{m.group(4)}, table at line {table_line} under '{chain}', "
+                    f"row nodes={nodes} GPUs={gpus} batch={batch}, column '{table[0][c_t]}'",
+                    read_from="table", system="dlperf-v100-cluster", **SYSTEMS["dlperf-v100-cluster"],
+                    framework=fw, scheme=scheme, scheme_detail=detail, model=model, batch_per_gpu=batch,
+                    accumulate=1, precision=prec, grad_wire=amp_wire if prec == "amp" else "fp32",
+                    comm_overlap="during-backward", data=data, gpus=gpus, nodes=-(-gpus // 8),
+                    samples_per_s=v, unit="images/s" if model == "resnet50" else
+                    "sequences/s (sequence length 128)", single_gpu_samples_per_s=single, single_gpu_batch=batch,
+                    single_gpu_loc="same table, row nodes=1 GPUs=1",
+                    note=f"configuration as the headings state: {chain}"
+                    + ("; ResNet50-v1b (gluon-cv): the v1.5 layout, same tensors" if "v1b" in path else "")))
+            i = j
+    return rows
+
+
+# CSC's ml-benchmarks (mvsjober/ml-benchmarks results.md): ResNet-50 with PyTorch DDP on CSC's Puhti (4x V100
+# per node) and Mahti (4x A100 per node), 1, 2, 4 GPUs in one node and 8 GPUs on two nodes. The README:
+# 'mahti-gpu8-mpi.sh reserves two nodes, with 4 GPUs ... per node'; run-all-benchmarks.sh runs TWONODES="8".
+# Model and batch: benchmarks/pytorch_visionmodel_ddp.py and pytorch_visionmodel_lightning.py, --model default
+# 'resnet50', --batchsize default 32 (unchanged in every version of both files), no option given by
+# run-all-benchmarks.sh. Only the DDP rows have a 1-GPU rate of the same benchmark, framework and date; the
+# DeepSpeed and Horovod rows (no 1-GPU row), LUMI's MI250X rows (no GPU preset) and run_clm are left out.
+CSC_COMMIT = "d5c4253c418e74811ea38367d165b4af84cd8fb2"
+CSC_URL = f"https://github.com/mvsjober/ml-benchmarks/blob/{CSC_COMMIT}/results.md"
+CSC_DETAIL = {
+    "DDP": "torch.nn.parallel.DistributedDataParallel over NCCL, launched by torch.distributed.run "
+           "(benchmarks/pytorch_visionmodel_ddp.py line 112, pytorch-ddp.sh)",
+    "DDP Lightning": "PyTorch Lightning Trainer on several devices, whose default strategy is DDP over NCCL "
+                     "(benchmarks/pytorch_visionmodel_lightning.py; README: 'PyTorch Lightning example using DDP')",
+}
+
+
+def csc_rows() -> list[dict]:
+    head, lines = excerpt("csc_ml_benchmarks")
+    assert head.startswith(f"<!-- mvsjober/ml-benchmarks@{CSC_COMMIT} results.md lines 1-"), head
+    recs = []
+    for i, ln in enumerate(lines, start=1):  # lines[0] is the file's line 1
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if len(cells) != 6 or not cells[3].isdigit():
+            continue
+        bench, fw, cluster, gpus, date, rate = cells
+        recs.append(dict(line=i, bench=bench, fw=fw, cluster=cluster, gpus=int(gpus), date=date, rate=rate))
+    rows = []
+    for r in recs:
+        kind = r["bench"].split(",")[0].strip()
+        if r["cluster"] not in ("puhti", "mahti") or kind not in CSC_DETAIL or r["gpus"] == 1:
+            continue
+        if num(r["rate"]) is None or r["rate"].upper() == "ERROR":
+            continue
+        same = [x for x in recs if x["gpus"] == 1 and (x["bench"], x["fw"], x["cluster"], x["date"])
+                == (r["bench"], r["fw"], r["cluster"], r["date"])]
+        if len(same) != 1:
+            continue
+        s = same[0]
+        sysname = f"csc-{r['cluster']}"
+        prec = "amp" if "fp16" in r["bench"] else ("tf32" if r["cluster"] == "mahti" else "fp32")
+        gpn = SYSTEMS[sysname]["gpus_per_node"]
+        rows.append(row(
+            source="CSC ml-benchmarks results (mvsjober/ml-benchmarks)", source_url=CSC_URL,
+            source_loc=f"results.md line {r['line']}, row '{r['bench']} | {r['fw']} | {r['cluster']} | {r['gpus']} | "
+            f"{r['date']}', column 'Img/sec'", read_from="table", system=sysname, **SYSTEMS[sysname],
+            framework=r["fw"] + (", Lightning" if kind == "DDP Lightning" else ""), scheme="pytorch-ddp",
+            scheme_detail=CSC_DETAIL[kind], model="resnet50", batch_per_gpu=32, accumulate=1, precision=prec,
+            grad_wire="fp32", comm_overlap="during-backward",
+            data="real" if "Imagenet" in r["bench"] else "synthetic", gpus=r["gpus"], nodes=-(-r["gpus"] // gpn),
+            samples_per_s=num(r["rate"]), unit="images/s", single_gpu_samples_per_s=num(s["rate"]),
+            single_gpu_batch=32, single_gpu_loc=f"same table, line {s['line']} (GPUs 1, same benchmark, framework, "
+            "cluster and date)",
+            note="batch per GPU: the scripts' --batchsize default 32 (not printed in the table)"
+            + ("; precision tf32: an fp32 model on A100, whose cuDNN convolutions run TF32 by default in PyTorch "
+               "(torch.backends.cudnn.allow_tf32 defaults to True)" if prec == "tf32" else "")))
+    return rows
+
+
+# TensorFlow 1 BERT README as of NVIDIA/DeepLearningExamples@58a3ed6 (May 2020): the TensorFlow 19.08 NGC
+# container's tables, replaced later by the 20.06 tables used above (different measurements). Pre-training
+# 'with number of accumulation steps set to 1', so optimization.py (lines 96-97 at that commit) wraps the
+# optimizer in hvd.DistributedOptimizer: gradients are allreduced as backprop produces them, fp16 on the
+# wire with mixed precision. Multi-node tables take the single-GPU rate from the single-node table of the
+# same container (DGX-1 16G; DGX-2 for the DGX-2H rows).
+DLE_1908 = "58a3ed6baba5a1e42311e7bd590fc37c512f1a70"
+DLE_1908_TABLES = [  # excerpt, system, single-GPU excerpt for multi-node tables, SQuAD fine-tuning
+    ("dle1908_tf1_bert_dgx1_16g", "dgx1-v100", None, False),
+    ("dle1908_tf1_bert_dgx1_16g_multi", "dgx1-v100", "dle1908_tf1_bert_dgx1_16g", False),
+    ("dle1908_tf1_bert_dgx1_32g", "dgx1-v100", None, False),
+    ("dle1908_tf1_bert_dgx2", "dgx2", None, False),
+    ("dle1908_tf1_bert_dgx2h_multi", "dgx2", "dle1908_tf1_bert_dgx2", False),
+    ("dle1908_tf1_squad_dgx1_16g", "dgx1-v100", None, True),
+    ("dle1908_tf1_squad_dgx1_32g", "dgx1-v100", None, True),
+]
+
+
+def _dle1908_table(name: str):
+    """(path, 'a-b' lines, heading line, heading, text, header, body) of a 19.08 excerpt."""
+    head, lines = excerpt(name)
+    m = re.match(r"<!-- NVIDIA/DeepLearningExamples@(\w+) (\S+) lines (\d+-\d+) \(heading at line (\d+)\)", head)
+    assert m and m.group(1) == DLE_1908, head
+    table = md_table([ln for ln in lines if ln.startswith("|")])
+    header = [h.replace("*", "").strip() for h in table[0]]
+    return m.group(2), m.group(3), m.group(4), lines[0].lstrip("#").strip(), "\n".join(lines), header, table[1:]
+
+
+def dle1908_rows() -> list[dict]:
+    rows = []
+    for name, sysname, single_name, squad in DLE_1908_TABLES:
+        path, lines_r, hline, heading, text, header, body = _dle1908_table(name)
+        assert squad or "accumulation steps set to 1" in text, name
+        multi = single_name is not None
+        c_seq = header.index("Sequence Length") if "Sequence Length" in header else None
+        c_b = header.index("Batch size / GPU: mixed precision, FP32")
+        c_tp = {"amp": header.index("Throughput - mixed precision"), "fp32": header.index("Throughput - FP32")}
+        if multi:
+            _, s_lines, s_h, s_heading, _, s_header, s_body = _dle1908_table(single_name)
+        else:
+            s_heading, s_header, s_body = heading, header, body
+        for r in body:
+            n = int(r[0])
+            if n == 1:
+                continue
+            seq = r[c_seq] if c_seq is not None else "384"
+            srow = next(x for x in s_body if x[0] == "1" and (c_seq is None or x[s_header.index("Sequence Length")] == seq))
+            for p, k in (("amp", 0), ("fp32", 1)):
+                batch = _pair(r[c_b])[k]
+                s_batch = _pair(srow[s_header.index("Batch size / GPU: mixed precision, FP32")])[k]
+                note = ["TensorFlow 19.08 container; pre-training with 1 accumulation step as the README states"
+                        if not squad else "BERT-large with the SQuAD span head (run_squad.sh: bert_model large, "
+                        "seq_length 384); the library's bert-large tensors stand for it"]
+                if s_batch != batch:
+                    note.append(f"single-GPU rate measured at batch {s_batch}, this row at batch {batch}")
+                if sysname == "dgx2" and multi:
+                    note.append("multi-node rows on DGX-2H (450 W V100); the single-GPU rate is from the DGX-2 "
+                                "single-node table of the same README version")
+                gpn = SYSTEMS[sysname]["gpus_per_node"]
+                rows.append(row(
+                    source="NVIDIA DeepLearningExamples TensorFlow BERT README, 19.08 tables (May 2020)",
+                    source_url=f"https://github.com/NVIDIA/DeepLearningExamples/blob/{DLE_1908}/{path}",
+                    source_loc=f"lines {lines_r}, table under '{heading}' (line {hline}), row "
+                    f"{'Nodes' if multi else 'GPUs'}={n}" + (f", sequence length {seq}" if c_seq is not None else "")
+                    + f", column '{header[c_tp[p]]}'", read_from="table", system=sysname, **SYSTEMS[sysname],
+                    framework="TensorFlow 1 (19.08 NGC), XLA", scheme="horovod-nccl",
+                    scheme_detail="hvd.DistributedOptimizer when num_accumulation_steps is 1, Compression.fp16 with "
+                    f"fp16 (TensorFlow/LanguageModeling/BERT/optimization.py lines 96-97 at {DLE_1908[:7]})",
+                    model="bert-large", batch_per_gpu=batch, accumulate=1, precision=p,
+                    grad_wire="fp16" if p == "amp" else "fp32", comm_overlap="during-backward", data="real",
+                    gpus=n * gpn if multi else n, nodes=n if multi else 1, samples_per_s=num(r[c_tp[p]]),
+                    unit=f"sequences/s (sequence length {seq})", single_gpu_samples_per_s=num(srow[
+                        (s_header if multi else header).index(header[c_tp[p]])]),
+                    single_gpu_batch=s_batch,
+                    single_gpu_loc=(f"{path} lines {s_lines}, table under '{s_heading}', row GPUs=1, sequence "
+                                    f"length {seq}") if multi else "same table, row GPUs=1"
+                    + (f", sequence length {seq}" if c_seq is not None else ""),
+                    note="; ".join(note)))
+    return rows
+
+
 # BERT-large SQuAD v1.1 fine-tuning, one node (no gradient accumulation): TensorFlow 1 (Horovod's
 # DistributedOptimizer, gradients allreduced as backprop produces them) and PyTorch (apex DDP).
 SQUAD = [  # excerpt, framework, system
@@ -642,9 +910,17 @@ def squad_rows() -> list[dict]:
     return rows
 
 
+def half(source: str, source_loc: str) -> str:
+    """The row's half, declared before any model change: "held-out" when the SHA-256 of
+    "<source>|<source_loc>" (UTF-8) read as a hexadecimal integer is odd, else "dev"."""
+    h = int(hashlib.sha256(f"{source}|{source_loc}".encode()).hexdigest(), 16)
+    return "held-out" if h % 2 == 1 else "dev"
+
+
 def main(out: Path = HERE / "runs.csv") -> None:
     rows, seen = [], set()
-    for r in tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + squad_rows() + dlperf_rows():
+    for r in (tf_rows() + rn50_rows() + effnet_rows() + bert_rows() + squad_rows() + dlperf_rows() +
+              dlperf_readme_rows() + csc_rows() + dle1908_rows()):
         # DLPerf prints some measurements twice (NGC TF1 BERT AMP at bsz=64 in the 'AMP, batch size = 64'
         # and 'AMP, batch size = max' tables): keep the first
         key = (r["source"], r["system"], r["framework"], r["model"], r["precision"], r["batch_per_gpu"],
@@ -656,6 +932,7 @@ def main(out: Path = HERE / "runs.csv") -> None:
             rows.append(r)
     for i, r in enumerate(rows, start=1):
         r["id"] = f"p{i:03d}"
+        r["half"] = half(r["source"], r["source_loc"])
     with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
         w.writeheader()
