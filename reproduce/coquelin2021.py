@@ -37,7 +37,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables,
+from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, difference, parser, progress, run_tables,
                               settings_text)
 from reproduce.paper_tables import published
 
@@ -56,7 +56,7 @@ def model_savings(args: argparse.Namespace, out: Path) -> None:
     from perfmodel.scaling import predict
     from perfmodel.specs import Strategy
 
-    table = ResultTable(out / "model_savings.csv", ("variant", "gpus"))
+    table = ResultTable(out / "model_savings.csv", ("variant", "gpus", "scale"))
     wl, cl = load_workload("resnet50"), load_cluster("juwels-booster")
     paper = float(published(PAPER, table="Figure 6", model="ResNet-50", metric="time_saving").value.iloc[0])
     share = BLOCKING_EPOCHS / EPOCHS
@@ -73,7 +73,7 @@ def model_savings(args: argparse.Namespace, out: Path) -> None:
                        "daso_cycling_step_s": float(cycling.t_iter_s[i]),
                        "daso_blocking_step_s": float(blocking.t_iter_s[i]), "metric": "time_saving_pct",
                        "paper_value": paper, "rerun_value": saving, "difference": difference(saving, paper),
-                       "scale": "model",
+                       "scale": MODEL_SCALE,
                        "settings": settings_text({"workload": "resnet50", "cluster": "juwels-booster",
                                                   "batch_per_gpu": BATCH_PER_GPU, "horovod": "hierarchical fp16",
                                                   "daso": "B=4 W=1 cycling, B=1 W=0 bf16 blocking",
