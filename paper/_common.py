@@ -1,5 +1,5 @@
-"""Helpers the paper notebooks share: where results are, reading a table or saying it is missing, and
-how tables and figures look in the rendered HTML.
+"""Helpers the paper notebooks share: where results are, reading a table at the report's one scale
+(paper/_scales.py) or saying it is missing, and how tables and figures look in the rendered HTML.
 
 Importing this module also sets the reports' presentation, so that every notebook reads the same way
 in a browser without repeating it:
@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from _scales import report_scale, rows_of_scale  # noqa: E402  (needs ROOT on the path)
+
 #: what a missing value reads as in a table, and the note printed under a table that has one
 MISSING = "–"
 MISSING_NOTE = f"{MISSING} : no value (the paper prints none for this row, or the run did not measure it)"
@@ -34,12 +36,20 @@ def results_dir() -> Path:
 
 
 def read_results(paper: str, table: str) -> pd.DataFrame | None:
-    """results/<paper>/<table>.csv, or None (with a printed note saying how to make it)."""
+    """The rows of results/<paper>/<table>.csv at the report's scale (and the model's rows), or None
+    with a printed note saying how to make them."""
     path = results_dir() / paper / f"{table}.csv"
     if not path.exists():
         print(f"No results yet: {path} is missing. Make it with `dsgd-reproduce {paper} --only {table}`.")
         return None
-    return pd.read_csv(path)
+    frame = pd.read_csv(path)
+    scale = report_scale(results_dir() / paper)
+    kept = rows_of_scale(frame, scale)
+    if kept.empty and not frame.empty:
+        print(f"No {scale}-scale rows in {path}. Make them with `dsgd-reproduce {paper} --scale {scale} "
+              f"--only {table}`, or render another scale (paper/render.py --scale).")
+        return None
+    return kept
 
 
 def seed_summary(frame: pd.DataFrame, by: list[str] | None = None, value: str = "rerun_value") -> pd.DataFrame:

@@ -1,8 +1,10 @@
 """Render the paper notebooks (jupytext py:percent) to HTML, executing them: paper/_build/<name>.html.
 
-Usage: python paper/render.py [NAME ...] [--results DIR] [--timeout S] [--show-code]
+Usage: python paper/render.py [NAME ...] [--results DIR] [--scale SCALE] [--timeout S] [--show-code]
 The notebooks read results/ (or $DSGD_RESULTS / --results) and the published numbers in
 data/paper_tables/. A notebook whose results are missing says so in its output rather than failing.
+Each report shows one scale, named in its title: --scale, else the largest present in
+results/<name>/ (paper/_scales.py).
 Each report shows text, tables and figures; the code of every cell is folded under a "code" line that
 opens it (paper/templates/folded.html.j2), or shown in full with --show-code. Tables and figures get
 their presentation from paper/_common.py.
@@ -17,6 +19,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+for _p in (HERE, ROOT):  # paper/_scales.py, and the reproduce package it reads the scales from
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 NOTEBOOKS = ("zhang2016", "wen2017", "barkai2020", "hermans2018", "coquelin2021", "validation", "published")
 
 
@@ -29,10 +34,24 @@ def exporter(show_code: bool = False):
     return HTMLExporter(template_name="lab", template_file=str(HERE / "templates" / "folded.html.j2"))
 
 
-def render(name: str, build: Path, results: Path, timeout: int = 600, show_code: bool = False) -> Path:
-    """Execute paper/<name>.py as a notebook and write build/<name>.html atomically."""
+def title_with_scale(nb, scale: str | None) -> None:
+    """Name the report's scale in its first heading and in the HTML title."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("# "):
+            first, _, rest = cell.source.partition("\n")
+            title = first[2:].strip() + (f" — {scale} scale" if scale else "")
+            cell.source = f"# {title}" + (f"\n{rest}" if rest else "")
+            nb.metadata["title"] = title
+            return
+
+
+def render(name: str, build: Path, results: Path, timeout: int = 600, show_code: bool = False,
+           scale: str | None = None) -> Path:
+    """Execute paper/<name>.py as a notebook at one scale (`scale`, else the largest in results/<name>/)
+    and write build/<name>.html atomically."""
     import jupytext
     import nbformat
+    from _scales import ENV, choose_scale
     from nbclient import NotebookClient
 
     src = HERE / f"{name}.py"
@@ -40,16 +59,22 @@ def render(name: str, build: Path, results: Path, timeout: int = 600, show_code:
         raise FileNotFoundError(f"no notebook {src}")
     nb = jupytext.read(src)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    old = os.environ.get("DSGD_RESULTS")
+    scale = choose_scale(results / name, scale)
+    title_with_scale(nb, scale)
+    old = {k: os.environ.get(k) for k in ("DSGD_RESULTS", ENV)}
     os.environ["DSGD_RESULTS"] = str(results)
+    os.environ.pop(ENV, None)
+    if scale:
+        os.environ[ENV] = scale
     try:
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
                        resources={"metadata": {"path": str(HERE)}}).execute()
     finally:
-        if old is None:
-            os.environ.pop("DSGD_RESULTS", None)
-        else:
-            os.environ["DSGD_RESULTS"] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     body, _ = exporter(show_code).from_notebook_node(nbformat.from_dict(nb))
     from perfmodel.fileio import atomic_write_text
 
@@ -63,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("names", nargs="*", help=f"notebooks (default all: {', '.join(NOTEBOOKS)})")
     ap.add_argument("--results", default=os.environ.get("DSGD_RESULTS", str(ROOT / "results")))
     ap.add_argument("--build", default=str(HERE / "_build"))
+    from reproduce.common import SCALES
+
+    ap.add_argument("--scale", choices=SCALES, default=None,
+                    help="the one scale each report shows (default: the largest in its results)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     ap.add_argument("--show-code", action="store_true", help="show every code cell in full (default: folded)")
     args = ap.parse_args(argv)
@@ -75,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     results = Path(args.results).resolve()  # the notebooks run from paper/: make the path absolute
     for name in names:
         try:
-            out = render(name, Path(args.build), results, args.timeout, args.show_code)
+            out = render(name, Path(args.build), results, args.timeout, args.show_code, args.scale)
         except Exception as e:  # a failing cell: one line naming the notebook and the error
             print(f"render: error: {name}: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
                   file=sys.stderr)

@@ -97,10 +97,10 @@ def tables4_6(args: argparse.Namespace, out: Path) -> None:
     from trainers.asynchronous.config import AsyncConfig
 
     params = _train_params(args)
-    table = ResultTable(out / "tables4_6.csv", ("method", "workers", "seed"))
+    table = ResultTable(out / "tables4_6.csv", ("method", "workers", "seed", "scale"))
     cases = [(m, n, seed) for seed in seeds_of(args, SEEDS[args.scale]) for n in WORKERS[args.scale] for m in METHODS]
     for method, n, seed in progress(cases, args, "barkai2020 tables4_6"):
-        if table.done(method=method, workers=n, seed=seed):
+        if table.done(method=method, workers=n, seed=seed, scale=args.scale):
             continue
         cfg = AsyncConfig(algo=method, workers=n, delays="homogeneous", seed=seed, **params)
         s = simulate(cfg).summary
@@ -125,10 +125,10 @@ def fig4_gap_vs_delay(args: argparse.Namespace, out: Path) -> None:
     from trainers.asynchronous.config import AsyncConfig
 
     params = _train_params(args)
-    table = ResultTable(out / "fig4_gap_vs_delay.csv", ("method", "workers", "segment"))
+    table = ResultTable(out / "fig4_gap_vs_delay.csv", ("method", "workers", "segment", "scale"))
     cases = [(m, n) for n in GAP_WORKERS[args.scale] for m in ("ga", "dana-ga")]
     for method, n in progress(cases, args, "barkai2020 fig4_gap_vs_delay"):
-        if table.done(method=method, workers=n, segment=1):
+        if table.done(method=method, workers=n, segment=1, scale=args.scale):
             continue
         p = dict(params)
         if "epochs" in p:
@@ -159,7 +159,7 @@ def fig4_gap_vs_delay(args: argparse.Namespace, out: Path) -> None:
 def fig12_speedup(args: argparse.Namespace, out: Path) -> None:
     from trainers.asynchronous.simulate import speedup_table
 
-    table = ResultTable(out / "fig12_speedup.csv", ("kind", "workers"))
+    table = ResultTable(out / "fig12_speedup.csv", ("kind", "workers", "scale"))
     kw = SPEEDUP[args.scale]
     paper = {
         "homogeneous": float(published(PAPER, table="Figure 12", method="ASGD family vs SSGD, homogeneous",
@@ -167,8 +167,8 @@ def fig12_speedup(args: argparse.Namespace, out: Path) -> None:
         "heterogeneous": float(published(PAPER, table="Figure 12", method="ASGD family vs SSGD, heterogeneous",
                                          metric="speedup_over_ssgd").value.iloc[0]),
     }
-    todo = [n for n in SPEEDUP_WORKERS if not (table.done(kind="homogeneous", workers=n)
-                                               and table.done(kind="heterogeneous", workers=n))]
+    todo = [n for n in SPEEDUP_WORKERS if not (table.done(kind="homogeneous", workers=n, scale=args.scale)
+                                               and table.done(kind="heterogeneous", workers=n, scale=args.scale))]
     if not todo:
         return
     rows = speedup_table(todo, steps_per_worker=kw["steps_per_worker"], seeds=kw["seeds"])

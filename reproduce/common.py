@@ -1,7 +1,11 @@
 """What every reproduce script shares: scales, the results table, the command line.
 
 A results table is results/<paper>/<table>.csv, one row per configuration, with the paper's value,
-the rerun value, their difference, the scale and the exact settings. It is rewritten atomically after
+the rerun value, their difference, the scale and the exact settings. Every table keys its rows by
+scale ("smoke", "small", "paper"; "model" for rows the performance model computes, the same at every
+scale), so a run at another scale into the same folder adds its own rows and never skips, overwrites
+or joins another scale's. Smoke output goes to results-smoke/ by default, never into the committed
+results/ (docs/scales.md). It is rewritten atomically after
 every finished row (a temporary file, then a rename), and a rerun skips rows whose key is already
 there: an interrupted script loses at most the row it was computing and redoes nothing finished.
 Writers hold an exclusive lock on <table>.csv.lock (filelock) and merge with what is on disk, so two
@@ -32,22 +36,31 @@ class ReproduceError(ValueError):
     """Bad arguments or missing inputs for a reproduce script."""
 
 
-def default_results_dir() -> Path:
-    """results/ of the source tree when the package runs from a checkout (editable install or
-    PYTHONPATH), else results/ in the current directory (a regular install)."""
+#: the scale of rows the performance model computes: they do not depend on --scale
+MODEL_SCALE = "model"
+
+
+def default_results_dir(scale: str = "small") -> Path:
+    """results/ (results-smoke/ for the smoke scale, so a plumbing check never lands among the committed
+    results) of the source tree when the package runs from a checkout (editable install or PYTHONPATH),
+    else in the current directory (a regular install)."""
+    name = "results-smoke" if scale == "smoke" else "results"
     if (ROOT / "pyproject.toml").is_file() and (ROOT / "reproduce").is_dir():
-        return ROOT / "results"
-    return Path.cwd() / "results"
+        return ROOT / name
+    return Path.cwd() / name
 
 
 @dataclass
 class ResultTable:
-    """A CSV of finished rows keyed by ``key`` columns; ``add`` appends one row and rewrites atomically."""
+    """A CSV of finished rows keyed by ``key`` columns, "scale" among them; ``add`` appends one row and
+    rewrites atomically."""
 
     path: Path
     key: tuple[str, ...]
 
     def __post_init__(self) -> None:
+        if "scale" not in self.key:
+            raise ValueError(f"results table {Path(self.path).name}: its key {self.key} must hold 'scale'")
         self.path = Path(self.path)
         self.frame = self._read()
 
@@ -122,7 +135,7 @@ def parser(paper: str, description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"reproduce/{paper}.py", description=description)
     p.add_argument("--scale", choices=SCALES, default="smoke",
                    help="smoke: seconds, for CI; small: reduced real runs on a CPU; paper: the paper's settings")
-    p.add_argument("--out", default=None, help="results folder (default results/)")
+    p.add_argument("--out", default=None, help="results folder (default results/; smoke: results-smoke/)")
     p.add_argument("--data-root", default=None, help="datasets folder (default $DSGD_DATA_ROOT or data/datasets)")
     p.add_argument("--only", default=None, help="comma list of the tables to run (default all)")
     p.add_argument("--seeds", default=None, type=_seed_list,
@@ -138,7 +151,7 @@ def parser(paper: str, description: str) -> argparse.ArgumentParser:
 def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path], None]],
                args: argparse.Namespace) -> int:
     """Run the selected tables of one paper; bad input or missing data is one line and exit 2."""
-    out = Path(args.out) if args.out else default_results_dir()
+    out = Path(args.out) if args.out else default_results_dir(getattr(args, "scale", "small"))
     wanted = list(tables) if not args.only else [t.strip() for t in args.only.split(",") if t.strip()]
     from reproduce.runs import use_launcher
 

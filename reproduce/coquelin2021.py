@@ -29,6 +29,17 @@ Tables (results/coquelin2021/<table>.csv):
                  allreduce). Rows:
                  one per run, and per batch the saving 1 - DASO/SSGD of the medians over rounds,
                  measured and predicted. Needs a quiet machine: other jobs on the 2 cores distort it.
+  daso_cycling   DASO that cycles: the accuracy run with HeAT's 4 warm-up and 4 cool-down epochs and a
+                 cycling phase long enough for the plateau detector (the authors' code: no 5% relative
+                 improvement of the training loss for more than 2 epochs) to fire and move B and W, beside
+                 SSGD for as many epochs; LeNet/MNIST, 4 ranks = 2 pretend nodes x 2, per-rank batch 32,
+                 lr 0.01, momentum 0.9, seed 1. One row per run and epoch: test accuracy, training loss,
+                 wall time, and DASO's phase, B, W and plateaus from the epoch's record in the run log.
+                 The paper's rule with max B = 8 (W = B/4 = 2): the paper's runs start at B = 4, where
+                 W = 1 and halving leaves W at 1, so W could never change. small: 4 + 24 + 4 = 32 epochs
+                 each (about 35 minutes per run here); whether 24 cycling epochs hold a plateau is what
+                 the run measures. smoke: synthetic data, 4 + 4 + 4 tiny epochs, plateau patience 0 and
+                 threshold 0.9 so that B and W move within seconds (a plumbing check).
 """
 
 from __future__ import annotations
@@ -37,7 +48,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables,
+from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, difference, parser, progress, run_tables,
                               settings_text)
 from reproduce.paper_tables import published
 
@@ -56,7 +67,7 @@ def model_savings(args: argparse.Namespace, out: Path) -> None:
     from perfmodel.scaling import predict
     from perfmodel.specs import Strategy
 
-    table = ResultTable(out / "model_savings.csv", ("variant", "gpus"))
+    table = ResultTable(out / "model_savings.csv", ("variant", "gpus", "scale"))
     wl, cl = load_workload("resnet50"), load_cluster("juwels-booster")
     paper = float(published(PAPER, table="Figure 6", model="ResNet-50", metric="time_saving").value.iloc[0])
     share = BLOCKING_EPOCHS / EPOCHS
@@ -73,7 +84,7 @@ def model_savings(args: argparse.Namespace, out: Path) -> None:
                        "daso_cycling_step_s": float(cycling.t_iter_s[i]),
                        "daso_blocking_step_s": float(blocking.t_iter_s[i]), "metric": "time_saving_pct",
                        "paper_value": paper, "rerun_value": saving, "difference": difference(saving, paper),
-                       "scale": "model",
+                       "scale": MODEL_SCALE,
                        "settings": settings_text({"workload": "resnet50", "cluster": "juwels-booster",
                                                   "batch_per_gpu": BATCH_PER_GPU, "horovod": "hierarchical fp16",
                                                   "daso": "B=4 W=1 cycling, B=1 W=0 bf16 blocking",
@@ -228,7 +239,69 @@ def daso_timing(args: argparse.Namespace, out: Path) -> None:
                            "predicted_value: perfmodel from this machine's profile"})
 
 
-TABLES = {"model_savings": model_savings, "small_runs": small_runs, "daso_timing": daso_timing}
+# --------------------------------------------------------------------------- DASO that cycles
+CYCLING_MAX_B = 8  # the paper's rule: B starts at max B, W = B/4; each plateau halves both (min 1)
+CYCLING = {  # warm-up / cycling / cool-down epochs, plateau detector, data (per-rank batch)
+    "smoke": dict(warmup=4, cycling=4, cooldown=4, patience=0, threshold=0.9, batch=8, synthetic_n=256),
+    "small": dict(warmup=4, cycling=24, cooldown=4, patience=2, threshold=0.05, batch=SMALL_BATCH),
+}
+
+
+def _cycling_plan(scale: str) -> dict[str, dict]:
+    """algo -> run config (header key names) of the daso_cycling runs at `scale`."""
+    if scale not in CYCLING:
+        raise ReproduceError("coquelin2021 daso_cycling is a small-scale check only; the paper's runs need "
+                             "ImageNet on 16-256 A100s")
+    c = CYCLING[scale]
+    smoke = scale == "smoke"
+    base = {"model": "lenet", "dataset": "synthetic" if smoke else "mnist", "batch": c["batch"], "lr": 0.01,
+            "momentum": 0.9, "seed": 1, "epochs": c["warmup"] + c["cycling"] + c["cooldown"]}
+    if smoke:
+        base["synthetic_n"] = c["synthetic_n"]
+    return {"ssgd": {"algo": "ssgd", **base},
+            "daso": {"algo": "daso", **base, "ranks_per_node": SMALL_RPN, "daso_warmup_epochs": c["warmup"],
+                     "daso_cooldown_epochs": c["cooldown"], "daso_max_b": CYCLING_MAX_B, "daso_rule": "paper",
+                     "daso_plateau_patience": c["patience"], "daso_plateau_threshold": c["threshold"]}}
+
+
+def daso_cycling(args: argparse.Namespace, out: Path) -> None:
+    from reproduce.runs import epoch_walls, evals_of, mpi_command, require_data, run_command, train_args
+
+    table = ResultTable(out / "daso_cycling.csv", ("algo", "epoch", "scale"))
+    smoke = args.scale == "smoke"
+    plan = _cycling_plan(args.scale)
+    root = None if smoke else require_data(args, "mnist")
+    for algo, cfg in progress(list(plan.items()), args, "coquelin2021 daso_cycling"):
+        epochs = cfg["epochs"]
+        if all(table.done(algo=algo, epoch=e, scale=args.scale) for e in range(1, epochs + 1)):
+            continue
+        name = f"cycling_{algo}_lenet_n{SMALL_RANKS}_rpn{SMALL_RPN}_e{epochs}" + ("_smoke" if smoke else "")
+        log = out / "runs" / f"{name}.jsonl"
+        extra = {"data_root": root} if root else {}
+        cmd = mpi_command(SMALL_RANKS, train_args({**cfg, **extra, "log": str(log), "no_progress": True}))
+        wall = run_command(cmd, log, cfg, timeout_s=180 if smoke else 4 * 3600, what=f"coquelin2021 {name}")
+        walls = epoch_walls(log)
+        ends = {round(float(ev["epoch"])): ev for ev in evals_of(log) if "train_loss" in ev}
+        if algo == "daso" and not any(ev.get("daso_plateau") for ev in ends.values()):
+            print(f"coquelin2021 daso_cycling: no plateau fired in {log.name}: B and W never moved", file=sys.stderr)
+        for e in range(1, epochs + 1):
+            ev = ends.get(e)
+            if ev is None:
+                raise ReproduceError(f"coquelin2021 daso_cycling: {log} has no record of the end of epoch {e}")
+            table.add({"algo": algo, "epoch": e, "scale": args.scale, "metric": "test_accuracy",
+                       "phase": ev.get("daso_phase", "every batch"), "B": ev.get("daso_B"), "W": ev.get("daso_W"),
+                       "plateau": ev.get("daso_plateau"), "plateaus": ev.get("daso_plateaus"),
+                       "train_loss": float(ev["train_loss"]), "epoch_wall_s": walls.get(e - 1),
+                       "paper_value": None, "rerun_value": round(100 * float(ev["test_acc"]), 2),
+                       "difference": None, "reused": wall is None, "log": str(log.relative_to(out)),
+                       "settings": settings_text({**cfg, "ranks": SMALL_RANKS}),
+                       "note": "paper: similar accuracy to Horovod up to 128 GPUs (ResNet-50/ImageNet); here "
+                               "LeNet/MNIST on 4 CPU ranks" + ("; synthetic data, plateau patience 0 and "
+                                                              "threshold 0.9: a plumbing check" if smoke else "")})
+
+
+TABLES = {"model_savings": model_savings, "small_runs": small_runs, "daso_timing": daso_timing,
+          "daso_cycling": daso_cycling}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,8 @@ Tables (results/hermans2018/<table>.csv):
                  small: N in {5, 20, 50} with 0.04 of an epoch per worker, seeds 0, 1, 2 (GEM in both
                  protocols), plus the full-epoch N=100 GEM and Downpour runs of each seed whose log is in
                  results/hermans2018/runs/ (they take about 35 minutes each here, so small scale reuses
-                 but never starts them unless given --with-n100).
+                 but never starts them unless given --with-n100; their rows say scale "small", the
+                 scale whose sweep holds them, and epochs_per_worker 1.0).
                  smoke: synthetic data, 2 and 4 workers, a few gradients.
   large_lr       Section 4.2: the same setup with a deliberately large learning rate, GEM vs Downpour.
                  The paper's value is lost from its text; we use 0.2 and 0.5 (4x and 10x the default
@@ -188,14 +189,13 @@ def _row(run: SimRun, cfg: dict, summary: dict, wall: float | None, scale: str, 
          note: str) -> dict:
     acc = summary.get("final_test_acc")
     acc = None if acc is None or not math.isfinite(float(acc)) else round(100 * float(acc), 2)
-    run_scale = "paper (reused log)" if (run.epochs_per_worker == 1.0 and scale != "paper") else scale
     return {"rule": run.rule, "protocol": run.protocol, "workers": run.workers,
             "epochs_per_worker": run.epochs_per_worker, "lr": run.lr,
             "seed": run.seed, "gradients": int(summary.get("gradients", 0)),
             "outcome": outcome(summary, summary["_losses"]),
             "min_train_loss": min(summary["_losses"], default=None),
             "tau_mean": summary.get("tau_mean"), "metric": "test_accuracy", "paper_value": paper,
-            "rerun_value": acc, "difference": difference(acc, paper), "scale": run_scale,
+            "rerun_value": acc, "difference": difference(acc, paper), "scale": scale,
             "run_wall_s": wall if wall is not None else summary.get("wall_s"), "reused": wall is None,
             "log": summary["_log"], "settings": settings_text({**cfg, "seed": run.seed}), "note": note}
 
@@ -211,11 +211,12 @@ def _sweep_plan(scale: str, seeds: tuple[int, ...], with_n100: bool = False) -> 
 
 
 def workers_sweep(args: argparse.Namespace, out: Path) -> None:
-    table = ResultTable(out / "workers_sweep.csv", ("rule", "protocol", "workers", "epochs_per_worker", "seed"))
+    table = ResultTable(out / "workers_sweep.csv", ("rule", "protocol", "workers", "epochs_per_worker", "seed",
+                                                        "scale"))
     plan = _sweep_plan(args.scale, seeds_of(args, SEEDS[args.scale]), getattr(args, "with_n100", False))
     for run in progress(plan, args, "hermans2018 workers_sweep"):
         if table.done(rule=run.rule, protocol=run.protocol, workers=run.workers,
-                      epochs_per_worker=run.epochs_per_worker, seed=run.seed):
+                      epochs_per_worker=run.epochs_per_worker, seed=run.seed, scale=args.scale):
             continue
         try:
             cfg, summary, wall = simulate(run, out, args)
@@ -232,14 +233,16 @@ def workers_sweep(args: argparse.Namespace, out: Path) -> None:
 
 
 def large_lr(args: argparse.Namespace, out: Path) -> None:
-    table = ResultTable(out / "large_lr.csv", ("rule", "protocol", "workers", "epochs_per_worker", "lr", "seed"))
+    table = ResultTable(out / "large_lr.csv", ("rule", "protocol", "workers", "epochs_per_worker", "lr", "seed",
+                                                   "scale"))
     f = {"smoke": 0.25, "small": SMALL_F, "paper": 1.0}[args.scale]
     n = 4 if args.scale == "smoke" else LARGE_LR_WORKERS
     cases = [(lr, rule, p, s) for s in seeds_of(args, SEEDS[args.scale]) for lr in LARGE_LRS
              for rule, p in VARIANTS if rule != "adaptive-staleness"]
     for lr, rule, protocol, seed in progress(cases, args, "hermans2018 large_lr"):
         run = SimRun(rule, n, f, lr=lr, seed=seed, protocol=protocol)
-        if table.done(rule=rule, protocol=protocol, workers=n, epochs_per_worker=f, lr=lr, seed=seed):
+        if table.done(rule=rule, protocol=protocol, workers=n, epochs_per_worker=f, lr=lr, seed=seed,
+                      scale=args.scale):
             continue
         cfg, summary, wall = simulate(run, out, args)
         claim = "stable (converges)" if rule == "gem" else "unstable (cannot cope with the large lr)"

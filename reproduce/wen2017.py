@@ -30,8 +30,8 @@ import math
 import sys
 from pathlib import Path
 
-from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables, seeds_of,
-                              settings_text)
+from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, difference, parser, progress, run_tables,
+                              seeds_of, settings_text)
 from reproduce.paper_tables import published
 from reproduce.runs import (diverged, evals_of, log_wall, mpi_command, require_data, run_command,
                             train_args)
@@ -57,10 +57,10 @@ def fig5_model(args: argparse.Namespace, out: Path) -> None:
     from perfmodel.scaling import predict
     from perfmodel.specs import Strategy
 
-    table = ResultTable(out / "fig5_model.csv", ("workload", "cluster", "gpus"))
+    table = ResultTable(out / "fig5_model.csv", ("workload", "cluster", "gpus", "scale"))
     cases = [(w, c) for w in FIG5_BATCH for c in FIG5_CLUSTERS]
     for workload, cluster in progress(cases, args, "wen2017 fig5_model"):
-        if all(table.done(workload=workload, cluster=cluster, gpus=g) for g in FIG5_GPUS):
+        if all(table.done(workload=workload, cluster=cluster, gpus=g, scale=MODEL_SCALE) for g in FIG5_GPUS):
             continue
         wl, cl = load_workload(workload), load_cluster(cluster)
         b = FIG5_BATCH[workload]
@@ -73,7 +73,7 @@ def fig5_model(args: argparse.Namespace, out: Path) -> None:
                        "batch_per_gpu": b, "fp32_throughput": float(fp32.throughput[i]),
                        "terngrad_throughput": float(tern.throughput[i]), "metric": "throughput_gain",
                        "paper_value": paper, "rerun_value": gain, "difference": difference(gain, paper),
-                       "scale": "model", "settings": settings_text({"allreduce": "paper", "scaling": "weak",
+                       "scale": MODEL_SCALE, "settings": settings_text({"allreduce": "paper", "scaling": "weak",
                                                                     "batch_per_gpu": b, "presets": "data/presets",
                                                                     "pull_bits": "log2(2W+1)",
                                                                     "fp32_last": True})})

@@ -26,8 +26,8 @@ import os
 import sys
 from pathlib import Path
 
-from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables, seeds_of,
-                              settings_text)
+from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, difference, parser, progress, run_tables,
+                              seeds_of, settings_text)
 from reproduce.paper_tables import published
 from reproduce.runs import data_root, mpi_command, run_checked
 
@@ -82,10 +82,10 @@ def fig1_staleness(args: argparse.Namespace, out: Path) -> None:
     from trainers.asynchronous.simulate import simulate
     from trainers.asynchronous.config import AsyncConfig
 
-    table = ResultTable(out / "fig1_staleness.csv", ("n", "metric"))
+    table = ResultTable(out / "fig1_staleness.csv", ("n", "metric", "scale"))
     steps = FIG1_STEPS[args.scale]
     for n in progress(FIG1_N, args, "zhang2016 fig1_staleness"):
-        if table.done(n=n, metric="staleness_tail_probability"):
+        if table.done(n=n, metric="staleness_tail_probability", scale=args.scale):
             continue
         cfg = AsyncConfig(algo="softsync", workers=LEARNERS, n=n, model="none", steps=steps, momentum=0.0,
                           delays="homogeneous", seed=0)
@@ -134,7 +134,7 @@ def _fig2_model(args: argparse.Namespace, table: ResultTable) -> None:
     cases = [(c, v, cv) for c in FIG2_CLUSTERS for v, cv in FIG2_VARIANTS.items()]
     for cluster, variant, cv in cases:
         source = f"model {cluster}, {variant}"
-        if all(table.done(source=source, learners=g) for g in FIG2_LEARNERS):
+        if all(table.done(source=source, learners=g, scale=MODEL_SCALE) for g in FIG2_LEARNERS):
             continue
         cl = load_cluster(cluster)
         asgd = predict(wl, cl, Strategy("asgd", straggler_cv=cv), FIG2_LEARNERS, batch=FIG2_BATCH)
@@ -149,7 +149,7 @@ def _fig2_model(args: argparse.Namespace, table: ResultTable) -> None:
                        "asgd_over_ssgd_pct": 100 * float(asgd.throughput[i] / ssgd.throughput[i] - 1),
                        "metric": "speedup", "paper_value": paper, "paper_high": high if g == LEARNERS else None,
                        "paper_asgd_over_ssgd_pct": over, "rerun_value": rerun, "difference": difference(rerun, paper),
-                       "scale": "model",
+                       "scale": MODEL_SCALE,
                        "settings": settings_text({"workload": FIG2_WORKLOAD, "cluster": cluster,
                                                   "batch_per_learner": FIG2_BATCH, "scaling": "weak",
                                                   "asgd": "1 parameter server over the network",
@@ -184,9 +184,9 @@ def _fig2_mpi(args: argparse.Namespace, table: ResultTable, out: Path) -> None:
     runs.mkdir(parents=True, exist_ok=True)
     base = None
     for k in progress(MPI_WORKERS, args, "zhang2016 fig2 MPI"):
-        if table.done(source="mpi softsync", learners=k):
+        if table.done(source="mpi softsync", learners=k, scale=args.scale):
             if k == 1:
-                base = float(table.frame[(table.frame.source == "mpi softsync")
+                base = float(table.frame[(table.frame.source == "mpi softsync") & (table.frame.scale == args.scale)
                                          & (table.frame.learners.astype(int) == 1)].asgd_samples_per_s.iloc[0])
             continue
         s = _mpi_run(k, args, runs / f"fig2_mpi_{k}workers.jsonl")
@@ -209,7 +209,7 @@ def _fig2_mpi(args: argparse.Namespace, table: ResultTable, out: Path) -> None:
 
 
 def fig2_speedup(args: argparse.Namespace, out: Path) -> None:
-    table = ResultTable(out / "fig2_speedup.csv", ("source", "learners"))
+    table = ResultTable(out / "fig2_speedup.csv", ("source", "learners", "scale"))
     _fig2_model(args, table)
     if args.scale == "small":
         _fig2_mpi(args, table, out)
@@ -232,7 +232,7 @@ def fig3_accuracy(args: argparse.Namespace, out: Path) -> None:
 
     if args.scale == "paper":
         _check_full_cifar(args)
-    table = ResultTable(out / "fig3_accuracy.csv", ("n", "modulate", "seed"))
+    table = ResultTable(out / "fig3_accuracy.csv", ("n", "modulate", "seed", "scale"))
     params = dict(FIG3[args.scale])
     if params["dataset"] != "synthetic":
         params["data_root"] = data_root(args)
@@ -241,7 +241,7 @@ def fig3_accuracy(args: argparse.Namespace, out: Path) -> None:
     cases = [(n, m, seed) for seed in seeds_of(args, FIG3_SEEDS[args.scale]) for n in FIG3_N[args.scale]
              for m in (True, False)]
     for n, modulate, seed in progress(cases, args, "zhang2016 fig3_accuracy"):
-        if table.done(n=n, modulate=modulate, seed=seed):
+        if table.done(n=n, modulate=modulate, seed=seed, scale=args.scale):
             continue
         from trainers.asynchronous.simulate import simulate
 

@@ -78,8 +78,8 @@ def _args(out):
 
 def test_ctrl_c_ends_with_one_line_and_keeps_finished_rows(tmp_path, capsys):
     def table(args, folder):
-        t = ResultTable(folder / "t.csv", ("i",))
-        t.add({"i": 0, "v": 1.0})
+        t = ResultTable(folder / "t.csv", ("i", "scale"))
+        t.add({"i": 0, "scale": "small", "v": 1.0})
         raise KeyboardInterrupt  # as if Ctrl-C came while row 1 was computed
 
     assert run_tables("demo", {"t": table}, _args(tmp_path)) == 130

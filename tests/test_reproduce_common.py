@@ -24,10 +24,10 @@ def test_rows_persist_and_reruns_skip(tmp_path):
 def test_unreadable_or_foreign_results_are_named(tmp_path):
     bad = tmp_path / "t.csv"
     bad.write_text("a,b\n1,2\n")
-    with pytest.raises(ReproduceError, match="lacks key columns"):
-        ResultTable(bad, ("n",))
+    with pytest.raises(ReproduceError, match=r"lacks key columns \['n', 'scale'\]"):
+        ResultTable(bad, ("n", "scale"))
     with pytest.raises(ReproduceError, match="lacks key column 'n'"):
-        ResultTable(tmp_path / "u.csv", ("n",)).add({"m": 1})
+        ResultTable(tmp_path / "u.csv", ("n", "scale")).add({"m": 1, "scale": "small"})
 
 
 def test_difference():
@@ -38,17 +38,17 @@ def test_difference():
 def test_two_writers_keep_each_others_rows(tmp_path):
     """Two processes opened the table before either wrote (e.g. one per seed): no row is lost."""
     path = tmp_path / "t.csv"
-    a, b = ResultTable(path, ("seed",)), ResultTable(path, ("seed",))
-    a.add({"seed": 0, "value": 1.0})
-    b.add({"seed": 1, "value": 2.0})  # b never saw seed 0 in memory; it merges with the file
-    b.add({"seed": 0, "value": 9.0})  # finished by a: skipped
-    assert sorted(pd.read_csv(path).itertuples(index=False, name=None)) == [(0, 1.0), (1, 2.0)]
+    a, b = ResultTable(path, ("seed", "scale")), ResultTable(path, ("seed", "scale"))
+    a.add({"seed": 0, "scale": "small", "value": 1.0})
+    b.add({"seed": 1, "scale": "small", "value": 2.0})  # b never saw seed 0 in memory; it merges with the file
+    b.add({"seed": 0, "scale": "small", "value": 9.0})  # finished by a: skipped
+    assert sorted(pd.read_csv(path).itertuples(index=False, name=None)) == [(0, "small", 1.0), (1, "small", 2.0)]
 
 
 def _fill(path, seed, rows):
-    t = ResultTable(path, ("seed", "i"))
+    t = ResultTable(path, ("seed", "i", "scale"))
     for i in range(rows):
-        t.add({"seed": seed, "i": i})
+        t.add({"seed": seed, "i": i, "scale": "small"})
 
 
 def test_concurrent_processes_lose_nothing(tmp_path):

@@ -10,7 +10,9 @@ Line types (key "type"):
              parameter server's lines cover windows of gradients (trainers/ps.py: t_comm is the
              workers' exchange as they time it, t_step the server's seconds per gradient, plus
              t_server and bytes_exchanged, one exchange's payloads)
-    eval     step, epoch, test_loss, test_acc (fraction 0..1)
+    eval     step, epoch, test_loss, test_acc (fraction 0..1); at an epoch's end also train_loss (mean
+             over all ranks) and DASO's daso_phase, daso_B, daso_W (what the epoch's batches used),
+             daso_plateau (the epoch completed a plateau that moved B/W) and daso_plateaus (so far)
     summary  free-form totals at the end (e.g. the staleness histogram of a parameter server)
 Bytes per step (bytes_sent; the model's Prediction.bytes_per_gpu counts the same): the bytes one rank
 sends per step on the wire, for the algorithm each collective is charged as -- Allreduce as a ring,

@@ -173,8 +173,14 @@ class DASO:
                           {"B": b, "W": w, "sync": kind, "wire": used, "merged": merged,
                            "bytes_global": sent_global})
 
-    def end_epoch(self, tr: Trainer, epoch: int, loss: float) -> None:
-        self.schedule.end_epoch(epoch, loss)
+    def end_epoch(self, tr: Trainer, epoch: int, loss: float) -> dict[str, Any]:
+        """Feed the epoch's loss to the schedule; the epoch's record: its phase, the B and W its batches
+        used ((1, 0) outside cycling), whether it completed a plateau that moved B/W, and the plateaus
+        so far."""
+        phase, (b, w) = self.schedule.phase(epoch), self.schedule.b_w(epoch)
+        moved = self.schedule.end_epoch(epoch, loss)
+        return {"daso_phase": phase, "daso_B": b, "daso_W": w, "daso_plateau": moved,
+                "daso_plateaus": self.schedule.plateaus}
 
     def header(self) -> dict[str, Any]:
         sc = self.schedule.config

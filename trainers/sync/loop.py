@@ -110,7 +110,10 @@ class SyncAlgorithm(Protocol):
 
     def step(self, tr: "Trainer", x: torch.Tensor, y: torch.Tensor, pos: StepPosition) -> StepResult: ...
 
-    def end_epoch(self, tr: "Trainer", epoch: int, loss: float) -> None: ...
+    def end_epoch(self, tr: "Trainer", epoch: int, loss: float) -> dict[str, Any] | None:
+        """Feed the epoch's training loss (mean over all ranks); what it returns goes into the epoch's
+        eval record (DASO: its phase, B, W and plateaus)."""
+        ...
 
     def header(self) -> dict[str, Any]: ...
 
@@ -408,11 +411,11 @@ class Trainer:
                 bar.update(1)
                 if self.rank == 0 and bar.n % 20 == 0:
                     bar.set_postfix(loss=f"{result.loss:.4f}", refresh=False)
-                train_loss = None
+                train_loss, epoch_record = None, None
                 if pos.last:
                     train_loss = self.comm.allreduce(self.epoch_loss_sum / self.epoch_loss_count) / self.world
                     if math.isfinite(train_loss):  # a diverged run trained on (--allow-divergence): no schedule
-                        self.algo.end_epoch(self, pos.epoch, train_loss)
+                        epoch_record = self.algo.end_epoch(self, pos.epoch, train_loss)
                     self.epoch_loss_sum, self.epoch_loss_count = 0.0, 0
                 if pos.last or pos.last_of_run or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
                     self.sync_buffers()
@@ -422,6 +425,7 @@ class Trainer:
                                   "test_loss": test_loss, "test_acc": test_acc}
                         if train_loss is not None:
                             record["train_loss"] = train_loss
+                        record.update(epoch_record or {})
                         if self.log is not None:
                             self.log.eval(**record)
                         bar.write(f"step {step + 1}/{self.total_steps}: test loss {test_loss:.4f}, "
