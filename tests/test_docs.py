@@ -195,3 +195,34 @@ def test_quickstart_expensive_commands_match_their_recorded_files():
             assert re.search(rf"{re.escape(opt)}\b", helptext.stdout), f"`{command}`: {opt} is not an option"
         checked += 1
     assert checked == len(EXPENSIVE)
+
+
+def _doc_commands(text: str, program: str) -> list[str]:
+    """Each `<program> ...` command of a page's code blocks and inline code, continuation lines joined;
+    what follows ` -- ` (a command run by `perfmodel emulate`) is a command of its own."""
+    text = re.sub(r"\\\n\s*", " ", text)
+    found = re.findall(rf"(?:^ {{4,}}|`)({re.escape(program)} [a-z-]+[^`\n]*)", text, flags=re.M)
+    out = []
+    for cmd in found:
+        out += [part.strip() for part in cmd.split(" -- ")]
+    return [c for c in out if c.startswith(program + " ")]
+
+
+def test_every_perfmodel_option_in_the_docs_exists():
+    """Every `--option` a perfmodel command in README.md or docs/*.md gives is an option of its verb."""
+    import argparse
+
+    from perfmodel.cli import build_parser
+
+    verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    checked = 0
+    for page in [README, *sorted((ROOT / "docs").glob("*.md"))]:
+        for cmd in _doc_commands(page.read_text(encoding="utf-8"), "perfmodel"):
+            verb = cmd.split()[1]
+            if not re.fullmatch(r"[a-z][a-z-]*", verb):  # `perfmodel --version`, `perfmodel predict|presets`
+                continue
+            assert verb in verbs, f"{page.name}: `{cmd}`: perfmodel has no verb {verb}"
+            for opt in re.findall(r"(?<![\w-])--[a-z][\w-]*", cmd.split("#")[0]):
+                assert opt in verbs[verb]._option_string_actions, f"{page.name}: `{cmd}`: no option {opt}"
+                checked += 1
+    assert checked >= 50
