@@ -226,3 +226,11 @@ def test_every_perfmodel_option_in_the_docs_exists():
                 assert opt in verbs[verb]._option_string_actions, f"{page.name}: `{cmd}`: no option {opt}"
                 checked += 1
     assert checked >= 50
+
+
+def test_readme_setup_commands_are_the_ones_ci_runs():
+    """.ci/run runs the README's two set-up commands exactly; both must stay in the README's Set-up."""
+    ci = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.startswith("pip install")]
+    setup = README.read_text(encoding="utf-8").split("\n## Set-up", 1)[1].split("\n## ", 1)[0]
+    shown = [ln.strip() for ln in setup.splitlines() if ln.startswith("    ")]
+    assert len(ci) == 2 and shown == ci, (ci, shown)
