@@ -20,7 +20,7 @@ the SGD step; every rank stamps the time around each call. Rank 0 prints, per co
 - ``ratio``: in step / after barrier. About 1 says the profile's timing is the one a step meets.
 
 With one rank per core the ratios stay near 1; with ranks sharing cores, the small collectives
-inside a step took several times their time after a barrier (README, "What is still off").
+inside a step took several times their time after a barrier (docs/validation.md, "What is still off").
 """
 
 from __future__ import annotations
