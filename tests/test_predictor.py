@@ -122,3 +122,21 @@ def test_validate_says_when_the_load_differed_from_the_profiles(tmp_path):
     note = load_note(run((before + 1.5, 3.0)), prof, 2)
     assert note.startswith("load: the machine's load average was") and f"{before:.1f} before the profile" in note
     assert load_note(run(()), prof, 2) is None  # a log written before the load was recorded
+
+
+def test_gpu_ranks_are_not_stretched_by_the_cores(tmp_path):
+    import dataclasses
+
+    from perfmodel.profile.schema import save_profile
+
+    prof = load_profile(PROFILE)
+    gpu = dataclasses.replace(prof, compute=dataclasses.replace(prof.compute, device="cuda"),
+                              comm=tuple(dataclasses.replace(c, compute=None) for c in prof.comm))
+    save_profile(gpu, tmp_path / "gpu.json")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["predict", "--profile", str(tmp_path / "gpu.json"), "--format", "json", "--gpus", "8",
+                     "--batch", "64", "--strategy", "ssgd", "--overlap", "0", "--allreduce", "ring", "--stragglers", "none"]) == 0
+    (rec,) = json.loads(out.getvalue())
+    t_c = float(profile_workload(gpu).compute[next(iter(profile_workload(gpu).compute))](64.0))
+    assert rec["t_compute_s"] == pytest.approx(t_c, rel=1e-12)  # 8 GPUs: one each, not 8 ranks on 2 cores

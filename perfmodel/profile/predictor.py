@@ -266,7 +266,8 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
     k = layout.computing(gpus, per_node)
     cores = layout.cores or profile.machine.cpu_affinity or os.cpu_count() or 1
     threads = profile.compute.threads
-    share = max(1.0, k * threads / cores)
+    # CPU ranks share the machine's cores; GPU ranks each have their own GPU (one per rank)
+    share = max(1.0, k * threads / cores) if profile.compute.device == "cpu" else 1.0
     conc = _concurrent(profile, k) if from_profile else None
     apply_s = optimizer_step_s(profile) if ps and from_profile and "ps_update_s" not in fixed else None
     fields: dict = {}
@@ -278,7 +279,7 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
                 fields["straggler_cv"] = conc.at(batch)[2]
         else:
             timed = _concurrent_counts(profile)
-            if k > 1 and (not timed or k > max(timed)):
+            if k > 1 and share > 1.0 and (not timed or k > max(timed)):
                 notes.append(f"compute: the profile timed at most {max(timed) if timed else 1} rank(s) at once on "
                              f"{cores} cores; the one-process step is stretched by ranks x threads / cores for")
             wl = replace(wl, compute={gpu: _scaled(wl.compute[gpu], share)})
