@@ -16,6 +16,7 @@ from pathlib import Path
 from .specs import (OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
                     STAGINGS, TERNGRAD_EXCHANGES, TERNGRAD_LANES, daso_strategy_fields)
 from .stragglers import GPU_VARIABILITY_CV
+from .plan_cli import add_plan_parser
 
 DEFAULT_GPUS = "1-512:x2"
 
@@ -549,6 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--plot", default=None, help="write a throughput-vs-GPUs PNG here")
     p.set_defaults(func=cmd_predict)
+
+    add_plan_parser(sub, add_input_options, _resolve_workload_cluster)
 
     p = sub.add_parser("presets", help="list fabrics, GPUs, clusters, workloads and library models with sources")
     p.add_argument("--kind", choices=["fabric", "gpu", "cluster", "workload", "model"], default=None)
