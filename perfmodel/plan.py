@@ -194,29 +194,32 @@ def _rows(wl: Workload, cluster: Cluster, cand: Candidate, w: np.ndarray, scalin
     mem = memory_per_gpu(wl, inp.acts, cand.strategy, w, p.batch_per_gpu, optimizer=inp.optimizer,
                          precision=inp.precision)
     total = mem.total
-    ok = fits(total, inp.gpu_memory_bytes, inp.usable)
+    ok = fits(total, inp.gpu_memory_bytes, inp.usable).tolist()
     tt = inp.work.samples / p.throughput
     hours = w * tt / 3600.0
-    exposed = np.maximum(p.t_comm_s - p.extra["t_hidden_s"], 0.0) / p.t_iter_s
+    exposed = (np.maximum(p.t_comm_s - p.extra["t_hidden_s"], 0.0) / p.t_iter_s).tolist()
+    parts = {k: getattr(mem, k).tolist() for k in ("parameters", "gradients", "optimizer", "activations",
+                                                    "buffers", "temporaries")}
+    parts["total"] = total.tolist()
+    gpus, thr, eff, b = w.astype(int).tolist(), p.throughput.tolist(), p.efficiency.tolist(), p.batch_per_gpu.tolist()
+    tt, hours = tt.tolist(), hours.tolist()
     out = []
     c = inp.constraints
-    for i in range(len(w)):
-        cost = float(hours[i] * inp.price) if inp.price is not None else None
-        row = {"gpus": int(w[i]), "strategy": cand.strategy.name, "label": cand.label,
-               "samples_per_s": float(p.throughput[i]), "efficiency": float(p.efficiency[i]),
-               "time_to_train_s": float(tt[i]), "gpu_hours": float(hours[i]), "cost": cost,
-               "memory_per_gpu_bytes": float(total[i]), "fits": bool(ok[i]),
-               "batch_per_gpu": float(p.batch_per_gpu[i]), "accumulate": k,
-               "global_batch": float(p.batch_per_gpu[i] * k * w[i]), "comm_exposed_share": float(exposed[i]),
-               "interval": None, "memory": mem.parts(i)}
+    for i in range(len(gpus)):
+        cost = hours[i] * inp.price if inp.price is not None else None
+        row = {"gpus": gpus[i], "strategy": cand.strategy.name, "label": cand.label,
+               "samples_per_s": thr[i], "efficiency": eff[i], "time_to_train_s": tt[i], "gpu_hours": hours[i],
+               "cost": cost, "memory_per_gpu_bytes": parts["total"][i], "fits": ok[i], "batch_per_gpu": b[i],
+               "accumulate": k, "global_batch": b[i] * k * gpus[i], "comm_exposed_share": exposed[i],
+               "interval": None, "memory": {key: v[i] for key, v in parts.items()}}
         violates = []
-        if not row["fits"]:
+        if not ok[i]:
             violates.append("memory")
-        if c.deadline_s is not None and row["time_to_train_s"] > c.deadline_s:
+        if c.deadline_s is not None and tt[i] > c.deadline_s:
             violates.append("deadline")
         if c.budget is not None and cost is not None and cost > c.budget:
             violates.append("budget")
-        if c.min_efficiency is not None and row["efficiency"] < c.min_efficiency:
+        if c.min_efficiency is not None and eff[i] < c.min_efficiency:
             violates.append("min-efficiency")
         row["violates"] = violates
         row["_strategy"] = cand.strategy
