@@ -13,9 +13,8 @@ import argparse
 import time
 
 from perfmodel.library import model_names
-from perfmodel.memory import gpu_memory_bytes, load_activations
+from perfmodel.memory import default_optimizer, gpu_memory_bytes, load_activations
 from perfmodel.plan import Constraints, PlanInput, candidates, rank, search, work_from
-from perfmodel.plan_cli import default_optimizer
 from perfmodel.presets import presets_dir
 from perfmodel.stragglers import GPU_VARIABILITY_CV
 from perfmodel.workload_input import ComputeOptions, resolve_workload

@@ -13,9 +13,10 @@ import math
 import sys
 from pathlib import Path
 
-from .specs import (OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
+from .specs import (ALL_STRATEGIES, OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
                     STAGINGS, TERNGRAD_EXCHANGES, TERNGRAD_LANES, daso_strategy_fields)
 from .stragglers import GPU_VARIABILITY_CV
+from .memory import with_memory
 from .plan_cli import add_plan_parser
 
 DEFAULT_GPUS = "1-512:x2"
@@ -159,8 +160,8 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, ...] = 
     allreduce = default_allreduce(cluster, args.staging) if args.allreduce == "auto" else args.allreduce
     out = []
     for name in names:
-        if name not in STRATEGIES:
-            raise CLIError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}")
+        if name not in ALL_STRATEGIES:
+            raise CLIError(f"unknown strategy {name!r}; choose from {', '.join(ALL_STRATEGIES)}")
         out.append(Strategy(name, allreduce=allreduce, overlap=args.overlap, wire=args.wire,
                             terngrad_min_elems=args.terngrad_min_elems, terngrad_fp32_last=args.terngrad_fp32_last,
                             terngrad_encode_elems_per_s=args.terngrad_encode_rate or codec_rates[0],
@@ -402,6 +403,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         args.wire = settings.wire or "fp32"
     strategies = build_strategies(args, codec_rates, daso, cluster)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
+    records, notes = with_memory(records, notes, workload, cluster, strategies)
     if notes and args.format != "table":
         for note in notes:
             print(f"perfmodel: note: {note}", file=sys.stderr)
@@ -552,7 +554,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_predict)
 
     add_plan_parser(sub, add_input_options, _resolve_workload_cluster)
-
     p = sub.add_parser("presets", help="list fabrics, GPUs, clusters, workloads and library models with sources")
     p.add_argument("--kind", choices=["fabric", "gpu", "cluster", "workload", "model"], default=None)
     p.add_argument("--sources", action="store_true", help="print each preset's source")

@@ -217,3 +217,37 @@ def format_bytes(n: float) -> str:
     if n >= 2**30:
         return f"{n / 2**30:.1f} GiB"
     return f"{n / 2**20:.0f} MiB"
+
+
+def default_optimizer(model: str) -> str:
+    """Adam for transformers (BERT, GPT-2 and ViT train with Adam/AdamW), momentum SGD otherwise."""
+    return "adam" if model.startswith(("bert", "gpt2", "vit")) else "momentum"
+
+
+def with_memory(records: list[dict], notes: list[str], workload: Workload, cluster, strategies: list[Strategy],
+                precision: str = "fp32") -> tuple[list[dict], list[str]]:
+    """`perfmodel predict`'s records with memory_per_gpu_bytes and fits (the model's default optimizer,
+    ``default_optimizer``), and one note per strategy whose rows do not fit; unchanged where the model has
+    no activation sizes or the GPU no memory size."""
+    acts = load_activations(workload.name)
+    cap = gpu_memory_bytes(cluster.gpu) if cluster.gpu else None
+    if acts is None or cap is None:
+        return records, notes
+    optimizer = default_optimizer(workload.name)
+    by_name = {s.name: s for s in strategies}
+    notes = list(notes)
+    for name, strategy in by_name.items():
+        rows = [r for r in records if r["strategy"] == name]
+        if not rows:
+            continue
+        mem = memory_per_gpu(workload, acts, strategy, [r["gpus"] for r in rows], [r["batch_per_gpu"] for r in rows],
+                             optimizer=optimizer, precision=precision)
+        ok = fits(mem.total, cap[0])
+        for r, total, f in zip(rows, mem.total.tolist(), ok.tolist()):
+            r["memory_per_gpu_bytes"], r["fits"] = total, f
+        if not ok.all():
+            bad = [r["gpus"] for r, f in zip(rows, ok) if not f]
+            at = f"{bad[0]}" if len(bad) == 1 else f"{bad[0]}-{bad[-1]}"
+            notes.append(f"{name} does not fit in memory at {at} GPUs: {format_bytes(mem.total.max())} "
+                         f"per GPU ({optimizer}, {precision}) of the {cluster.gpu}'s {format_bytes(cap[0])}")
+    return records, notes

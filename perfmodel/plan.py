@@ -177,8 +177,8 @@ def search(workload: Workload, cluster: Cluster, cands: list[Candidate], inp: Pl
                 w, scaling, batch = w_all, "weak", b
             if len(w) == 0:
                 continue
-            for cand in cands:
-                keep = w.copy()
+            for j, cand in enumerate(cands):
+                keep = w if j == 0 else w[w > 1]  # one GPU exchanges nothing: one row for it
                 for _, bad in unrunnable(keep, cluster, cand.strategy, scaling=scaling, batch=batch,
                                          accumulate=k).items():
                     keep = keep[~np.isin(keep, bad)]
@@ -207,7 +207,7 @@ def _rows(wl: Workload, cluster: Cluster, cand: Candidate, w: np.ndarray, scalin
     c = inp.constraints
     for i in range(len(gpus)):
         cost = hours[i] * inp.price if inp.price is not None else None
-        row = {"gpus": gpus[i], "strategy": cand.strategy.name, "label": cand.label,
+        row = {"gpus": gpus[i], "strategy": cand.strategy.name, "label": cand.label if gpus[i] > 1 else "one GPU",
                "samples_per_s": thr[i], "efficiency": eff[i], "time_to_train_s": tt[i], "gpu_hours": hours[i],
                "cost": cost, "memory_per_gpu_bytes": parts["total"][i], "fits": ok[i], "batch_per_gpu": b[i],
                "accumulate": k, "global_batch": b[i] * k * gpus[i], "comm_exposed_share": exposed[i],

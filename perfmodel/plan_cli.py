@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .launch_settings import launch_settings
 from .learning_effect import effect_for
-from .memory import OPTIMIZERS, PRECISIONS, format_bytes, gpu_memory_bytes, load_activations
+from .memory import OPTIMIZERS, PRECISIONS, default_optimizer, format_bytes, gpu_memory_bytes, load_activations
 from .plan import (RANKS, Constraints, PlanInput, batch_choices, candidates, infeasible_message, pareto, rank,
                    search, why_line, work_from)
 from .specs import ALL_STRATEGIES, SpecError
@@ -129,11 +129,6 @@ def _price(args, cluster_ref: str | None) -> float | None:
                 raise SpecError(f"{where}: price_per_gpu_hour must be a number > 0, got {v!r}")
             return float(v)
     return None
-
-
-def default_optimizer(model: str) -> str:
-    """Adam for transformers (BERT, GPT-2 and ViT train with Adam/AdamW), momentum SGD otherwise."""
-    return "adam" if model.startswith(("bert", "gpt2", "vit")) else "momentum"
 
 
 def build_input(args, workload, cluster) -> PlanInput:

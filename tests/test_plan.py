@@ -136,3 +136,22 @@ def test_plot_writes_png(tmp_path, capsys):
     path = tmp_path / "plan.png"
     rc, _, _ = _run(capsys, ISSUE + ["--gpus-max", "16", "--plot", str(path)])
     assert rc == 0 and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_predict_flags_gpt2_xl_adam_fp32_64_per_gpu_on_v100(capsys):
+    argv = ["predict", "--workload", "gpt2-xl", "--estimate", "fp32", "--cluster", "dgx1-v100", "--batch", "64",
+            "--gpus", "8,64", "--strategy", "ssgd,zero3"]
+    rc, out, _ = _run(capsys, argv)
+    assert rc == 0 and "ssgd does not fit in memory at 8-64 GPUs" in out and "of the v100's 16.0 GiB" in out
+    rc, out, err = _run(capsys, argv + ["--format", "json"])
+    rows = json.loads(out)
+    assert rc == 0 and len(rows) == 4 and not any(r["fits"] for r in rows) and "does not fit" in err
+    rc, out, _ = _run(capsys, ["predict", "--workload", "resnet50", "--cluster", "dgx1-v100", "--batch", "64",
+                               "--gpus", "8", "--strategy", "ssgd", "--format", "json"])
+    assert json.loads(out)[0]["fits"] is True
+
+
+def test_one_gpu_appears_once(capsys):
+    rc, out, _ = _run(capsys, ISSUE + ["--format", "json", "--all", "--gpus-max", "4"])
+    rows = json.loads(out)
+    assert rc == 0 and [r["label"] for r in rows if r["gpus"] == 1] == ["one GPU"]
