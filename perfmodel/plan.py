@@ -228,7 +228,8 @@ def _rows(wl: Workload, cluster: Cluster, cand: Candidate, w: np.ndarray, scalin
 
 
 def rank(rows: list[dict], by: str = "time") -> list[dict]:
-    """Rows sorted by time to train (then cost, then fewer GPUs) or by cost (then time)."""
+    """Rows sorted by time to train (then cost, fewer GPUs, less memory) or by cost (then time, less memory);
+    cost is GPU-hours without a price."""
     if by not in RANKS:
         raise SpecError(f"--rank must be one of {', '.join(RANKS)}, got {by!r}")
     inf = float("inf")
@@ -237,8 +238,9 @@ def rank(rows: list[dict], by: str = "time") -> list[dict]:
         return r["cost"] if r["cost"] is not None else r["gpu_hours"]
 
     if by == "time":
-        return sorted(rows, key=lambda r: (r["time_to_train_s"], cost(r), r["gpus"]))
-    return sorted(rows, key=lambda r: (cost(r) if cost(r) is not None else inf, r["time_to_train_s"]))
+        return sorted(rows, key=lambda r: (r["time_to_train_s"], cost(r), r["gpus"], r.get("memory_per_gpu_bytes", 0)))
+    return sorted(rows, key=lambda r: (cost(r) if cost(r) is not None else inf, r["time_to_train_s"],
+                                       r.get("memory_per_gpu_bytes", 0)))
 
 
 def pareto(rows: list[dict]) -> list[dict]:
@@ -288,19 +290,23 @@ def infeasible_message(rows: list[dict], inp: PlanInput) -> str:
             f"{closest['label']} on {closest['gpus']} GPUs at {closest['batch_per_gpu']:g} per GPU, {what}")
 
 
-def why_line(ranked: list[dict], rows: list[dict]) -> str:
-    """Why the top row wins, in one line: its exposed communication, the runner-up's gap, and the plain
-    fp32 allreduce at the same GPU count when the winner is something else."""
+def why_line(ranked: list[dict], rows: list[dict], by: str = "time") -> str:
+    """Why the top row wins, in one line: its exposed communication, the fp32 NCCL allreduce's at the same
+    GPU count when the winner is something else, and the runner-up's gap in time (or cost with by="cost")."""
     top = ranked[0]
-    text = (f"{top['label']} on {top['gpus']} GPUs wins: communication not hidden behind compute is "
-            f"{top['comm_exposed_share']:.0%} of its step")
+    where = "one GPU" if top["gpus"] == 1 else f"{top['label']} on {top['gpus']} GPUs"
+    text = (f"{where} wins: communication not hidden behind compute is {top['comm_exposed_share']:.0%} of its "
+            f"step")
     ref = [r for r in rows if r["gpus"] == top["gpus"] and r["label"].startswith("ssgd nccl fp32")
            and r["batch_per_gpu"] == top["batch_per_gpu"] and r["accumulate"] == top["accumulate"]]
     if ref and not top["label"].startswith("ssgd nccl fp32"):
         text += f" (the fp32 NCCL allreduce's: {ref[0]['comm_exposed_share']:.0%})"
-    if len(ranked) > 1:
-        nxt = next((r for r in ranked[1:] if r["label"] != top["label"] or r["gpus"] != top["gpus"]), None)
-        if nxt is not None:
-            gap = nxt["time_to_train_s"] / top["time_to_train_s"] - 1
-            text += f"; the next, {nxt['label']} on {nxt['gpus']} GPUs, takes {gap:.1%} longer"
+    nxt = next((r for r in ranked[1:] if r["label"] != top["label"] or r["gpus"] != top["gpus"]), None)
+    if nxt is not None:
+        other = "one GPU" if nxt["gpus"] == 1 else f"{nxt['label']} on {nxt['gpus']} GPUs"
+        if by == "cost":
+            key = (lambda r: r["cost"] if r["cost"] is not None else r["gpu_hours"])  # noqa: E731
+            text += f"; the next, {other}, costs {key(nxt) / key(top) - 1:.1%} more"
+        else:
+            text += f"; the next, {other}, takes {nxt['time_to_train_s'] / top['time_to_train_s'] - 1:.1%} longer"
     return text

@@ -234,7 +234,7 @@ def cmd_plan(args, resolve) -> int:
     ranked = rank(feasible, args.rank)
     shown = rank(rows, args.rank) if args.all else ranked[:args.top]
     out = [public_row(r, workload, cluster, inp) for r in shown]
-    why = why_line(ranked, rows)
+    why = why_line(ranked, rows, args.rank)
     if args.format == "json":
         print(json.dumps(out, indent=1))
     elif args.format == "csv":

@@ -155,3 +155,37 @@ def test_one_gpu_appears_once(capsys):
     rc, out, _ = _run(capsys, ISSUE + ["--format", "json", "--all", "--gpus-max", "4"])
     rows = json.loads(out)
     assert rc == 0 and [r["label"] for r in rows if r["gpus"] == 1] == ["one GPU"]
+
+
+CLUSTER_FILE = """[mine]
+gpu = "a100"
+gpus_per_node = 8
+intra = "nvswitch-a100"
+network = "8xib-hdr"
+max_nodes = 16
+price_per_gpu_hour = 3.0
+"""
+
+
+def test_price_from_cluster_file_and_global_batch(tmp_path, capsys):
+    path = tmp_path / "mine.toml"
+    path.write_text(CLUSTER_FILE)
+    argv = ["plan", "--workload", "resnet50", "--cluster", str(path), "--samples", "1e7", "--global-batch", "4096",
+            "--batch", "16-256", "--format", "json", "--all"]
+    rc, out, err = _run(capsys, argv)
+    rows = json.loads(out)
+    assert rc == 0 and rows and "why:" in err
+    for r in rows:
+        assert r["cost"] == pytest.approx(3.0 * r["gpu_hours"])
+        assert r["batch_per_gpu"] * r["accumulate"] * r["gpus"] == 4096
+        assert 16 <= r["batch_per_gpu"] <= 256 and r["gpus"] <= 128  # 16 nodes of 8
+    assert {r["accumulate"] for r in rows} == {1, 2, 4, 8}
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CLUSTER_FILE.replace("3.0", "-1"))
+    rc, _, err = _run(capsys, [str(bad) if a == str(path) else a for a in argv])
+    assert rc == 2 and "price_per_gpu_hour" in err
+
+
+def test_why_line_follows_the_ranking(capsys):
+    rc, out, _ = _run(capsys, ISSUE + ["--rank", "cost", "--top", "2"])
+    assert rc == 0 and "more" in out.splitlines()[-1] and "longer" not in out.splitlines()[-1]
