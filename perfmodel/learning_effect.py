@@ -11,6 +11,8 @@ reruns' CSVs (mean over the rows that pair up):
     asgd      results/barkai2020/tables4_6.csv has no SSGD run at its settings: the ASGD accuracy per
               worker count is given instead (accuracy_diff_pts None)
 The settings are the reduced reruns' (docs of reproduce/): a sign of the effect, not the papers' figures.
+An installed package has no results/ beside its presets: every update-changing scheme then says "not
+measured here".
 """
 
 from __future__ import annotations

@@ -93,7 +93,8 @@ def add_plan_parser(sub, add_input_options, resolve) -> None:
     g.add_argument("--budget", type=_positive(float), default=None, help="in the price's currency")
     g.add_argument("--min-efficiency", type=_positive(float), default=None, help="0..1")
     g.add_argument("--global-batch", type=_positive(int), default=None,
-                   help="fixed samples per update: per-GPU batch x accumulation x GPUs (accumulation 1, 2, 4, 8 searched)")
+                   help="fixed samples per update: per-GPU batch x accumulation x GPUs (accumulation 1, 2, 4, 8 "
+                        "searched)")
     g.add_argument("--batch", type=parse_batch_range, default=(32, 32),
                    help="per-GPU micro-batch N or a range LO-HI (default 32)")
     g.add_argument("--same-update", action="store_true",

@@ -6,7 +6,8 @@ torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True)
 sum over torch's memory categories (parameters, gradients, optimizer state, activations, temporaries,
 autograd detail, inputs) of torch.profiler._memory_profiler.MemoryProfileTimeline on the CPU device.
 On a CUDA device the peak is torch.cuda.max_memory_allocated over the second step (the caching
-allocator's live tensors, not its reserved pool). zero_grad(set_to_none=False) keeps the gradients allocated between steps, as DDP's buckets do.
+allocator's live tensors, not its reserved pool). zero_grad(set_to_none=False) keeps the gradients
+allocated between steps, as DDP's buckets do.
 torch is imported inside the functions: perfmodel never imports it at import time.
 """
 

@@ -4,7 +4,8 @@
 
 CNNs are built for real on the CPU (random initialisation, train mode: torchvision's constructors, the
 same ones data/presets/models/generate.py uses, and trainers.models for the papers' networks) and run
-forward on batches of 2 and 4 samples (train-mode batch norm needs two) under torch.autograd.graph.saved_tensors_hooks: every tensor
+forward on batches of 2 and 4 samples (train-mode batch norm needs two) under
+torch.autograd.graph.saved_tensors_hooks: every tensor
 autograd saves for backward is counted once (by storage), parameters excluded. Per sample = half the batch-4
 total less the batch-2 total, so saved tensors that do not grow with the batch (batch-norm statistics)
 drop out; ``layers`` splits the per-sample bytes over the model's top-level children (the module whose
