@@ -117,3 +117,17 @@ def test_activation_inventory_present_for_every_library_model():
         a = load_activations(name)
         assert a is not None and a.bytes_per_sample > 0, name
     assert np.isfinite(load_activations("gpt2-xl").bytes_per_sample)
+
+
+def test_transformer_activations_follow_korthikanti_in_fp32():
+    """GPT-2 XL (48 layers, h 1600, 25 heads, vocab 50257, s 1024): per layer 66 s h + 9 a s^2 bytes per
+    sample, plus the embedding output 4 s h and the logits with their log-softmax 8 s V."""
+    s, h, a, v, layers = 1024, 1600, 25, 50257, 48
+    expect = layers * (66 * s * h + 9 * a * s * s) + 4 * s * h + 8 * s * v
+    acts = load_activations("gpt2-xl")
+    assert acts.bytes_per_sample == expect
+    assert acts.output_bytes_per_sample == 4 * s * v
+    # the fp16 form of the same count is the paper's s h (34 + 5 a s / h) per layer
+    fp16_layer = s * h * (34 + 5 * a * s / h)
+    masks = 2 * s * h + a * s * s
+    assert 66 * s * h + 9 * a * s * s == 2 * (fp16_layer - masks) + masks
