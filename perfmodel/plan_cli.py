@@ -18,6 +18,7 @@ from .learning_effect import effect_for
 from .memory import OPTIMIZERS, PRECISIONS, default_optimizer, format_bytes, gpu_memory_bytes, load_activations
 from .plan import (RANKS, Constraints, PlanInput, batch_choices, candidates, infeasible_message, pareto, rank,
                    search, why_line, work_from)
+from .plan_interval import interval
 from .specs import ALL_STRATEGIES, SpecError
 from .stragglers import GPU_VARIABILITY_CV
 
@@ -158,6 +159,7 @@ def build_input(args, workload, cluster) -> PlanInput:
 def public_row(r: dict, workload, cluster, inp: PlanInput) -> dict:
     out = {k: r[k] for k in JSON_KEYS if k in r}
     out["learning_effect"] = effect_for(r["strategy"])
+    out["interval"] = interval(r["strategy"], r["samples_per_s"], inp.work.samples)
     out["settings"] = launch_settings(r["_strategy"], gpus=r["gpus"], gpus_per_node=cluster.gpus_per_node,
                                       batch_per_gpu=r["batch_per_gpu"], accumulate=r["accumulate"],
                                       model=workload.name, optimizer=inp.optimizer)
@@ -172,7 +174,8 @@ def _hours(s: float) -> str:
 
 def format_plan_table(rows: list[dict]) -> str:
     """Fixed-width table with units in the header."""
-    heads = ["#", "strategy", "gpus", "b/gpu x acc", "samples/s", "eff", "time h", "GPU-h", "cost", "mem/GPU",
+    heads = ["#", "strategy", "gpus", "b/gpu x acc", "samples/s", "eff", "time h", "80% range h", "GPU-h", "cost",
+             "mem/GPU",
              "fits", "learning", "launch"]
     body = []
     for i, r in enumerate(rows, 1):
@@ -182,6 +185,7 @@ def format_plan_table(rows: list[dict]) -> str:
         eff = r["learning_effect"]
         body.append([str(i), r["label"], str(r["gpus"]), f"{r['batch_per_gpu']:g} x {r['accumulate']}",
                      f"{r['samples_per_s']:,.0f}", f"{r['efficiency']:.0%}", _hours(r["time_to_train_s"]),
+                     "-" if r["interval"] is None else "-".join(_hours(t) for t in r["interval"]["time_to_train_s"]),
                      f"{r['gpu_hours']:,.0f}", "-" if r["cost"] is None else f"{r['cost']:,.0f}",
                      format_bytes(r["memory_per_gpu_bytes"]),
                      "yes" if r["fits"] else "NO", "same as SSGD" if eff is None else eff["summary"], launch])
@@ -197,7 +201,9 @@ def _csv_rows(rows: list[dict]) -> str:
 
     flat = []
     for r in rows:
-        d = {k: v for k, v in r.items() if k not in ("memory", "settings", "learning_effect", "violates")}
+        d = {k: v for k, v in r.items() if k not in ("memory", "settings", "learning_effect", "violates", "interval")}
+        d["interval_time_to_train_s"] = "" if r["interval"] is None else "-".join(
+            f"{t:.6g}" for t in r["interval"]["time_to_train_s"])
         d["learning_effect"] = "" if r["learning_effect"] is None else r["learning_effect"]["summary"]
         d["violates"] = ";".join(r["violates"])
         d["settings"] = json.dumps(r["settings"])

@@ -189,3 +189,18 @@ def test_price_from_cluster_file_and_global_batch(tmp_path, capsys):
 def test_why_line_follows_the_ranking(capsys):
     rc, out, _ = _run(capsys, ISSUE + ["--rank", "cost", "--top", "2"])
     assert rc == 0 and "more" in out.splitlines()[-1] and "longer" not in out.splitlines()[-1]
+
+
+def test_interval_from_published_errors(tmp_path):
+    from perfmodel.plan_interval import error_quantiles, interval
+
+    (tmp_path / "published").mkdir()
+    lines = ["scheme,expressible,error_pct"] + [f"pytorch-ddp,1,{e}" for e in range(0, 11)] + ["tf-ps-cpu,1,5"]
+    (tmp_path / "published" / "predictions.csv").write_text("\n".join(lines) + "\n")
+    q = error_quantiles(str(tmp_path))
+    assert q == {"ssgd": (pytest.approx(0.01), pytest.approx(0.09), 11)}  # sync-ps: too few rows
+    real = interval("ssgd", 1000.0, 1e6)
+    e10, e90, _ = error_quantiles()["ssgd"]
+    assert real["samples_per_s"] == pytest.approx([1000 / (1 + e90), 1000 / (1 + e10)])
+    assert real["time_to_train_s"] == pytest.approx([1e6 / 1000 * (1 + e10), 1e6 / 1000 * (1 + e90)])
+    assert interval("terngrad", 1000.0, 1e6) is None
