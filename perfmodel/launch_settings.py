@@ -53,6 +53,8 @@ def launch_settings(strategy: Strategy, *, gpus: int, gpus_per_node: int, batch_
         out["daso"] = {"B": strategy.daso_B, "W": strategy.daso_W}
     elif name in ("sync-ps", "asgd"):
         out["ps_servers"] = strategy.ps_servers
+        if name == "asgd":  # each update is W - 1 others' updates old on average (perfmodel.scaling)
+            out["mean_staleness"] = gpus - 1
     elif name == "byteps":
         out["byteps"] = {"BYTEPS_PARTITION_BYTES": 4096000, "servers": "colocated"}
     algo = TRAINER_ALGOS.get(name)
