@@ -14,9 +14,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .specs import (OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
+from .specs import (ALL_STRATEGIES, OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
                     STAGINGS, TERNGRAD_EXCHANGES, TERNGRAD_LANES, daso_strategy_fields)
 from .stragglers import GPU_VARIABILITY_CV
+from .memory import with_memory
+from .plan_cli import add_plan_parser
 
 DEFAULT_GPUS = "1-512:x2"
 
@@ -161,8 +163,8 @@ def build_strategies(args: argparse.Namespace, codec_rates: tuple[float, ...] = 
     allreduce = default_allreduce(cluster, args.staging) if args.allreduce == "auto" else args.allreduce
     out = []
     for name in names:
-        if name not in STRATEGIES:
-            raise CLIError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}")
+        if name not in ALL_STRATEGIES:
+            raise CLIError(f"unknown strategy {name!r}; choose from {', '.join(ALL_STRATEGIES)}")
         out.append(Strategy(name, allreduce=allreduce, overlap=args.overlap, wire=args.wire,
                             terngrad_min_elems=args.terngrad_min_elems, terngrad_fp32_last=args.terngrad_fp32_last,
                             terngrad_encode_elems_per_s=args.terngrad_encode_rate or codec_rates[0],
@@ -507,6 +509,7 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
         args.wire = settings.wire or "fp32"
     strategies = build_strategies(args, codec_rates, daso, cluster)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
+    records, notes = with_memory(records, notes, workload, cluster, strategies)
     _, _, source = workload.compute_for(cluster)
     accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""
     header = (f"# {workload.name} ({workload.parameters / 1e6:.2f}M params) on {cluster.name}, {args.scaling} "
@@ -681,6 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="write a throughput-vs-GPUs PNG here")
     p.set_defaults(func=cmd_predict)
 
+    add_plan_parser(sub, add_input_options, _resolve_workload_cluster)
     p = sub.add_parser("presets", help="list fabrics, GPUs, clusters, workloads and library models with sources")
     p.add_argument("--kind", choices=["fabric", "gpu", "cluster", "workload", "model"], default=None)
     p.add_argument("--sources", action="store_true", help="print each preset's source")

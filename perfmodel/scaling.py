@@ -51,6 +51,7 @@ Strategies:
     sync-ps   synchronous parameter server: K servers (ps_servers) hold n/K each, on the worker nodes
               or on dedicated nodes (ps_placement); a node sums its GPUs first (ps_local_reduce) or
               every GPU pushes; push, then pull (collectives.sync_ps_exchange).
+    zero1-3, fsdp  sharded data parallelism: reduce-scatter and all-gather per step (perfmodel.sharded).
     byteps    BytePS push-pull: intra-node reduce, then summation on the GPU machines and on
               ps_servers CPU machines (ps_placement "dedicated"; "colocated" means none), split as
               the BytePS paper's optimum (collectives.byteps_exchange).
@@ -74,6 +75,7 @@ from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
 from .compression import (aggregate_bits, codec_sync_points, dense_bytes, encode_seconds, levels_lane_bits,
                           ps_aggregate_seconds, ps_shard_elems, terngrad_bytes, ternary_split)
 from .ompi_tuned import per_model_algorithm
+from .sharded import sharded_comm
 from .specs import Cluster, SpecError, Strategy, Workload
 from .stragglers import CVB, async_speedup_factor, sync_slowdown
 
@@ -246,8 +248,8 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
         total, exposed = exposed_time(buckets, BACKWARD_SHARE * t_micro, cost, start_delay=wait)
         comm = np.where(multi, comm - replaced + total + wait, 0.0)  # the last bucket's wait is paid
         hidden = strategy.overlap_efficiency * np.where(multi, total + wait - exposed, 0.0)
-    else:
-        hidden = np.zeros_like(w)
+    else:  # no schedule: no overlap, or the strategy's own (sharded: perfmodel.sharded)
+        hidden = np.where(multi, extra.pop("t_own_hidden_s", np.zeros_like(w)), 0.0)
         comm = np.where(multi, comm + wait, 0.0)
     extra["t_hidden_s"] = hidden
     overhead = np.where(multi, strategy.step_overhead_s, 0.0)
@@ -448,4 +450,8 @@ _STRATEGY_COMM = {
     "asgd": _asgd_comm,
     "sync-ps": _sync_ps_comm,
     "byteps": _byteps_comm,
+    "zero1": sharded_comm,
+    "zero2": sharded_comm,
+    "zero3": sharded_comm,
+    "fsdp": sharded_comm,
 }

@@ -280,6 +280,9 @@ class Workload:
 
 
 STRATEGIES = ("ssgd", "terngrad", "daso", "asgd", "sync-ps", "byteps")
+#: sharded data parallelism (perfmodel.sharded): ZeRO stages 1-3 and FSDP FULL_SHARD (= ZeRO-3's traffic)
+SHARDED_STRATEGIES = ("zero1", "zero2", "zero3", "fsdp")
+ALL_STRATEGIES = STRATEGIES + SHARDED_STRATEGIES
 DASO_PROGRESS = ("async", "wait")
 ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical", "nccl",
                         "reduce-broadcast", "basic-linear", "ompi")
@@ -299,7 +302,9 @@ OVERLAP_EFFICIENCY = 0.21
 class Strategy:
     """How gradients or parameters travel.
 
-    name: ssgd | terngrad | daso | asgd | sync-ps | byteps.
+    name: ssgd | terngrad | daso | asgd | sync-ps | byteps, or a sharded one: zero1 | zero2 | zero3 | fsdp
+    (perfmodel.sharded; zero_prefetch: stage 3 gathers the next layer's parameters while the current
+    one computes, hiding the all-gathers behind compute).
     allreduce: collective algorithm for ssgd/terngrad and DASO's node-local step ("nccl": NCCL's own
     choice of ring or tree and protocol by message size, perfmodel.nccl; "ompi": the algorithm Open MPI
     5.0's tuned rules pick by communicator and message size, perfmodel.ompi_tuned; "reduce-broadcast":
@@ -397,10 +402,11 @@ class Strategy:
     ps_placement: str = "colocated"
     ps_local_reduce: bool = True
     sync_wait_s: float = 0.0
+    zero_prefetch: bool = True
 
     def __post_init__(self) -> None:
-        if self.name not in STRATEGIES:
-            raise SpecError(f"unknown strategy {self.name!r}; choose from {', '.join(STRATEGIES)}")
+        if self.name not in ALL_STRATEGIES:
+            raise SpecError(f"unknown strategy {self.name!r}; choose from {', '.join(ALL_STRATEGIES)}")
         if self.allreduce not in ALLREDUCE_ALGORITHMS:
             raise SpecError(f"unknown allreduce {self.allreduce!r}; choose from {', '.join(ALLREDUCE_ALGORITHMS)}")
         if self.overlap is not None:
@@ -454,6 +460,8 @@ class Strategy:
             raise SpecError(f"ps_placement must be one of {', '.join(PS_PLACEMENTS)}, got {self.ps_placement!r}")
         if not isinstance(self.ps_local_reduce, (bool, np.bool_)):
             raise SpecError(f"ps_local_reduce must be true or false, got {self.ps_local_reduce!r}")
+        if not isinstance(self.zero_prefetch, (bool, np.bool_)):
+            raise SpecError(f"zero_prefetch must be true or false, got {self.zero_prefetch!r}")
 
 
 def daso_strategy_fields(daso: dict | None) -> dict:

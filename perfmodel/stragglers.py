@@ -13,6 +13,7 @@ sampler the simulators use lives here too so that the model and the simulations 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -117,13 +118,25 @@ def sync_slowdown(workers: np.ndarray | int, model: CVB) -> np.ndarray:
     v = model.v_task if model.heterogeneous else model.v_mach
     if (v == 0 and not model.heterogeneous) or (model.heterogeneous and v == 0 and model.v_mach == 0):
         return np.ones_like(w) if np.ndim(workers) else np.float64(1.0)
+    out = _slowdown_of_counts(tuple(w.tolist()), model).copy()
+    return out if np.ndim(workers) else out[0]
+
+
+@lru_cache(maxsize=1024)
+def _slowdown_of_counts(workers: tuple[float, ...], model: CVB) -> np.ndarray:
+    """sync_slowdown for a tuple of worker counts, cached: a plan asks for the same counts many times."""
     from scipy import integrate
 
-    grid = np.linspace(0.0, 12.0, 6001)
-    cdf = np.clip(_task_cdf(grid, model), 0.0, 1.0)
+    grid, cdf = _grid_cdf(model)
+    w = np.asarray(workers)
     # 1 - F^W on the grid for each W, integrated by the trapezoid rule
-    out = integrate.trapezoid(1.0 - cdf[None, :] ** w[:, None], grid, axis=1)
-    return out if np.ndim(workers) else out[0]
+    return integrate.trapezoid(1.0 - cdf[None, :] ** w[:, None], grid, axis=1)
+
+
+@lru_cache(maxsize=64)
+def _grid_cdf(model: CVB) -> tuple[np.ndarray, np.ndarray]:
+    grid = np.linspace(0.0, 12.0, 6001)
+    return grid, np.clip(_task_cdf(grid, model), 0.0, 1.0)
 
 
 def async_speedup_factor(model: CVB) -> float:

@@ -1,0 +1,120 @@
+"""Measure a training step's peak memory on the CPU with torch's memory profiler, to check perfmodel.memory.
+
+One process, one model (trainers.models, or torchvision's where importable), one optimizer: a warm-up step
+(so the optimizer state exists, as in every later step), then one profiled step under
+torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True); the peak is the largest
+sum over torch's memory categories (parameters, gradients, optimizer state, activations, temporaries,
+autograd detail, inputs) of torch.profiler._memory_profiler.MemoryProfileTimeline on the CPU device.
+On a CUDA device the peak is torch.cuda.max_memory_allocated over the second step (the caching
+allocator's live tensors, not its reserved pool). zero_grad(set_to_none=False) keeps the gradients
+allocated between steps, as DDP's buckets do.
+torch is imported inside the functions: perfmodel never imports it at import time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..library import load_model
+from ..memory import Activations, memory_per_gpu
+from ..presets import presets_dir
+from ..specs import ComputeTime, Strategy, Workload
+
+
+@dataclass(frozen=True)
+class PeakCheck:
+    """One model at one batch: torch's measured peak and perfmodel's estimate, bytes."""
+
+    model: str
+    batch: int
+    optimizer: str
+    measured_bytes: float
+    estimated_bytes: float
+
+    @property
+    def error(self) -> float:
+        """(estimate - measured) / measured."""
+        return self.estimated_bytes / self.measured_bytes - 1.0
+
+
+def build_torch_model(name: str):
+    """(module, input shape, classes) from trainers.models, else torchvision (weights=None)."""
+    from trainers import models as tm
+
+    if name in tm.MODELS:
+        return tm.build_model(name), tm.input_shape(name), tm.MODELS[name].num_classes
+    models = _torchvision_models()  # ImportError where torchvision is absent
+    ctor = name.replace("-", "_")
+    return getattr(models, ctor)(weights=None), (3, 224, 224), 1000
+
+
+def _torchvision_models():
+    """torchvision.models; a wheel built for another torch fails to register its C++ operators at import,
+    which the model constructors never use: import it without them (as data/presets/models/generate.py)."""
+    import sys
+    import types
+
+    try:
+        import torchvision  # noqa: F401
+    except RuntimeError:
+        for mod in [m for m in sys.modules if m.startswith("torchvision")]:
+            del sys.modules[mod]
+        sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._meta_registrations")
+        import torchvision  # noqa: F401
+    from torchvision import models
+
+    return models
+
+
+def measured_peak_bytes(name: str, batch: int, optimizer: str = "momentum", device: str = "cpu") -> float:
+    """Peak bytes of one training step (forward, backward, optimizer step) of ``name`` on the CPU (torch's
+    memory profiler) or on a CUDA device (torch.cuda.max_memory_allocated over the step)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler._memory_profiler import MemoryProfileTimeline
+
+    torch.manual_seed(0)
+    model, shape, classes = build_torch_model(name)
+    model.to(device).train()
+    params = list(model.parameters())
+    if optimizer == "adam":
+        opt = torch.optim.Adam(params, lr=1e-3)
+    else:
+        opt = torch.optim.SGD(params, lr=0.01, momentum=0.9 if optimizer == "momentum" else 0.0)
+    x = torch.randn(batch, *shape, device=device)
+    y = torch.randint(0, classes, (batch,), device=device)
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        out = model(x)
+        if isinstance(out, tuple):  # inception-style auxiliary outputs
+            out = out[0]
+        torch.nn.functional.cross_entropy(out, y).backward()
+        opt.step()
+
+    step()
+    if device != "cpu":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        step()
+        torch.cuda.synchronize()
+        return float(torch.cuda.max_memory_allocated())
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
+                 with_stack=True) as prof:
+        step()
+    timeline = MemoryProfileTimeline(prof._memory_profile())
+    _, sizes = timeline._coalesce_timeline(torch.device("cpu"))
+    return float(max(sum(s) for s in sizes))
+
+
+def estimated_bytes(name: str, acts: Activations, batch: int, optimizer: str = "momentum") -> float:
+    """perfmodel.memory's estimate for one process (no exchange buffers), bytes."""
+    lib = load_model(name, presets_dir())
+    wl = Workload(name, lib.tensor_sizes, {"cpu": ComputeTime("linear", t1_s=1.0)})
+    return float(memory_per_gpu(wl, acts, Strategy("ssgd"), [1], batch, optimizer=optimizer).total[0])
+
+
+def check(name: str, acts: Activations, batch: int, optimizer: str = "momentum", device: str = "cpu") -> PeakCheck:
+    """Measured against estimated peak for one model and batch."""
+    return PeakCheck(name, batch, optimizer, measured_peak_bytes(name, batch, optimizer, device),
+                     estimated_bytes(name, acts, batch, optimizer))

@@ -1,0 +1,133 @@
+"""perfmodel.memory: hand-derived byte counts, the ZeRO paper's example, and torch's measured peak on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.memory import (Activations, activation_bytes, fits, gpu_memory_bytes, load_activations,
+                              memory_per_gpu, model_state_bytes, strategy_buffers)
+from perfmodel.specs import ComputeTime, SpecError, Strategy, Workload
+
+
+def _wl(sizes=(600, 400)):
+    return Workload("toy", tuple(sizes), {"cpu": ComputeTime("linear", t1_s=1.0)})
+
+
+ACTS = Activations("toy", 100.0, 10.0, 0.0, "hand")
+
+
+def test_model_state_fp32_and_mixed_adam():
+    p, g, o = model_state_bytes(1000, [1], optimizer="adam", precision="fp32")
+    assert (p[0], g[0], o[0]) == (4000, 4000, 8000)
+    p, g, o = model_state_bytes(1000, [1], optimizer="adam", precision="mixed")
+    assert (p[0], g[0], o[0]) == (2000, 2000, 12000)  # the ZeRO paper's K = 12
+    p, g, o = model_state_bytes(1000, [1], optimizer="momentum")
+    assert o[0] == 4000
+    assert model_state_bytes(1000, [1], optimizer="sgd")[2][0] == 0
+
+
+def test_zero_paper_example_7_5b_on_64_gpus():
+    """Rajbhandari et al. SC20, Figure 1: 7.5B parameters, mixed-precision Adam, 64 GPUs:
+    120 GB, 31.4 GB (P_os), 16.6 GB (P_os+g), 1.9 GB (P_os+g+p)."""
+    psi = 7.5e9
+    expect = {0: 120e9, 1: 31.4e9, 2: 16.6e9, 3: 1.9e9}
+    for stage, gb in expect.items():
+        total = sum(x[0] for x in model_state_bytes(psi, [64], optimizer="adam", precision="mixed", stage=stage))
+        assert total == pytest.approx(gb, rel=0.02), stage
+
+
+def test_activation_bytes_scale_with_batch_and_precision():
+    assert activation_bytes(ACTS, 4)[()] == 4 * 110
+    assert activation_bytes(ACTS, 4, "mixed")[()] == 2 * 110
+
+
+def test_buffers_hand_counts():
+    wl = _wl()
+    assert strategy_buffers(wl, Strategy("ssgd", wire="fp16"), [4])[0] == 2 * 1000
+    assert strategy_buffers(wl, Strategy("ssgd"), [1])[0] == 0  # one GPU exchanges nothing
+    assert strategy_buffers(wl, Strategy("asgd"), [4])[0] == 4 * 1000
+    # terngrad levels at 4 GPUs: the first tensor is ternarized (the last one is the classifier, fp32)
+    # int8 codes 600 + packed 150 + int8 level sums 600
+    tg = Strategy("terngrad", terngrad_fp32_last=True)
+    wl3 = _wl((600, 300, 100))
+    split_elems = 600  # classifier_tensors = 2: the last two stay fp32
+    assert strategy_buffers(wl3, tg, [4])[0] == split_elems + split_elems / 4 + split_elems * 1
+
+
+def test_memory_per_gpu_total_and_sharding():
+    wl = _wl()
+    m = memory_per_gpu(wl, ACTS, Strategy("ssgd"), [1, 4], 4, optimizer="momentum")
+    # params 4000 + grads 4000 + momentum 4000 + activations 440 + largest-gradient temporary 4 x 600
+    assert m.total[0] == 4000 + 4000 + 4000 + 440 + 2400
+    assert m.total[1] == m.total[0] + 4000  # DDP's bucket copy of the fp32 gradients
+    z3 = memory_per_gpu(wl, ACTS, Strategy("zero3"), [4], 4, optimizer="adam")
+    parts = z3.parts(0)
+    assert parts["parameters"] == 4000 / 4 + 2 * 4 * 600  # shard + the gathered tensor and the prefetched one
+    assert parts["gradients"] == 1000 and parts["optimizer"] == 2000
+    assert parts["temporaries"] == max(440 + 2400, 4000 / 4) - 440
+
+
+def test_gpt2_xl_adam_fp32_64_per_gpu_does_not_fit_a_v100():
+    from perfmodel.library import load_model
+    from perfmodel.presets import presets_dir
+
+    lib = load_model("gpt2-xl", presets_dir())
+    wl = Workload("gpt2-xl", lib.tensor_sizes, {"v100": ComputeTime("linear", t1_s=1.0)})
+    acts = load_activations("gpt2-xl")
+    cap, _ = gpu_memory_bytes("v100")
+    assert cap == 16 * 2**30
+    for s in ("ssgd", "zero3"):
+        m = memory_per_gpu(wl, acts, Strategy(s), [8, 512], 64, optimizer="adam")
+        assert not fits(m.total, cap).any()
+    # the model state alone, 16 bytes per parameter, is 1.5x the V100's memory
+    assert 16 * lib.parameters > cap
+
+
+def test_bad_choices_raise():
+    with pytest.raises(SpecError):
+        model_state_bytes(10, [1], optimizer="lamb")
+    with pytest.raises(SpecError):
+        model_state_bytes(10, [1], precision="fp8")
+    with pytest.raises(SpecError):
+        Activations("x", -1.0, 0.0, 0.0, "")
+
+
+@pytest.mark.parametrize("name,batches", [("lenet", (32, 128)), ("resnet20", (16, 64))])
+def test_estimate_within_15pct_of_torch_measured_peak(name, batches):
+    pytest.importorskip("torch")
+    from perfmodel.profile.memory_peak import check
+
+    acts = load_activations(name)
+    for b in batches:
+        for opt in ("momentum", "adam"):
+            c = check(name, acts, b, opt)
+            assert abs(c.error) <= 0.15, (name, b, opt, c.measured_bytes, c.estimated_bytes)
+    # and the activation term grows with the batch as the measurement does
+    lo, hi = (check(name, acts, b, "momentum") for b in batches)
+    grow_est, grow_meas = hi.estimated_bytes - lo.estimated_bytes, hi.measured_bytes - lo.measured_bytes
+    assert grow_est == pytest.approx(grow_meas, rel=0.15)
+
+
+def test_activation_inventory_present_for_every_library_model():
+    from perfmodel.library import model_names
+    from perfmodel.presets import presets_dir
+
+    for name in model_names(presets_dir()):
+        a = load_activations(name)
+        assert a is not None and a.bytes_per_sample > 0, name
+    assert np.isfinite(load_activations("gpt2-xl").bytes_per_sample)
+
+
+def test_transformer_activations_follow_korthikanti_in_fp32():
+    """GPT-2 XL (48 layers, h 1600, 25 heads, vocab 50257, s 1024): per layer 66 s h + 9 a s^2 bytes per
+    sample, plus the embedding output 4 s h and the logits with their log-softmax 8 s V."""
+    s, h, a, v, layers = 1024, 1600, 25, 50257, 48
+    expect = layers * (66 * s * h + 9 * a * s * s) + 4 * s * h + 8 * s * v
+    acts = load_activations("gpt2-xl")
+    assert acts.bytes_per_sample == expect
+    assert acts.output_bytes_per_sample == 4 * s * v
+    # the fp16 form of the same count is the paper's s h (34 + 5 a s / h) per layer
+    fp16_layer = s * h * (34 + 5 * a * s / h)
+    masks = 2 * s * h + a * s * s
+    assert 66 * s * h + 9 * a * s * s == 2 * (fp16_layer - masks) + masks

@@ -1,0 +1,206 @@
+"""`perfmodel plan` (perfmodel.plan, perfmodel.plan_cli): the rows, their arithmetic, ranking, constraints."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.learning_effect import effect_for, pair_differences
+from perfmodel.plan import Constraints, pareto, rank, work_from
+from perfmodel.specs import SpecError
+
+ISSUE = ["plan", "--workload", "resnet50", "--cluster", "juwels-booster", "--epochs", "90", "--dataset-size",
+         "1281167", "--gpus-max", "512", "--price", "2.5"]
+KEYS = {"gpus", "strategy", "samples_per_s", "efficiency", "time_to_train_s", "gpu_hours", "cost",
+        "memory_per_gpu_bytes", "fits", "settings"}
+
+
+def _run(capsys, argv):
+    rc = main(argv)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_issue_command_json_rows_and_arithmetic(capsys):
+    rc, out, _ = _run(capsys, ISSUE + ["--format", "json", "--top", "50"])
+    assert rc == 0
+    rows = json.loads(out)
+    assert len(rows) == 50 and all(KEYS <= set(r) for r in rows)
+    samples = 90 * 1281167
+    for r in rows:
+        assert r["time_to_train_s"] == pytest.approx(samples / r["samples_per_s"])
+        assert r["gpu_hours"] == pytest.approx(r["gpus"] * r["time_to_train_s"] / 3600)
+        assert r["cost"] == pytest.approx(2.5 * r["gpu_hours"])
+        assert r["fits"] and r["memory_per_gpu_bytes"] <= 0.9 * 40 * 2**30
+        assert r["settings"]["per_gpu_batch"] == 32
+    times = [r["time_to_train_s"] for r in rows]
+    assert times == sorted(times)
+
+
+def test_rank_cost_orders_by_cost(capsys):
+    rc, out, _ = _run(capsys, ISSUE + ["--format", "json", "--rank", "cost", "--top", "30"])
+    costs = [r["cost"] for r in json.loads(out)]
+    assert rc == 0 and costs == sorted(costs)
+
+
+def test_plan_row_agrees_with_predict(capsys):
+    """The plan's throughput is perfmodel predict's for the same strategy and settings."""
+    rc, out, _ = _run(capsys, ISSUE + ["--format", "json", "--strategy", "ssgd", "--all"])
+    rows = [r for r in json.loads(out) if r["label"] == "ssgd ring fp32 25MiB" and r["gpus"] == 64]
+    assert rc == 0 and len(rows) == 1
+    rc, out, _ = _run(capsys, ["predict", "--workload", "resnet50", "--cluster", "juwels-booster", "--gpus", "64",
+                               "--strategy", "ssgd", "--allreduce", "ring", "--batch", "32", "--format", "json"])
+    assert rows[0]["samples_per_s"] == pytest.approx(json.loads(out)[0]["throughput"])
+
+
+def test_table_has_units_and_why_line(capsys):
+    rc, out, _ = _run(capsys, ISSUE + ["--top", "3"])
+    assert rc == 0
+    head = out.splitlines()[2]
+    for unit in ("samples/s", "time h", "GPU-h", "cost", "mem/GPU"):
+        assert unit in head
+    assert out.splitlines()[-1].startswith("# why: ") and "% of its step" in out.splitlines()[-1]
+    assert "GiB" in out
+
+
+def test_same_update_drops_update_changing_schemes(capsys):
+    rc, out, _ = _run(capsys, ISSUE + ["--format", "json", "--all", "--same-update", "--gpus-max", "16"])
+    names = {r["strategy"] for r in json.loads(out)}
+    assert rc == 0 and names and not names & {"terngrad", "daso", "asgd"}
+    assert all(r["learning_effect"] is None for r in json.loads(out))
+
+
+def test_gpt2_xl_64_per_gpu_on_v100_is_flagged(capsys):
+    argv = ["plan", "--workload", "gpt2-xl", "--estimate", "fp32", "--cluster", "dgx1-v100", "--samples", "1e6",
+            "--batch", "64", "--optimizer", "adam"]
+    rc, out, err = _run(capsys, argv)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "no plan fits in memory" in err and "16.0 GiB" in err
+    rc, out, err = _run(capsys, argv + ["--all", "--format", "json", "--deadline", "1000d"])
+    assert rc == 2  # --all prints nothing when nothing is feasible
+
+
+@pytest.mark.parametrize("extra,word", [(["--deadline", "3m"], "deadline"), (["--budget", "10"], "budget"),
+                                        (["--min-efficiency", "1.0", "--gpus-max", "8"], "efficiency")])
+def test_impossible_constraints_name_the_binding_one(capsys, extra, word):
+    rc, out, err = _run(capsys, ISSUE + extra)
+    if word == "efficiency":  # one GPU always has efficiency 1: the constraint is met there
+        assert rc == 0
+        return
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and word in err and "closest" in err
+
+
+@pytest.mark.parametrize("bad", [["--epochs", "-1"], ["--deadline", "soon"], ["--batch", "8-2"],
+                                 ["--strategy", "zero9"], ["--gpu-memory", "lots"], ["--price", "0"],
+                                 ["--min-efficiency", "1.5"]])
+def test_bad_values_are_one_line_exit_2(capsys, bad):
+    rc, out, err = _run(capsys, ISSUE + bad)
+    assert rc == 2 and err.startswith("perfmodel: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_work_forms_and_constraints():
+    assert work_from(epochs=2, dataset_size=10).samples == 20
+    assert work_from(tokens=2048, seq_len=1024).samples == 2
+    assert work_from(samples=5).samples == 5
+    for kw in ({}, {"epochs": 2}, {"samples": 1, "tokens": 3, "seq_len": 1}):
+        with pytest.raises(SpecError):
+            work_from(**kw)
+    with pytest.raises(SpecError):
+        Constraints(gpus_max=0)
+
+
+def test_rank_and_pareto_on_hand_rows():
+    rows = [{"time_to_train_s": t, "cost": c, "gpu_hours": c, "gpus": g} for t, c, g in
+            [(10, 5, 1), (5, 9, 2), (5, 8, 4), (20, 4, 1), (12, 6, 2)]]
+    assert [r["gpus"] for r in rank(rows, "time")][:2] == [4, 2]
+    assert [r["cost"] for r in rank(rows, "cost")] == [4, 5, 6, 8, 9]
+    front = pareto(rows)
+    assert [(r["time_to_train_s"], r["cost"]) for r in front] == [(5, 8), (10, 5), (20, 4)]
+
+
+def test_learning_effect_pairs():
+    rows = [{"metric": "test_accuracy", "g": "TernGrad", "w": "2", "rerun_value": "97.0"},
+            {"metric": "test_accuracy", "g": "fp32", "w": "2", "rerun_value": "98.5"},
+            {"metric": "test_accuracy", "g": "TernGrad", "w": "4", "rerun_value": "90"}]
+    assert pair_differences(rows, "g", "TernGrad", "fp32", ("w",)) == [-1.5]
+    assert effect_for("ssgd") is None and effect_for("zero3") is None
+    tern = effect_for("terngrad")
+    assert "pts" in tern["summary"] and tern["source"].startswith("results/wen2017")
+
+
+def test_plot_writes_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("seaborn")
+    path = tmp_path / "plan.png"
+    rc, _, _ = _run(capsys, ISSUE + ["--gpus-max", "16", "--plot", str(path)])
+    assert rc == 0 and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_predict_flags_gpt2_xl_adam_fp32_64_per_gpu_on_v100(capsys):
+    argv = ["predict", "--workload", "gpt2-xl", "--estimate", "fp32", "--cluster", "dgx1-v100", "--batch", "64",
+            "--gpus", "8,64", "--strategy", "ssgd,zero3"]
+    rc, out, _ = _run(capsys, argv)
+    assert rc == 0 and "ssgd does not fit in memory at 8-64 GPUs" in out and "of the v100's 16.0 GiB" in out
+    rc, out, err = _run(capsys, argv + ["--format", "json"])
+    rows = json.loads(out)
+    assert rc == 0 and len(rows) == 4 and not any(r["fits"] for r in rows) and "does not fit" in err
+    rc, out, _ = _run(capsys, ["predict", "--workload", "resnet50", "--cluster", "dgx1-v100", "--batch", "64",
+                               "--gpus", "8", "--strategy", "ssgd", "--format", "json"])
+    assert json.loads(out)[0]["fits"] is True
+
+
+def test_one_gpu_appears_once(capsys):
+    rc, out, _ = _run(capsys, ISSUE + ["--format", "json", "--all", "--gpus-max", "4"])
+    rows = json.loads(out)
+    assert rc == 0 and [r["label"] for r in rows if r["gpus"] == 1] == ["one GPU"]
+
+
+CLUSTER_FILE = """[mine]
+gpu = "a100"
+gpus_per_node = 8
+intra = "nvswitch-a100"
+network = "8xib-hdr"
+max_nodes = 16
+price_per_gpu_hour = 3.0
+"""
+
+
+def test_price_from_cluster_file_and_global_batch(tmp_path, capsys):
+    path = tmp_path / "mine.toml"
+    path.write_text(CLUSTER_FILE)
+    argv = ["plan", "--workload", "resnet50", "--cluster", str(path), "--samples", "1e7", "--global-batch", "4096",
+            "--batch", "16-256", "--format", "json", "--all"]
+    rc, out, err = _run(capsys, argv)
+    rows = json.loads(out)
+    assert rc == 0 and rows and "why:" in err
+    for r in rows:
+        assert r["cost"] == pytest.approx(3.0 * r["gpu_hours"])
+        assert r["batch_per_gpu"] * r["accumulate"] * r["gpus"] == 4096
+        assert 16 <= r["batch_per_gpu"] <= 256 and r["gpus"] <= 128  # 16 nodes of 8
+    assert {r["accumulate"] for r in rows} == {1, 2, 4, 8}
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CLUSTER_FILE.replace("3.0", "-1"))
+    rc, _, err = _run(capsys, [str(bad) if a == str(path) else a for a in argv])
+    assert rc == 2 and "price_per_gpu_hour" in err
+
+
+def test_why_line_follows_the_ranking(capsys):
+    rc, out, _ = _run(capsys, ISSUE + ["--rank", "cost", "--top", "2"])
+    assert rc == 0 and "more" in out.splitlines()[-1] and "longer" not in out.splitlines()[-1]
+
+
+def test_interval_from_published_errors(tmp_path):
+    from perfmodel.plan_interval import error_quantiles, interval
+
+    (tmp_path / "published").mkdir()
+    lines = ["scheme,expressible,error_pct"] + [f"pytorch-ddp,1,{e}" for e in range(0, 11)] + ["tf-ps-cpu,1,5"]
+    (tmp_path / "published" / "predictions.csv").write_text("\n".join(lines) + "\n")
+    q = error_quantiles(str(tmp_path))
+    assert q == {"ssgd": (pytest.approx(0.01), pytest.approx(0.09), 11)}  # sync-ps: too few rows
+    real = interval("ssgd", 1000.0, 1e6)
+    e10, e90, _ = error_quantiles()["ssgd"]
+    assert real["samples_per_s"] == pytest.approx([1000 / (1 + e90), 1000 / (1 + e10)])
+    assert real["time_to_train_s"] == pytest.approx([1e6 / 1000 * (1 + e10), 1e6 / 1000 * (1 + e90)])
+    assert interval("terngrad", 1000.0, 1e6) is None
