@@ -507,3 +507,16 @@ def test_event_timer_syncs_once_per_step_and_never_the_device(fake_cuda: Recorde
         assert rec["t_compute"] >= 0.01 and rec["t_comm"] >= 0.005
         assert rec["t_step"] == pytest.approx(rec["t_compute"] + rec["t_comm"] + rec["t_idle"])
     assert fake_cuda.log == [("event_sync",)] * 3
+
+
+# ----------------------------------------------------------------------------------- the checklist
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU machine the checklist runs its checks")
+def test_gpu_checklist_says_no_gpu_here_and_exits_0() -> None:
+    env = dict(os.environ, PYTHON=sys.executable)
+    proc = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_checklist.sh")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["gpu_checklist: no GPU here (torch.cuda.is_available() is False); "
+                                        "nothing to check"]
+    assert proc.stderr == ""
