@@ -11,8 +11,8 @@ as torch requires) next to an MPI ``Comm.Split`` of the same ranks.
 
 Completion times: a work's future fires when gloo has finished but when NCCL has only *enqueued* the
 operation, so a handle counts its completion only once ``work.is_completed()`` says so. On CUDA it also
-records a start event on the compute stream before the launch and an end event on a side stream made
-to wait for the work (``work.wait()`` under that stream blocks the stream, not the host):
+(NCCL) records a start event on the compute stream before the launch and an end event on a side stream
+made to wait for the work (NCCL's ``work.wait()`` under that stream blocks the stream, not the host):
 ``start_event.elapsed_time(end_event)`` is the collective's time on the device, and no device-wide
 ``torch.cuda.synchronize`` is needed to read it.
 
@@ -226,7 +226,7 @@ class TorchCollectives(Collectives):
         check_tensor(t, op)
         work = self._wire(t)
         start = side = None
-        if work.device.type == "cuda":
+        if work.device.type == "cuda" and self.name == "nccl":  # gloo's wait() would block the host here
             if self._side is None:
                 self._side = torch.cuda.Stream(work.device)
             side = self._side
