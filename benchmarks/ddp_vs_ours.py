@@ -13,9 +13,10 @@ It starts its ranks itself (on itself, with ``--worker``) with perfmodel.launche
    synthetic data, and reads rank 0's per-step ``t_step`` from the run log; with ``--backend gloo``
    both trainers reduce with the same gloo process group, so the comparison is of the trainers alone;
 2. trains the same model, batch, data order and optimizer under ``torch.nn.parallel.
-   DistributedDataParallel`` with the gloo backend (``torch.distributed`` initialised with env://:
-   rank 0 picks a free port and broadcasts it over MPI), timing each step the same way (batch fetch to
-   the end of ``optimizer.step``);
+   DistributedDataParallel`` with the gloo backend (``torch.distributed`` initialised at the address
+   trainers.collectives.torch_dist.rendezvous agrees on over MPI: loopback on one host, else
+   ``--master-addr``/``MASTER_ADDR``, else rank 0's interface that routes to the other hosts), timing
+   each step the same way (batch fetch to the end of ``optimizer.step``);
 3. times our bucketed ``FlatBuckets.allreduce_mean`` of the model's gradient buffers against a bare
    ``comm.Allreduce(MPI.IN_PLACE, buf, MPI.SUM)`` of one float32 buffer of the same size.
 
@@ -31,7 +32,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -59,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bucket-mb", type=float, default=25.0, help="bucket size in MiB (ours; DDP's bucket_cap_mb)")
     p.add_argument("--launcher", default=None, help="launcher command (default $DSGD_LAUNCHER, then mpiexec)")
     p.add_argument("--hostfile", default=None, help="hostfile passed to the launcher")
+    p.add_argument("--master-addr", default=None,
+                   help="address of rank 0 for torch.distributed (default: found by the rendezvous)")
     p.add_argument("--mpi-busy-poll", action="store_true",
                    help="let waiting MPI ranks busy-poll (Open MPI default); by default they yield the CPU, "
                         "as `trainers run` does and as gloo's blocking waits do")
@@ -175,13 +177,13 @@ def worker(args: argparse.Namespace) -> None:
     rank, world = comm.Get_rank(), comm.Get_size()
     torch.set_num_threads(1)
     with abort_on_error(comm):
-        port = None
-        if rank == 0:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
-        port = comm.bcast(port, root=0)
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
+        from urllib.parse import urlsplit
+
+        from trainers.collectives.torch_dist import rendezvous
+
+        url = urlsplit(rendezvous(comm, args.master_addr))  # every rank alike, or UsageError on all
+        os.environ.update(MASTER_ADDR=str(url.hostname), MASTER_PORT=str(url.port), RANK=str(rank),
+                          WORLD_SIZE=str(world))
         device = select_device(args.device, comm)
         extra = {"device_id": device} if device.type == "cuda" else {}
         dist.init_process_group(_ddp_backend(args.device), init_method="env://", rank=rank, world_size=world, **extra)
@@ -264,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         "--steps", str(args.steps), "--warmup", str(args.warmup), "--repeats", str(args.repeats),
         "--allreduce-iters", str(args.allreduce_iters), "--backend", args.backend, "--overlap", args.overlap,
         "--bucket-mb", str(args.bucket_mb), "--device", args.device]
-        + (["--mpi-busy-poll"] if args.mpi_busy_poll else []))
+        + (["--mpi-busy-poll"] if args.mpi_busy_poll else [])
+        + (["--master-addr", args.master_addr] if args.master_addr else []))
     env = dict(os.environ, OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     if not args.mpi_busy_poll:

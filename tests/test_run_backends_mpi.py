@@ -53,8 +53,10 @@ def _read(log: Path) -> tuple[dict, list[dict]]:
     return rows[0], [r for r in rows if r.get("type") == "step"]
 
 
+# --device cpu: the 1e-5 and bit-equality comparisons below are of CPU arithmetic; --device auto would put
+# them on a GPU machine's GPUs (cuDNN algorithm choice); the CUDA tests name --device cuda after these
 TRAIN = ["--algo", "ssgd", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "640", "--batch", "16",
-         "--steps", "20", "--seed", "3", "--no-progress", "--eval-batch", "160"]
+         "--steps", "20", "--seed", "3", "--no-progress", "--eval-batch", "160", "--device", "cpu"]
 
 
 @pytest.mark.slow
@@ -103,7 +105,8 @@ def test_terngrad_every_exchange_on_gloo_gives_mpis_loss_trajectory(tmp_path: Pa
 
 DASO = ["--algo", "daso", "--ranks-per-node", "2", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "512",
         "--batch", "8", "--epochs", "3", "--daso-warmup-epochs", "1", "--daso-cooldown-epochs", "1", "--daso-b", "2",
-        "--daso-w", "1", "--seed", "3", "--no-progress", "--eval-batch", "128", "--bucket-mb", "0.01"]
+        "--daso-w", "1", "--seed", "3", "--no-progress", "--eval-batch", "128", "--bucket-mb", "0.01",
+        "--device", "cpu"]
 
 
 @pytest.mark.slow

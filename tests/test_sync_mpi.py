@@ -46,6 +46,8 @@ def _env() -> dict[str, str]:
 def run_mpi(n: int, argv: list[str], timeout: float = 150.0) -> tuple[int | None, str, float]:
     """mpiexec -n n python ARGV; (returncode or None on timeout, output, time.time() at the end).
     Never leaves ranks behind (the job runs in its own session, killed as a group on timeout)."""
+    if "--device" not in argv and (str(DUMP_SCRIPT) in argv or "trainers.run" in argv):
+        argv = [*argv, "--device", "cpu"]  # the equality checks are of CPU arithmetic, also on a GPU machine
     cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable, *argv]
     proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)

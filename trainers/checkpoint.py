@@ -6,12 +6,18 @@ A checkpoint is one ``torch.save`` file holding a dict::
      "shared": {...},            # rank 0's replicated state (model, optimizer) or {}
      "ranks": [state_0, ...]}    # one dict per rank: RNG states, algorithm state, per-rank tensors
 
+Every tensor in it is a host copy (:func:`host_copy`, made on each rank before the gather): MPI's
+pickling never carries GPU tensors, which would otherwise be restored on rank 0 onto the other ranks'
+GPU indices (extra CUDA contexts, or a crash where rank 0 sees fewer GPUs). Each rank restores onto its
+own device (load_state_dict copies into its tensors). The RNG states include the CUDA generator of the
+rank's current GPU when CUDA is in use.
+
 It is written to a temporary file in the same folder, flushed, fsynced and moved into place with
 ``os.replace``, so a reader sees the old checkpoint or the new one, never a torn file.
 
 Example::
 
-    states = gather_to_root(comm, my_state)             # collective; a list on rank 0, None elsewhere
+    states = gather_to_root(comm, host_copy(my_state))             # collective; a list on rank 0, None elsewhere
     if comm.Get_rank() == 0:
         save_checkpoint(path, {"format": 1, ..., "ranks": states})
     ...
@@ -39,6 +45,7 @@ __all__ = [
     "rng_state",
     "restore_rng",
     "gather_to_root",
+    "host_copy",
 ]
 
 FORMAT = 1
@@ -79,15 +86,42 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def rng_state() -> dict[str, Any]:
-    """The process's global random states: torch (CPU), numpy, python ``random``."""
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    """The process's global random states: torch (CPU), numpy, python ``random``, and ``cuda`` (the
+    current GPU's generator, a CPU byte tensor) once this process has initialized CUDA."""
+    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
 
 
 def restore_rng(state: dict[str, Any]) -> None:
-    """Restore what rng_state returned."""
+    """Restore what rng_state returned (the CUDA state onto this rank's current GPU)."""
     torch.set_rng_state(state["torch"])
     np.random.set_state(state["numpy"])
     random.setstate(state["python"])
+    if state.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
+
+
+def host_copy(obj: Any) -> Any:
+    """``obj`` with every tensor (in dicts, lists, tuples) replaced by a CPU copy of it: what a rank
+    hands to the gather. Meta tensors (no data: dry runs, tests) become uninitialized CPU tensors of
+    their shape and type."""
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach()
+        if t.device.type == "meta":
+            return torch.empty(t.shape, dtype=t.dtype)
+        return t.to("cpu", copy=True)
+    if isinstance(obj, dict):
+        out = type(obj)((k, host_copy(v)) for k, v in obj.items())
+        if hasattr(obj, "_metadata"):  # a module state_dict's versions (load_state_dict reads them)
+            out._metadata = obj._metadata
+        return out
+    if isinstance(obj, list):
+        return [host_copy(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(host_copy(v) for v in obj)
+    return obj
 
 
 def gather_to_root(comm: Any, obj: Any, root: int = 0) -> list[Any] | None:

@@ -21,7 +21,11 @@ A step::
     times = buckets.finish()               # launch what is left, wait for all; grads are reduced
     optimizer.step()
 
-Times per step (seconds, ``time.perf_counter``; on CUDA after synchronizing the device):
+Times per step (seconds): on the CPU from ``time.perf_counter``; on CUDA from CUDA events, with no
+device-wide ``torch.cuda.synchronize`` (which would also wait for the collectives still running and
+count them as compute): an event on the compute stream marks the end of backward, another is recorded
+after the stream has been made to wait for every bucket, and only that event is synchronized. Where the
+backend gives each handle its own start/end events (NCCL, gloo on CUDA), comm_s is from those too.
 
     exposed_s   from the end of backward (the ``finish()`` call) until every bucket is reduced: the
                 communication backprop did not hide
@@ -46,7 +50,7 @@ import torch
 
 from trainers.collectives.base import Collectives, Handle
 
-__all__ = ["DEFAULT_BUCKET_BYTES", "BucketTimes", "GradBuckets", "bucket_plan"]
+__all__ = ["DEFAULT_BUCKET_BYTES", "BucketTimes", "GradBuckets", "bucket_plan", "busy_seconds"]
 
 DEFAULT_BUCKET_BYTES = 25 * 2**20
 """Bucket cap in bytes: 25 MiB, PyTorch DDP's default ``bucket_cap_mb``."""
@@ -82,6 +86,17 @@ def bucket_plan(numels: Sequence[int], bucket_bytes: int, itemsize: int = 4) -> 
     if len(groups) > 1 and not groups[-1]:
         groups.pop()
     return groups
+
+
+def busy_seconds(spans: Sequence[tuple[float, float]], t_last: float) -> float:
+    """Seconds a channel was busy with collectives run one after another: the sum over (start, done)
+    spans, in launch order, of min(done, t_last) - max(start, previous done), negatives counted as 0."""
+    comm, prev = 0.0, spans[0][0] if spans else 0.0
+    for start, done in spans:
+        done = min(done, t_last)
+        comm += max(done - max(start, prev), 0.0)
+        prev = max(prev, done)
+    return comm
 
 
 class GradBuckets:
@@ -201,8 +216,10 @@ class GradBuckets:
         if not self._armed:
             raise RuntimeError("finish() without begin()")
         cuda = self.coll.device.type == "cuda"
-        if cuda:
-            torch.cuda.synchronize(self.coll.device)
+        mark = None
+        if cuda:  # the end of backward on the compute stream; the buckets in flight keep running
+            mark = torch.cuda.Event(enable_timing=True)
+            mark.record()
         t_end = time.perf_counter()
         self._armed = False
         self._pending = [0] * len(self.buckets)
@@ -210,18 +227,23 @@ class GradBuckets:
         for h in self._handles:
             assert h is not None
             h.wait()
-        if cuda:
-            torch.cuda.synchronize(self.coll.device)
-        t_done = time.perf_counter()
         handles = [h for h in self._handles if h is not None]
-        comm = 0.0
-        prev = handles[0].started_at
-        for h in handles:
-            done = min(h.completed_at if h.completed_at is not None else t_done, t_done)
-            start = max(h.started_at, prev)
-            comm += max(done - start, 0.0)
-            prev = max(prev, done)
-        return BucketTimes(exposed_s=t_done - t_end, comm_s=comm, span_s=t_done - handles[0].started_at,
+        if mark is not None:
+            done = torch.cuda.Event(enable_timing=True)
+            done.record()  # after the compute stream was made to wait for every bucket
+            done.synchronize()  # this event only, never the whole device
+            exposed = max(mark.elapsed_time(done) / 1e3, 0.0)
+            if all(h.start_event is not None and h.end_event is not None for h in handles):
+                ref = handles[0].start_event
+                spans = [(ref.elapsed_time(h.start_event) / 1e3, ref.elapsed_time(h.end_event) / 1e3)
+                         for h in handles]
+                last = ref.elapsed_time(done) / 1e3
+                return BucketTimes(exposed_s=exposed, comm_s=busy_seconds(spans, last), span_s=last,
+                                   buckets=len(handles), launched_in_backward=self._in_backward, nbytes=self.nbytes)
+        t_done = time.perf_counter()
+        spans = [(h.started_at, h.completed_at if h.completed_at is not None else t_done) for h in handles]
+        return BucketTimes(exposed_s=exposed if mark is not None else t_done - t_end,
+                           comm_s=busy_seconds(spans, t_done), span_s=t_done - handles[0].started_at,
                            buckets=len(handles), launched_in_backward=self._in_backward, nbytes=self.nbytes)
 
     def remove(self) -> None:

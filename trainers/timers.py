@@ -16,8 +16,18 @@ A step runs from the previous ``end_step`` (or ``start``, or the first phase ent
 ``end_step``. The record uses the run log's step keys (trainers/log.py), in seconds: ``t_compute``,
 ``t_comm``, ``t_compress`` (time inside those phases), ``t_idle`` (time inside ``phase("idle")`` plus
 every part of the step in no phase, so ``t_compute + t_comm + t_compress + t_idle == t_step``),
-``t_untimed`` (the part in no phase) and ``t_step``. Phases must not nest. The clock is ``time.perf_counter``; a GPU trainer passes
-``sync=torch.cuda.synchronize`` so that a phase ends when its kernels do (this costs the overlap).
+``t_untimed`` (the part in no phase) and ``t_step``. Phases must not nest. The clock is ``time.perf_counter``.
+
+On a GPU the host runs ahead of the device, so a GPU trainer passes ``events`` (a factory of
+``torch.cuda.Event(enable_timing=True)``-like objects: ``record()``, ``synchronize()``,
+``elapsed_time(other)`` in milliseconds; trainers.device.timing_events): every phase boundary records
+an event on the compute stream instead of reading the clock, and ``end_step`` synchronizes its last
+event -- one host sync per step, on that stream only -- and takes the phases' times from the events.
+A collective still running on another stream (NCCL, a DASO global sync in flight) is neither waited
+for nor counted, unless the compute stream was made to wait for it (the handle's wait() inside the
+phase). ``sync`` (called before each clock read) is the older, blunter way: ``torch.cuda.synchronize``
+there waits for every stream, NCCL's included, so communication running past backward is counted as
+compute and overlap is lost; it stays for CPU tools that need a barrier-like hook.
 
 Cost: two clock reads and a few attribute updates per phase (about a microsecond on a 2-core CPU;
 ``benchmarks/timer_overhead.py`` measures it against a LeNet step). No torch or mpi4py import.
@@ -50,6 +60,13 @@ class _Phase:
         if timer._active is not None:
             raise RuntimeError(f"phase {PHASES[self._index]!r} entered inside phase "
                                f"{PHASES[timer._active]!r}; phases must not nest")
+        if timer._events is not None:
+            ev = timer._record()
+            if timer._step_ev is None:
+                timer._step_ev = ev
+            timer._active = self._index
+            self._t0 = ev
+            return self
         if timer._sync is not None:
             timer._sync()
         t = timer._clock()
@@ -61,6 +78,10 @@ class _Phase:
 
     def __exit__(self, *exc: Any) -> None:
         timer = self._timer
+        if timer._events is not None:
+            timer._spans.append((self._index, self._t0, timer._record()))
+            timer._active = None
+            return
         if timer._sync is not None:
             timer._sync()
         timer._acc[self._index] += timer._clock() - self._t0
@@ -71,15 +92,20 @@ class StepTimer:
     """Accumulates phase times within a step and emits one record per step.
 
     sink: called with each record (e.g. a run-log writer's append); clock: seconds (default
-    ``time.perf_counter``); sync: called before each clock read (e.g. ``torch.cuda.synchronize``).
+    ``time.perf_counter``); sync: called before each clock read; events: a factory of device events
+    that replaces clock and sync (see the module docstring).
     """
 
     def __init__(self, *, sink: Callable[[dict], Any] | None = None,
                  clock: Callable[[], float] = time.perf_counter,
-                 sync: Callable[[], Any] | None = None) -> None:
+                 sync: Callable[[], Any] | None = None,
+                 events: Callable[[], Any] | None = None) -> None:
         self._sink = sink
         self._clock = clock
         self._sync = sync
+        self._events = events
+        self._step_ev: Any = None
+        self._spans: list[tuple[int, Any, Any]] = []
         self._phases = {name: _Phase(self, i) for i, name in enumerate(PHASES)}
         self._acc = [0.0] * len(PHASES)
         self._active: int | None = None
@@ -94,8 +120,16 @@ class StepTimer:
         except KeyError:
             raise TrainerError(f"unknown phase {name!r}; choose from {', '.join(PHASES)}") from None
 
+    def _record(self) -> Any:
+        ev = self._events()
+        ev.record()
+        return ev
+
     def start(self) -> None:
         """Mark the start of the current step now (otherwise: the first phase entered)."""
+        if self._events is not None:
+            self._step_ev = self._record()
+            return
         if self._sync is not None:
             self._sync()
         self._step_t0 = self._clock()
@@ -107,11 +141,21 @@ class StepTimer:
         """
         if self._active is not None:
             raise RuntimeError(f"end_step inside phase {PHASES[self._active]!r}")
-        if self._sync is not None:
-            self._sync()
-        now = self._clock()
-        t0 = now if self._step_t0 is None else self._step_t0
-        step_s = now - t0
+        if self._events is not None:
+            end = self._record()
+            end.synchronize()  # the step's one host sync, on the compute stream only
+            for index, a, b in self._spans:
+                self._acc[index] += a.elapsed_time(b) / 1e3
+            step_s = 0.0 if self._step_ev is None else self._step_ev.elapsed_time(end) / 1e3
+            self._spans = []
+            self._step_ev = end
+            now = t0 = 0.0
+        else:
+            if self._sync is not None:
+                self._sync()
+            now = self._clock()
+            t0 = now if self._step_t0 is None else self._step_t0
+            step_s = now - t0
         compute, comm, compress, idle = self._acc
         untimed = max(step_s - (compute + comm + compress + idle), 0.0)
         step_s = compute + comm + compress + idle + untimed  # exact partition
@@ -133,6 +177,7 @@ class StepTimer:
             raise RuntimeError(f"reset inside phase {PHASES[self._active]!r}")
         self._acc = [0.0] * len(PHASES)
         self._step_t0 = None
+        self._step_ev, self._spans = None, []
         self.steps = 0
         self.totals = {k: 0.0 for k in self.totals}
 

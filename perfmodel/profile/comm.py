@@ -302,25 +302,14 @@ class _TorchTransport(_Transport):
         if backend == "nccl":
             if not torch.cuda.is_available():
                 raise RuntimeError("backend nccl needs CUDA, and torch.cuda.is_available() is False")
-            local = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
-            local_rank, local_size = local.Get_rank(), local.Get_size()
-            local.Free()
-            ngpu = torch.cuda.device_count()
-            if local_size > ngpu:
-                raise RuntimeError(f"backend nccl needs one GPU per rank: {local_size} ranks on a node with {ngpu} GPU(s)")
-            self.device = torch.device("cuda", local_rank)
-            torch.cuda.set_device(self.device)
+            from trainers.device import select_device  # the trainers' choice: a rank's one visible GPU, else
+            # GPU number local rank; two ranks of a host on one GPU refused (UsageError on every rank)
+            self.device = select_device("cuda", self.comm)
         else:
             self.device = torch.device("cpu")
-        addr, port = None, None
-        if self.rank == 0:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.bind(("", 0))
-                port = s.getsockname()[1]
-            addr = os.environ.get("MASTER_ADDR") or socket.gethostbyname(socket.gethostname())
-        addr, port = self.comm.bcast((addr, port), root=0)
-        dist.init_process_group(backend, init_method=f"tcp://{addr}:{port}", rank=self.rank,
-                                world_size=self.size)
+        from trainers.collectives.torch_dist import rendezvous  # an address every rank reaches, agreed alike
+
+        dist.init_process_group(backend, init_method=rendezvous(self.comm), rank=self.rank, world_size=self.size)
         if backend == "nccl":
             version = torch.cuda.nccl.version()
             version = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)

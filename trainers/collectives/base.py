@@ -75,8 +75,13 @@ class Handle:
     whether it has completed without blocking (and drives progress where the backend needs it, as
     MPI's non-blocking collectives do). ``completed_at`` is the ``time.perf_counter()`` at which completion
     was first seen: the backend's own completion callback where it has one (gloo), otherwise the test()
-    or wait() that saw it; ``started_at`` is when the operation was started.
+    or wait() that saw it; ``started_at`` is when the operation was started. On CUDA a backend may also
+    give ``start_event`` and ``end_event`` (``torch.cuda.Event`` with timing around the collective on the
+    device; None otherwise): their ``elapsed_time`` is the device's own time, free of host syncs.
     """
+
+    start_event: Any = None
+    end_event: Any = None
 
     def __init__(self, started_at: float, finish: Callable[[], None] | None = None) -> None:
         self.started_at = started_at

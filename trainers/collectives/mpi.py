@@ -1,10 +1,16 @@
 """Collectives over MPI (mpi4py): Allreduce / Iallreduce / Allgather / Bcast on tensor memory.
 
 CPU tensors are reduced in place through numpy views of their memory. CUDA tensors go to MPI directly
-when the MPI library is CUDA-aware (:func:`cuda_aware`), after synchronizing the device so that the
-kernels that wrote them have finished; otherwise they are host-staged: copied to a CPU buffer,
-reduced there and copied back (what Horovod does over a non-CUDA-aware MPI; the model's
-``--staging host``). float16/bfloat16 travel as float32 (MPI has no sum for them).
+when the MPI library is CUDA-aware (:func:`cuda_aware`), after synchronizing the current stream (the
+kernels that wrote them; never the whole device, whose other streams may hold collectives in flight);
+otherwise they are host-staged: copied to a pinned CPU buffer kept per tensor (the same kind of copy
+perfmodel.profile times), reduced there and copied back (what Horovod does over a non-CUDA-aware MPI;
+the model's ``--staging host``). float16/bfloat16 travel as float32 (MPI has no sum for them).
+
+Non-blocking collectives on device memory: Open MPI documents CUDA-aware support for point-to-point
+and *blocking* collectives only, so ``allreduce_async`` stages CUDA tensors through pinned host
+buffers even on a CUDA-aware MPI, unless ``DSGD_MPI_CUDA_NONBLOCKING=1`` (:data:`NONBLOCKING_ENV`)
+says the library handles device memory in ``MPI_Iallreduce`` too (:func:`device_memory_ok`).
 
 Non-blocking allreduce is MPI_Iallreduce; Open MPI on CPUs moves it forward only inside MPI calls, so
 its ``test()`` is what makes progress while backprop runs (trainers.grad_buckets polls it).
@@ -21,10 +27,23 @@ import torch
 
 from trainers.collectives.base import Collectives, Handle, check_tensor, wire_dtype
 
-__all__ = ["MPICollectives", "cuda_aware", "CUDA_AWARE_ENV"]
+__all__ = ["MPICollectives", "cuda_aware", "device_memory_ok", "CUDA_AWARE_ENV", "NONBLOCKING_ENV"]
 
 CUDA_AWARE_ENV = "DSGD_MPI_CUDA_AWARE"
 """Environment variable that overrides the CUDA-awareness probe: 1 (pass device memory) or 0 (stage)."""
+
+NONBLOCKING_ENV = "DSGD_MPI_CUDA_NONBLOCKING"
+"""Environment variable: 1 passes device memory to non-blocking collectives on a CUDA-aware MPI."""
+
+
+def device_memory_ok(cuda_aware_mpi: bool, blocking: bool, env: dict[str, str] | None = None) -> bool:
+    """Whether MPI gets CUDA tensors' own memory (else pinned host staging): a CUDA-aware library, and
+    for a non-blocking collective the user's opt-in (``DSGD_MPI_CUDA_NONBLOCKING=1``)."""
+    env = os.environ if env is None else env
+    if not cuda_aware_mpi:
+        return False
+    return blocking or env.get(NONBLOCKING_ENV, "").strip() == "1"
+
 
 _NATIVE = (torch.float32, torch.float64, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 _LIBRARIES = ("libmpi.so.40", "libmpi.so.12", "libmpi.so")  # Open MPI, MPICH ABI, unversioned
@@ -64,18 +83,28 @@ _MPI_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX"}
 
 
 class _Buffer:
-    """What MPI reads and writes for tensor t: t's own memory, or a CPU/wide copy written back at the end."""
+    """What MPI reads and writes for tensor t: t's own memory, or a CPU/wide copy written back at the end
+    (``staging``: a cache of pinned host buffers by (tensor address, numel, type), reused step after step)."""
 
-    def __init__(self, t: torch.Tensor, device_ok: bool) -> None:
+    def __init__(self, t: torch.Tensor, device_ok: bool, staging: dict | None = None) -> None:
         self.t = t
         wire = wire_dtype(t.dtype, _NATIVE)
         on_host = t.device.type == "cpu"
         if on_host or device_ok:
             self.work = t if wire == t.dtype else t.to(wire)
-        else:  # host staging
-            self.work = t.to("cpu", wire)
-        if self.work.device.type == "cuda":
-            torch.cuda.synchronize(self.work.device)  # MPI reads device memory outside torch's streams
+        else:  # host staging through pinned memory
+            key = (t.data_ptr(), t.numel(), wire)
+            host = None if staging is None else staging.get(key)
+            if host is None:
+                host = torch.empty(t.shape, dtype=wire, pin_memory=torch.cuda.is_available())
+                if staging is not None:
+                    if len(staging) >= 64:  # temporaries of blocking calls: keep the cache bounded
+                        staging.clear()  # (buffers in flight stay alive through their _Buffer)
+                    staging[key] = host
+            self.work = host.view(t.shape)
+            self.work.copy_(t, non_blocking=True)
+        if t.device.type == "cuda":  # MPI reads the memory outside torch's streams: the writers must be done
+            torch.cuda.current_stream(t.device).synchronize()
         self.copied = self.work.data_ptr() != t.data_ptr()
 
     def mpi(self) -> Any:
@@ -114,6 +143,8 @@ class MPICollectives(Collectives):
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.device = torch.device(device)
         self.cuda_aware = self.device.type == "cuda" and cuda_aware()
+        self.nonblocking_on_device = device_memory_ok(self.cuda_aware, blocking=False)
+        self._staging: dict = {}
         first = MPI.Get_library_version().strip().splitlines()[0]
         self.library = " ".join(first.split(",")[0].split())
         if self.device.type == "cuda":
@@ -127,19 +158,19 @@ class MPICollectives(Collectives):
         check_tensor(t, op)
         if not t.numel():
             return
-        buf = _Buffer(t, self.cuda_aware)
+        buf = _Buffer(t, self.cuda_aware, self._staging)
         self.comm.Allreduce(_mpi().IN_PLACE, buf.mpi(), op=self._op(op))
         buf.finish(self.size if op == "mean" else None)
 
     def allreduce_async(self, t: torch.Tensor, op: str = "sum") -> Handle:
         check_tensor(t, op)
-        buf = _Buffer(t, self.cuda_aware)
+        buf = _Buffer(t, self.nonblocking_on_device, self._staging)
         request = self.comm.Iallreduce(_mpi().IN_PLACE, buf.mpi(), op=self._op(op))
         return _MPIHandle(request, buf, self.size if op == "mean" else None)
 
     def allgather(self, t: torch.Tensor) -> torch.Tensor:
         check_tensor(t)
-        buf = _Buffer(t, self.cuda_aware)
+        buf = _Buffer(t, self.cuda_aware, self._staging)
         out = torch.empty((self.size, *t.shape), dtype=buf.work.dtype, device=buf.work.device)
         if out.device.type == "cpu":
             self.comm.Allgather(buf.mpi(), out.numpy())
@@ -151,7 +182,7 @@ class MPICollectives(Collectives):
         check_tensor(t)
         if t.numel() % self.size:
             raise ValueError(f"alltoall needs a numel divisible by {self.size}, got {t.numel()}")
-        buf = _Buffer(t, self.cuda_aware)
+        buf = _Buffer(t, self.cuda_aware, self._staging)
         out = torch.empty_like(buf.work)
         if out.device.type == "cpu":
             self.comm.Alltoall(buf.mpi(), out.numpy())
@@ -162,7 +193,7 @@ class MPICollectives(Collectives):
     def broadcast(self, t: torch.Tensor, root: int = 0) -> None:
         check_tensor(t)
         self._check_root(root)
-        buf = _Buffer(t, self.cuda_aware)
+        buf = _Buffer(t, self.cuda_aware, self._staging)
         self.comm.Bcast(buf.mpi(), root=root)
         buf.finish(None)
 

@@ -24,12 +24,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, load_checkpoint, restore_rng,
+from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, host_copy, load_checkpoint, restore_rng,
                                  rng_state, save_checkpoint)
 from trainers.collectives import open_collectives, resolve_backend
 from trainers.data import (Dataset, DatasetError, batches, crop_flip, data_root, load_dataset, shard_indices,
                            synthetic)
-from trainers.device import describe as describe_device, select_device
+from trainers.device import describe as describe_device, select_device, set_numerics, timing_events
 from trainers.errors import DivergenceError, TrainerError, UsageError
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
@@ -171,6 +171,7 @@ class Trainer:
         self.gpu_ready = bool(getattr(factory, "gpu_ready", False))
         self.rank, self.world = comm.Get_rank(), comm.Get_size()
         torch.set_num_threads(cfg.threads)
+        self.numerics = set_numerics(tf32=bool(getattr(cfg, "tf32", False)))  # recorded in the log header
         self.device, self.coll = _collective(comm, self._open_backend)
         self.train_set, self.test_set = _collective(comm, self._load_data)
         n = len(self.train_set)
@@ -196,8 +197,8 @@ class Trainer:
         self.optimizer = OPTIMIZERS[cfg.optimizer](self.params, cfg)
         self.lr_schedule = LRSchedule(base_lr=cfg.lr, n_workers=self.world, warmup_epochs=cfg.lr_warmup_epochs,
                                       milestones=cfg.lr_milestones, gamma=cfg.lr_gamma)
-        self.timer = StepTimer(sync=(lambda: torch.cuda.synchronize(self.device)) if self.device.type == "cuda"
-                               else None)
+        # CUDA: events on the compute stream, one host sync per step, never a device-wide one
+        self.timer = StepTimer(events=timing_events(self.device))
         self.start_step = 0
         self.epoch_loss_sum, self.epoch_loss_count = 0.0, 0
         self.last_eval_step = -1
@@ -279,7 +280,7 @@ class Trainer:
                                           else str(data_root(self.cfg.data_root)))},
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
                 "samples_per_step": self.cfg.batch * self.world, "command": " ".join(sys.argv),
-                "device": describe_device(self.device), "backend": self.coll.name, "backend_library": self.coll.library,
+                "device": describe_device(self.device), "numerics": self.numerics, "backend": self.coll.name, "backend_library": self.coll.library,
                 "algorithm": self.algo.header()}
 
     # ------------------------------------------------------------------ data
@@ -332,14 +333,14 @@ class Trainer:
     # ------------------------------------------------------------------ checkpoints
 
     def save(self, steps_done: int) -> None:
-        """Collective: gather every rank's state; rank 0 writes the checkpoint atomically."""
+        """Collective: gather every rank's state (host copies); rank 0 writes the checkpoint atomically."""
         mine: dict[str, Any] = {"rng": rng_state(), "aug_gen": self.aug_gen.get_state(),
                                 "algo": self.algo.rank_state(),
                                 "buffers": {k: b.clone() for k, b in self.model.named_buffers()}}
         if not self.algo.replicated:
             mine["model"] = {k: v.clone() for k, v in self.model.state_dict().items()}
             mine["optimizer"] = self.optimizer.state_dict()
-        states = gather_to_root(self.comm, mine)
+        states = gather_to_root(self.comm, host_copy(mine))
         if self.rank == 0:
             self._write_checkpoint(steps_done, states)
         # no rank runs past a checkpoint before it is on disk: a job killed later resumes from it or a newer one
@@ -350,8 +351,8 @@ class Trainer:
                                   "epoch_loss": (self.epoch_loss_sum, self.epoch_loss_count),
                                   "last_eval_step": self.last_eval_step}
         if self.algo.replicated:
-            shared["model"] = self.model.state_dict()
-            shared["optimizer"] = self.optimizer.state_dict()
+            shared["model"] = host_copy(self.model.state_dict())
+            shared["optimizer"] = host_copy(self.optimizer.state_dict())
         save_checkpoint(self.cfg.checkpoint, {
             "format": FORMAT, "algo": self.cfg.algo, "config": self.cfg.to_dict(), "world": self.world,
             "step": steps_done, "time": time.time(), "shared": shared, "ranks": states})
@@ -480,8 +481,9 @@ class Trainer:
 
 
 def _grads_finite(params: Sequence[torch.Tensor]) -> bool:
-    """Whether every gradient element of `params` is finite (no NaN or infinity)."""
-    return all(bool(torch.isfinite(p.grad).all()) for p in params if p.grad is not None)
+    """Whether every gradient element of `params` is finite (no NaN or infinity): one host sync."""
+    flags = [torch.isfinite(p.grad).all() for p in params if p.grad is not None]
+    return not flags or bool(torch.stack(flags).all())
 
 
 def _mpi_sum() -> Any:
