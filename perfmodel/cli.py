@@ -216,6 +216,12 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                    help="NICs per node: the network is K times the per-NIC figure")
     g.add_argument("--nodes", type=_positive_int_arg, default=None,
                    help="nodes the cluster has (default: the preset's max_nodes, else open-ended)")
+    g.add_argument("--gpu-tflops", default=None, metavar="fp32=X,tf32=Y,fp16=Z",
+                   help="an unlisted GPU's dense peaks in TFLOP/s (or a preset's, overridden); docs/compute.md")
+    g.add_argument("--gpu-mem-bw", type=float, default=None, metavar="GB/s", help="the GPU's memory bandwidth")
+    g.add_argument("--gpu-memory-gb", type=float, default=None, metavar="GB", help="the GPU's memory size")
+    g.add_argument("--gpu-host", default=None, metavar="FABRIC",
+                   help="the GPU's host link (pcie3, pcie4, pcie5; default pcie5 for a described GPU)")
     g = p.add_argument_group("workload", "a preset, a library model, or a TOML file; compute time on the "
                              "cluster's GPU from one of --samples-per-s, --compute-ms, --estimate, --profile")
     g.add_argument("--workload", default=None,
@@ -226,8 +232,8 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compute-ms", type=_positive_float_arg, default=None,
                    help="measured milliseconds per mini-batch of --batch on one GPU")
     g.add_argument("--estimate", choices=ESTIMATE_PRECISIONS, default=None,
-                   help="ESTIMATE compute from the model's FLOPs and the GPU preset's fp32, tf32 or mixed "
-                        "(fp16/bf16) peak times a sourced achieved fraction (data/presets/compute_estimate.toml)")
+                   help="compute from the GPU and model alone at fp32, tf32 or mixed: a published single-GPU "
+                        "rate (data/presets/measured_rates.toml), else the FLOP/memory ESTIMATE; docs/compute.md")
     g.add_argument("--accumulate", type=_positive_int_arg, default=None,
                    help="micro-batches of --batch per gradient exchange (gradient accumulation)")
 
@@ -274,7 +280,8 @@ def _cluster_options(args: argparse.Namespace):
     from .cluster_input import ClusterOptions
 
     return ClusterOptions(gpu=args.gpu, gpus_per_node=args.gpus_per_node, intra=args.intra, network=args.network,
-                          nics=args.nics, nodes=args.nodes)
+                          nics=args.nics, nodes=args.nodes, gpu_tflops=args.gpu_tflops, gpu_mem_bw=args.gpu_mem_bw,
+                          gpu_memory_gb=args.gpu_memory_gb, gpu_host=args.gpu_host)
 
 
 def _compute_options(args: argparse.Namespace, batch: int):
@@ -323,6 +330,8 @@ def _resolve_workload_cluster(args: argparse.Namespace):
         cluster = resolve_cluster(args.cluster, copts)
         workload, settings = resolve_workload(args.workload, cluster, wopts)
         rates, daso = (0.0, 0.0, 0.0), {}
+    for line in settings.warnings:  # the compute rule's: sources disagree, model too small
+        print(f"perfmodel: warning: {line}", file=sys.stderr)
     return workload, cluster, rates, daso, settings
 
 

@@ -78,6 +78,9 @@ class Cluster:
     pairs, the network link one collective measured on its own (``NETWORK_OPS``: a profile's or
     nccl-tests' Allgather and Alltoall, inverted through their p-1 step forms), which that collective's
     steps between nodes use instead of ``network`` (``network_for``); empty: ``network`` for all.
+    gpu, peak_flops, gpu_tf32_flops, gpu_tensor_flops, gpu_memory_Bps, gpu_memory_bytes: the GPU's
+    name, its fp32, dense TF32 and fp16/bf16 peaks (FLOP/s), memory bandwidth (bytes/s) and size
+    (bytes), from its gpus.toml preset, an inline [gpu] table or the command line; None: unknown.
     """
 
     name: str
@@ -92,6 +95,10 @@ class Cluster:
     source: str = ""
     nics: int = 1
     network_ops: tuple[tuple[str, Link], ...] = ()
+    gpu_tf32_flops: float | None = None
+    gpu_tensor_flops: float | None = None
+    gpu_memory_Bps: float | None = None
+    gpu_memory_bytes: float | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -115,6 +122,9 @@ class Cluster:
                 raise SpecError(f"cluster {f} must be a Link, got {getattr(self, f)!r}")
         if self.peak_flops is not None:
             _positive("peak_flops", self.peak_flops)
+        for f in ("gpu_tf32_flops", "gpu_tensor_flops", "gpu_memory_Bps", "gpu_memory_bytes"):
+            if getattr(self, f) is not None:
+                _positive(f, getattr(self, f))
         if self.max_nodes is not None:
             _positive_int("max_nodes", self.max_nodes)
         if self.host_memory_Bps is not None:
@@ -204,7 +214,8 @@ class Workload:
     bias and norm tensors), aligned with tensor_sizes; empty when unknown.
     classifier_tensors: how many trailing tensors form the last (classifier) layer.
     compute: per-GPU compute time, keyed by GPU name (e.g. "gtx1080"), each with the GPU's peak FLOP/s
-    it was measured on in ``compute_peak_flops`` when known (used to scale to an unmeasured GPU).
+    it was measured on in ``compute_peak_flops`` when known (used to scale to an unmeasured GPU by the
+    fp32 peak ratio, so only fp32 measurements carry one: a TF32 or mixed-precision time never does).
     """
 
     name: str
