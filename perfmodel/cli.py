@@ -342,18 +342,27 @@ TABLE_COLUMNS = [("strategy", "strategy", "{}"), ("gpus", "gpus", "{:d}"), ("nod
                  ("efficiency", "eff", "{:.0%}")]
 
 
+CODEC_COLUMN = ("t_compress_s", "t_codec ms", "{:.2f}")  # shown when a strategy has a codec (TernGrad)
+
+
 def format_table(records: list[dict]) -> str:
-    """A fixed-width table for a terminal (times in milliseconds)."""
+    """A fixed-width table for a terminal (times in milliseconds); the codec's time (t_compress_s, part of
+    t_iter) as a column when a strategy has one ("-" for the others)."""
+    columns = TABLE_COLUMNS[:6] + [CODEC_COLUMN] + TABLE_COLUMNS[6:] if any(
+        CODEC_COLUMN[0] in r for r in records) else TABLE_COLUMNS
     rows = []
     for r in records:
         row = []
-        for key, _, fmt in TABLE_COLUMNS:
+        for key, _, fmt in columns:
+            if key not in r:
+                row.append("-")
+                continue
             v = r[key]
             if key.endswith("_s"):
                 v = v * 1e3
             row.append(fmt.format(v))
         rows.append(row)
-    heads = [h for _, h, _ in TABLE_COLUMNS]
+    heads = [h for _, h, _ in columns]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
     lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(heads, widths)))]
     prev = None

@@ -70,6 +70,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import collectives as coll
+from .codec_memory import codec_rates
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
 from .compression import (aggregate_bits, codec_sync_points, dense_bytes, encode_seconds, levels_lane_bits,
                           ps_aggregate_seconds, ps_shard_elems, terngrad_bytes, ternary_split)
@@ -356,10 +357,13 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
     scalers = 4.0 * split.ternary_tensors
     fp32 = 4.0 * split.fp32_elems
     exchange = strategy.terngrad_exchange
-    # compression is computation: charged on every GPU count, never hidden behind backprop
-    encode = encode_seconds(split.ternary_elems, strategy.terngrad_encode_elems_per_s)
-    decode_one = encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
-    convert = encode_seconds(split.ternary_elems, strategy.terngrad_convert_elems_per_s)
+    # compression is computation: charged on every GPU count, never hidden behind backprop; a rate not
+    # measured (0) is the GPU's memory traffic where the cluster knows its memory bandwidth
+    given = (strategy.terngrad_encode_elems_per_s, strategy.terngrad_decode_elems_per_s,
+             strategy.terngrad_convert_elems_per_s)
+    by_memory = codec_rates(cluster.gpu_memory_Bps, exchange) if cluster.gpu_memory_Bps else (0.0, 0.0, 0.0)
+    rates = [r if r > 0 else m for r, m in zip(given, by_memory)]
+    encode, decode_one, convert = (encode_seconds(split.ternary_elems, r) for r in rates)
     copies = {"allgather": w, "ps": np.full_like(w, 2.0), "levels": np.ones_like(w)}[exchange]
     aggregate = np.zeros_like(w)
     if exchange == "ps" and strategy.terngrad_ps_aggregate_elems_per_s > 0:  # measured: in place of 2 decodes

@@ -348,7 +348,8 @@ class Strategy:
     mean s x sum / p, once per step; terngrad_ps_aggregate_elems_per_s: the ps exchange's work on each
     rank besides its collectives (sum of the W shards, packing at ceil(log2(2W+1)) bits, unpacking
     the W gathered sums), W x shard elements at this rate, in place of its two decodes (0: not
-    measured, two decodes); elements per second, 0 means free. terngrad_exchange: the trainer's
+    measured, two decodes); elements per second; 0 means not measured: the GPU's memory traffic
+    (perfmodel.codec_memory) where the cluster has its memory bandwidth, else free; inf is free. terngrad_exchange: the trainer's
     exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
     then int16; in 4-bit lanes at 2..7 workers when terngrad_lanes is "packed", which needs a transport
     with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.compression.levels_lane_bits;
