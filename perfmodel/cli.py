@@ -116,9 +116,14 @@ def add_schedule_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cycle-time-ms", type=float, default=0.0,
                    help="period of the framework's communication loop in ms: each bucket waits half of it "
                         "(Horovod's HOROVOD_CYCLE_TIME: 5 before v0.21, 1 from v0.21; default 0: DDP, TF)")
-    p.add_argument("--overlap-efficiency", type=float, default=OVERLAP_EFFICIENCY,
-                   help=f"share of the bucket schedule's hidden time really hidden (default {OVERLAP_EFFICIENCY}: "
-                        "compute and collectives slow each other, Agrawal et al. 2024; 1 = ideal)")
+    p.add_argument("--overlap-efficiency", type=float, default=None,
+                   help=f"override: this share of the ideal bucket schedule's hidden time is hidden (the old "
+                        f"default was {OVERLAP_EFFICIENCY}); default: from the overlap's causes, docs/overlap.md")
+    p.add_argument("--overlap-slowdown", default=None, metavar="SIGMA[,MU]",
+                   help="how much slower backprop (SIGMA) and a collective (MU, default SIGMA) run while both run, "
+                        "e.g. measured as step-with / step-alone - 1 (default on a GPU: 0.79 each, Agrawal et al. 2024)")
+    p.add_argument("--first-bucket-mb", type=float, default=0.0,
+                   help="MiB at which the first bucket closes (PyTorch DDP 1; default 0: --bucket-mb)")
     p.add_argument("--ps-placement", choices=PS_PLACEMENTS, default="colocated",
                    help="sync-ps: servers on the worker nodes or on dedicated nodes; byteps: dedicated = "
                         "--ps-servers CPU summation machines, colocated = none")
@@ -134,9 +139,20 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
         raise CLIError(f"--cycle-time-ms must be >= 0, got {args.cycle_time_ms}")
     if not 0 <= args.sync_wait_ms < float("inf"):
         raise CLIError(f"--sync-wait-ms must be >= 0 and finite, got {args.sync_wait_ms}")
+    sigma = mu = None
+    if args.overlap_slowdown is not None:
+        parts = args.overlap_slowdown.split(",")
+        try:
+            vals = [float(v) for v in parts]
+        except ValueError:
+            vals = []
+        if not 1 <= len(vals) <= 2 or not all(0 <= v < float("inf") for v in vals):
+            raise CLIError(f"--overlap-slowdown takes SIGMA or SIGMA,MU, numbers >= 0, got {args.overlap_slowdown!r}")
+        sigma, mu = vals[0], vals[-1]
     return dict(bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
                 cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=args.sync_wait_ms / 1e3,
-                overlap_efficiency=args.overlap_efficiency,
+                overlap_efficiency=args.overlap_efficiency, first_bucket_mb=args.first_bucket_mb,
+                overlap_compute_slowdown=sigma, overlap_comm_slowdown=mu,
                 ps_placement=args.ps_placement, ps_local_reduce=args.ps_local_reduce == "on")
 
 

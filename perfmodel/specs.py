@@ -328,12 +328,13 @@ class Strategy:
     allreduce (sync-ps and byteps always go through host memory).
     step_overhead_s: framework time added to every multi-GPU step, seconds (0 by default: the measured
     single-GPU step already holds the framework's own cost).
-    overlap_efficiency: the share of the bucket schedule's hidden seconds that overlap really hides
-    (OVERLAP_EFFICIENCY = 0.21 by default; 1 is ideal overlap). Compute and collective kernels running at once share SMs, caches and memory
-    bandwidth, so each slows the other; Agrawal et al., "Optimizing ML Concurrent Computation and
-    Communication with GPU DMA Engines" (arXiv 2412.14335, 2024) measured that concurrent GEMMs and
-    collectives realize on average 21% of the ideal overlap gain (0.21; 42% with stream priorities and
-    compute-unit partitioning, 72% with DMA-engine collectives).
+    overlap_efficiency: None (default) derives the overlap from its causes (perfmodel.overlap_causes:
+    the bucket schedule with the slowdowns of compute and collective running at once); a number in
+    0..1 is an explicit override: that share of the ideal schedule's hidden seconds (the old default
+    was OVERLAP_EFFICIENCY = 0.21, Agrawal et al., arXiv 2412.14335, 2024).
+    first_bucket_mb: the first bucket sent closes at this many MiB (PyTorch DDP: 1; 0 = bucket_mb).
+    overlap_compute_slowdown / overlap_comm_slowdown: how much slower backprop (sigma) and a collective
+    (mu) run while both run (0 = not at all; None = the setting's default, perfmodel.overlap_causes).
     cycle_time_s: the period of a framework's background communication loop, seconds (0 = a bucket's
     collective starts as soon as it is ready, as in PyTorch DDP and TensorFlow graphs). Horovod's thread
     wakes every HOROVOD_CYCLE_TIME (5 ms before v0.21, 1 ms from v0.21: Horovod CHANGELOG v0.21.0,
@@ -406,10 +407,13 @@ class Strategy:
     staging: str = "device"
     step_overhead_s: float = 0.0
     cycle_time_s: float = 0.0
-    overlap_efficiency: float = OVERLAP_EFFICIENCY
+    overlap_efficiency: float | None = None
     ps_placement: str = "colocated"
     ps_local_reduce: bool = True
     sync_wait_s: float = 0.0
+    first_bucket_mb: float = 0.0
+    overlap_compute_slowdown: float | None = None
+    overlap_comm_slowdown: float | None = None
 
     def __post_init__(self) -> None:
         if self.name not in STRATEGIES:
@@ -460,9 +464,14 @@ class Strategy:
                             + ("already counts the host copy" if self.allreduce == "paper" else "runs on the GPUs"))
         _positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
         _positive("cycle_time_s", self.cycle_time_s, allow_zero=True)
-        _positive("overlap_efficiency", self.overlap_efficiency, allow_zero=True)
-        if float(self.overlap_efficiency) > 1.0:
-            raise SpecError(f"overlap_efficiency must be in [0, 1], got {self.overlap_efficiency!r}")
+        if self.overlap_efficiency is not None:
+            _positive("overlap_efficiency", self.overlap_efficiency, allow_zero=True)
+            if float(self.overlap_efficiency) > 1.0:
+                raise SpecError(f"overlap_efficiency must be in [0, 1], got {self.overlap_efficiency!r}")
+        _positive("first_bucket_mb", self.first_bucket_mb, allow_zero=True)
+        for f in ("overlap_compute_slowdown", "overlap_comm_slowdown"):
+            if getattr(self, f) is not None:
+                _positive(f, getattr(self, f), allow_zero=True)
         if self.ps_placement not in PS_PLACEMENTS:
             raise SpecError(f"ps_placement must be one of {', '.join(PS_PLACEMENTS)}, got {self.ps_placement!r}")
         if not isinstance(self.ps_local_reduce, (bool, np.bool_)):
