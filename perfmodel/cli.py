@@ -346,8 +346,8 @@ def _resolve_workload_cluster(args: argparse.Namespace):
         cluster = resolve_cluster(args.cluster, copts)
         workload, settings = resolve_workload(args.workload, cluster, wopts)
         rates, daso = (0.0, 0.0, 0.0), {}
-    for line in settings.warnings:  # the compute rule's: sources disagree, model too small
-        print(f"perfmodel: warning: {line}", file=sys.stderr)
+    if settings.warnings:  # the compute rule's, one line: sources disagree, model too small
+        print(f"perfmodel: warning: {'; '.join(settings.warnings)}", file=sys.stderr)
     return workload, cluster, rates, daso, settings
 
 

@@ -138,16 +138,20 @@ def command_line_compute(opts: ComputeOptions, cluster: Cluster, model: str | No
 
 
 def _preset_disagreement(workload: Workload, cluster: Cluster, compute: dict | None, batch: int) -> list[str]:
-    """A warning when the options' compute time and the workload's own measured one for this GPU differ
-    by more than DISAGREE."""
-    if compute is None or cluster.gpu not in workload.compute:
+    """A warning when the options' compute time and the workload's own (measured on this GPU, or scaled
+    from another by the fp32 peak ratio) differ by more than DISAGREE."""
+    if compute is None:
         return []
-    own = float(workload.compute[cluster.gpu](float(batch)))
+    try:
+        curve, scale, _ = workload.compute_for(cluster)
+    except SpecError:
+        return []
+    own = float(curve(float(batch))) * scale
     given = float(next(iter(compute.values()))(float(batch)))
     ratio = disagreement(own, given)
     if ratio <= DISAGREE:
         return []
-    return [f"compute sources disagree {ratio:.2g}x at batch {batch}: the workload's measured {own * 1e3:.4g} ms "
+    return [f"compute sources disagree {ratio:.2g}x at batch {batch}: the workload's own {own * 1e3:.4g} ms "
             f"vs the command line's {given * 1e3:.4g} ms on {cluster.gpu}; using the command line's"]
 
 
