@@ -362,10 +362,12 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
     fp32 = 4.0 * split.fp32_elems
     exchange = strategy.terngrad_exchange
     # compression is computation: charged on every GPU count, never hidden behind backprop; a rate not
-    # measured (0) is the GPU's memory traffic where the cluster knows its memory bandwidth
+    # measured (0) is the GPU's memory traffic where the cluster knows its memory bandwidth (not in the
+    # paper's own formula, allreduce "paper", which has no codec term)
     given = (strategy.terngrad_encode_elems_per_s, strategy.terngrad_decode_elems_per_s,
              strategy.terngrad_convert_elems_per_s)
-    by_memory = codec_rates(cluster.gpu_memory_Bps, exchange) if cluster.gpu_memory_Bps else (0.0, 0.0, 0.0)
+    by_memory = (codec_rates(cluster.gpu_memory_Bps, exchange) if cluster.gpu_memory_Bps
+                 and strategy.allreduce != "paper" else (0.0, 0.0, 0.0))
     rates = [r if r > 0 else m for r, m in zip(given, by_memory)]
     encode, decode_one, convert = (encode_seconds(split.ternary_elems, r) for r in rates)
     copies = {"allgather": w, "ps": np.full_like(w, 2.0), "levels": np.ones_like(w)}[exchange]
