@@ -6,13 +6,13 @@ Bad input prints one line, ``perfmodel: error: ...``, and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 import sys
 from pathlib import Path
 
+from .overlap_causes import parse_slowdown
+from .predict_output import csv_text as _csv, format_table
 from .specs import (OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
                     STAGINGS, TERNGRAD_EXCHANGES, TERNGRAD_LANES, daso_strategy_fields)
 from .stragglers import GPU_VARIABILITY_CV
@@ -139,16 +139,7 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
         raise CLIError(f"--cycle-time-ms must be >= 0, got {args.cycle_time_ms}")
     if not 0 <= args.sync_wait_ms < float("inf"):
         raise CLIError(f"--sync-wait-ms must be >= 0 and finite, got {args.sync_wait_ms}")
-    sigma = mu = None
-    if args.overlap_slowdown is not None:
-        parts = args.overlap_slowdown.split(",")
-        try:
-            vals = [float(v) for v in parts]
-        except ValueError:
-            vals = []
-        if not 1 <= len(vals) <= 2 or not all(0 <= v < float("inf") for v in vals):
-            raise CLIError(f"--overlap-slowdown takes SIGMA or SIGMA,MU, numbers >= 0, got {args.overlap_slowdown!r}")
-        sigma, mu = vals[0], vals[-1]
+    sigma, mu = parse_slowdown(args.overlap_slowdown)
     return dict(bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
                 cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=args.sync_wait_ms / 1e3,
                 overlap_efficiency=args.overlap_efficiency, first_bucket_mb=args.first_bucket_mb,
@@ -349,56 +340,6 @@ def _resolve_workload_cluster(args: argparse.Namespace):
     if settings.warnings:  # the compute rule's, one line: sources disagree, model too small
         print(f"perfmodel: warning: {'; '.join(settings.warnings)}", file=sys.stderr)
     return workload, cluster, rates, daso, settings
-
-
-TABLE_COLUMNS = [("strategy", "strategy", "{}"), ("gpus", "gpus", "{:d}"), ("nodes", "nodes", "{:d}"),
-                 ("batch_per_gpu", "b/gpu", "{:.4g}"), ("t_compute_s", "t_comp ms", "{:.2f}"),
-                 ("t_comm_s", "t_comm ms", "{:.2f}"), ("t_iter_s", "t_iter ms", "{:.2f}"),
-                 ("throughput", "samples/s", "{:,.0f}"), ("speedup", "speedup", "{:.1f}"),
-                 ("efficiency", "eff", "{:.0%}")]
-
-
-CODEC_COLUMN = ("t_compress_s", "t_codec ms", "{:.2f}")  # shown when a strategy has a codec (TernGrad)
-
-
-def format_table(records: list[dict]) -> str:
-    """A fixed-width table for a terminal (times in milliseconds); the codec's time (t_compress_s, part of
-    t_iter) as a column when a strategy has one ("-" for the others)."""
-    columns = TABLE_COLUMNS[:6] + [CODEC_COLUMN] + TABLE_COLUMNS[6:] if any(
-        CODEC_COLUMN[0] in r for r in records) else TABLE_COLUMNS
-    rows = []
-    for r in records:
-        row = []
-        for key, _, fmt in columns:
-            if key not in r:
-                row.append("-")
-                continue
-            v = r[key]
-            if key.endswith("_s"):
-                v = v * 1e3
-            row.append(fmt.format(v))
-        rows.append(row)
-    heads = [h for _, h, _ in columns]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(heads, widths)))]
-    prev = None
-    for r in rows:
-        if prev is not None and r[0] != prev:
-            lines.append("")
-        prev = r[0]
-        lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    return "\n".join(lines)
-
-
-def _csv(records: list[dict]) -> str:
-    keys: list[str] = []
-    for r in records:
-        keys.extend(k for k in r if k not in keys)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(records)
-    return buf.getvalue()
 
 
 def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[int], scaling: str,

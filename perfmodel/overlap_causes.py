@@ -33,7 +33,7 @@ hidden seconds, as before.
 
 from __future__ import annotations
 
-from .specs import OVERLAP_EFFICIENCY, Cluster, Strategy
+from .specs import OVERLAP_EFFICIENCY, Cluster, SpecError, Strategy
 
 CONCURRENT_SLOWDOWN = 1.0 - OVERLAP_EFFICIENCY  # 0.79: Agrawal et al. 2024, 21% of the ideal gain realized
 TENSOR_BUCKET_MB = 1e-9  # smaller than any tensor: one bucket per tensor
@@ -60,3 +60,17 @@ def overlap_inputs(strategy: Strategy, cluster: Cluster) -> tuple[float, float, 
     if cluster.peak_flops:
         return CONCURRENT_SLOWDOWN, CONCURRENT_SLOWDOWN, 1.0
     return 0.0, 0.0, OVERLAP_EFFICIENCY
+
+
+def parse_slowdown(text: str | None) -> tuple[float | None, float | None]:
+    """--overlap-slowdown "SIGMA" or "SIGMA,MU" as (sigma, mu), mu = sigma when not given; (None, None)
+    for None. Numbers >= 0 and finite, else SpecError."""
+    if text is None:
+        return None, None
+    try:
+        vals = [float(v) for v in text.split(",")]
+    except ValueError:
+        vals = []
+    if not 1 <= len(vals) <= 2 or not all(0 <= v < float("inf") for v in vals):
+        raise SpecError(f"--overlap-slowdown takes SIGMA or SIGMA,MU, numbers >= 0, got {text!r}")
+    return vals[0], vals[-1]
