@@ -190,3 +190,20 @@ def test_terngrad_codec_shows_in_predict_table(capsys):
     tern = next(line for line in lines if line.startswith("terngrad"))
     ssgd = next(line for line in lines if line.startswith("ssgd"))
     assert float(tern[start:start + len("t_codec ms")]) > 0 and ssgd[start:start + len("t_codec ms")].strip() == "-"
+
+
+def test_terngrad_codec_is_charged_on_every_gpu_preset():
+    w = presets.load_workload("alexnet")
+    for name in presets.cluster_names():
+        c = presets.load_cluster(name)
+        if not c.peak_flops:
+            continue
+        assert c.gpu_memory_Bps, f"cluster {name}: GPU {c.gpu} has no memory_Bps"
+        p = predict(w, c, Strategy("terngrad", allreduce="ring"), [1], batch=32)
+        assert p.extra["t_compress_s"][0] > 0, name
+
+
+def test_compute_rates_bad_runs_file(tmp_path, capsys):
+    assert compute_rates.main(["--runs", str(tmp_path / "missing.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("compute_rates: error:")
