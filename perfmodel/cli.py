@@ -6,14 +6,14 @@ Bad input prints one line, ``perfmodel: error: ...``, and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .overlap_causes import parse_slowdown
+from .predict_output import csv_text as _csv, format_table
 from .specs import (ALL_STRATEGIES, OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
                     STAGINGS, TERNGRAD_EXCHANGES, TERNGRAD_LANES, daso_strategy_fields)
 from .stragglers import GPU_VARIABILITY_CV
@@ -120,9 +120,14 @@ def add_schedule_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cycle-time-ms", type=float, default=0.0,
                    help="period of the framework's communication loop in ms: each bucket waits half of it "
                         "(Horovod's HOROVOD_CYCLE_TIME: 5 before v0.21, 1 from v0.21; default 0: DDP, TF)")
-    p.add_argument("--overlap-efficiency", type=float, default=OVERLAP_EFFICIENCY,
-                   help=f"share of the bucket schedule's hidden time really hidden (default {OVERLAP_EFFICIENCY}: "
-                        "compute and collectives slow each other, Agrawal et al. 2024; 1 = ideal)")
+    p.add_argument("--overlap-efficiency", type=float, default=None,
+                   help=f"override: this share of the ideal bucket schedule's hidden time is hidden (the old "
+                        f"default was {OVERLAP_EFFICIENCY}); default: from the overlap's causes, docs/overlap.md")
+    p.add_argument("--overlap-slowdown", default=None, metavar="SIGMA[,MU]",
+                   help="how much slower backprop (SIGMA) and a collective (MU, default SIGMA) run while both run, "
+                        "e.g. measured as step-with / step-alone - 1 (default on a GPU: 0.79 each, Agrawal et al. 2024)")
+    p.add_argument("--first-bucket-mb", type=float, default=0.0,
+                   help="MiB at which the first bucket closes (PyTorch DDP 1; default 0: --bucket-mb)")
     p.add_argument("--ps-placement", choices=PS_PLACEMENTS, default="colocated",
                    help="sync-ps: servers on the worker nodes or on dedicated nodes; byteps: dedicated = "
                         "--ps-servers CPU summation machines, colocated = none")
@@ -139,9 +144,11 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
     sync_wait_ms = 0.0 if args.sync_wait_ms is None else args.sync_wait_ms
     if not 0 <= sync_wait_ms < float("inf"):
         raise CLIError(f"--sync-wait-ms must be >= 0 and finite, got {args.sync_wait_ms}")
+    sigma, mu = parse_slowdown(args.overlap_slowdown)
     return dict(bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
                 cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=sync_wait_ms / 1e3,
-                overlap_efficiency=args.overlap_efficiency,
+                overlap_efficiency=args.overlap_efficiency, first_bucket_mb=args.first_bucket_mb,
+                overlap_compute_slowdown=sigma, overlap_comm_slowdown=mu,
                 ps_placement=args.ps_placement, ps_local_reduce=args.ps_local_reduce == "on")
 
 
@@ -221,6 +228,12 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                    help="NICs per node: the network is K times the per-NIC figure")
     g.add_argument("--nodes", type=_positive_int_arg, default=None,
                    help="nodes the cluster has (default: the preset's max_nodes, else open-ended)")
+    g.add_argument("--gpu-tflops", default=None, metavar="fp32=X,tf32=Y,fp16=Z",
+                   help="an unlisted GPU's dense peaks in TFLOP/s (or a preset's, overridden); docs/compute.md")
+    g.add_argument("--gpu-mem-bw", type=float, default=None, metavar="GB/s", help="the GPU's memory bandwidth")
+    g.add_argument("--gpu-memory-gb", type=float, default=None, metavar="GB", help="the GPU's memory size")
+    g.add_argument("--gpu-host", default=None, metavar="FABRIC",
+                   help="the GPU's host link (pcie3, pcie4, pcie5; default pcie5 for a described GPU)")
     g = p.add_argument_group("workload", "a preset, a library model, or a TOML file; compute time on the "
                              "cluster's GPU from one of --samples-per-s, --compute-ms, --estimate, --profile")
     g.add_argument("--workload", default=None,
@@ -231,8 +244,8 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compute-ms", type=_positive_float_arg, default=None,
                    help="measured milliseconds per mini-batch of --batch on one GPU")
     g.add_argument("--estimate", choices=ESTIMATE_PRECISIONS, default=None,
-                   help="ESTIMATE compute from the model's FLOPs and the GPU preset's fp32, tf32 or mixed "
-                        "(fp16/bf16) peak times a sourced achieved fraction (data/presets/compute_estimate.toml)")
+                   help="compute from the GPU and model alone at fp32, tf32 or mixed: a published single-GPU "
+                        "rate (data/presets/measured_rates.toml), else the FLOP/memory ESTIMATE; docs/compute.md")
     g.add_argument("--accumulate", type=_positive_int_arg, default=None,
                    help="micro-batches of --batch per gradient exchange (gradient accumulation)")
 
@@ -279,7 +292,8 @@ def _cluster_options(args: argparse.Namespace):
     from .cluster_input import ClusterOptions
 
     return ClusterOptions(gpu=args.gpu, gpus_per_node=args.gpus_per_node, intra=args.intra, network=args.network,
-                          nics=args.nics, nodes=args.nodes)
+                          nics=args.nics, nodes=args.nodes, gpu_tflops=args.gpu_tflops, gpu_mem_bw=args.gpu_mem_bw,
+                          gpu_memory_gb=args.gpu_memory_gb, gpu_host=args.gpu_host)
 
 
 def _compute_options(args: argparse.Namespace, batch: int):
@@ -328,49 +342,9 @@ def _resolve_workload_cluster(args: argparse.Namespace):
         cluster = resolve_cluster(args.cluster, copts)
         workload, settings = resolve_workload(args.workload, cluster, wopts)
         rates, daso = (0.0, 0.0, 0.0), {}
+    if settings.warnings:  # the compute rule's, one line: sources disagree, model too small
+        print(f"perfmodel: warning: {'; '.join(settings.warnings)}", file=sys.stderr)
     return workload, cluster, rates, daso, settings
-
-
-TABLE_COLUMNS = [("strategy", "strategy", "{}"), ("gpus", "gpus", "{:d}"), ("nodes", "nodes", "{:d}"),
-                 ("batch_per_gpu", "b/gpu", "{:.4g}"), ("t_compute_s", "t_comp ms", "{:.2f}"),
-                 ("t_comm_s", "t_comm ms", "{:.2f}"), ("t_iter_s", "t_iter ms", "{:.2f}"),
-                 ("throughput", "samples/s", "{:,.0f}"), ("throughput_lo", "80% lo", "{:,.0f}"),
-                 ("throughput_hi", "80% hi", "{:,.0f}"), ("speedup", "speedup", "{:.1f}"),
-                 ("efficiency", "eff", "{:.0%}")]
-
-
-def format_table(records: list[dict]) -> str:
-    """A fixed-width table for a terminal (times in milliseconds)."""
-    rows = []
-    for r in records:
-        row = []
-        for key, _, fmt in TABLE_COLUMNS:
-            v = r[key]
-            if key.endswith("_s"):
-                v = v * 1e3
-            row.append(fmt.format(v))
-        rows.append(row)
-    heads = [h for _, h, _ in TABLE_COLUMNS]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(heads, widths)))]
-    prev = None
-    for r in rows:
-        if prev is not None and r[0] != prev:
-            lines.append("")
-        prev = r[0]
-        lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    return "\n".join(lines)
-
-
-def _csv(records: list[dict]) -> str:
-    keys: list[str] = []
-    for r in records:
-        keys.extend(k for k in r if k not in keys)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(records)
-    return buf.getvalue()
 
 
 def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[int], scaling: str,

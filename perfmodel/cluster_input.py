@@ -4,6 +4,10 @@
     --cluster FILE.toml[:T]    a file in the clusters.toml schema: table T, the only table, or the file
                                itself when its top level has gpus_per_node
     --cluster custom           built from --gpu, --gpus-per-node, --intra, --network (and --nics)
+An unlisted GPU (H200, B200, MI300X, L40S ...): --gpu-tflops fp32=X[,tf32=Y][,fp16=Z] (dense peaks,
+TFLOP/s; bf16 and mixed are names for fp16), --gpu-mem-bw GB/s, --gpu-memory-gb GB, --gpu-host FABRIC;
+named by --gpu NAME (default "custom-gpu"), or overriding the figures of the preset --gpu names; or an
+inline [<cluster>.gpu] table in the gpus.toml schema in a cluster file.
 Overrides on any of them: --gpu NAME, --gpus-per-node N, --intra LINK, --network LINK, --nics K (the
 network is K NICs of the per-NIC figure), --nodes N (the cluster's node count; without it and without
 max_nodes the cluster is open-ended). LINK: see perfmodel.fabrics.
@@ -15,8 +19,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .fabrics import parse_link
-from .presets import PresetError, cluster_from_table, fabrics, gpus, load_cluster, presets_dir, read_toml
+from .presets import (GpuPreset, PresetError, cluster_from_table, cluster_gpu_fields, fabrics, gpu_from_table, gpus,
+                      load_cluster, presets_dir, read_toml)
 from .specs import Cluster, SpecError
+
+TFLOPS_KEYS = {"fp32": "peak_flops", "tf32": "tf32_flops", "fp16": "tensor_flops", "bf16": "tensor_flops",
+               "mixed": "tensor_flops"}
+# The host link of a GPU described on the command line without --gpu-host: PCIe 5.0 x16, the host
+# interface of the data-centre GPUs since 2022 (H100, H200, MI300X; fabrics.toml pcie5). L40S: pcie4.
+DEFAULT_GPU_HOST = "pcie5"
 
 CUSTOM = "custom"
 
@@ -31,10 +42,73 @@ class ClusterOptions:
     network: str | None = None
     nics: int | None = None
     nodes: int | None = None
+    gpu_tflops: str | None = None
+    gpu_mem_bw: float | None = None
+    gpu_memory_gb: float | None = None
+    gpu_host: str | None = None
+
+    def custom_gpu(self) -> bool:
+        """Whether the options describe the GPU's figures (an unlisted GPU or a preset's overridden)."""
+        return any(v is not None for v in (self.gpu_tflops, self.gpu_mem_bw, self.gpu_memory_gb, self.gpu_host))
 
     def any(self) -> bool:
-        return any(v is not None for v in (self.gpu, self.gpus_per_node, self.intra, self.network, self.nics,
-                                            self.nodes))
+        return self.custom_gpu() or any(v is not None for v in (self.gpu, self.gpus_per_node, self.intra,
+                                                                 self.network, self.nics, self.nodes))
+
+
+def _figure(text: str, what: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise SpecError(f"{what} must be a number, got {text!r}") from None
+    if not 0 < v < float("inf"):
+        raise SpecError(f"{what} must be a positive finite number, got {text!r}")
+    return v
+
+
+def gpu_from_options(opts: ClusterOptions, root: Path) -> GpuPreset | None:
+    """The GPU the options describe: --gpu's preset, with --gpu-tflops/--gpu-mem-bw/--gpu-memory-gb/
+    --gpu-host figures over it (or alone, for an unlisted GPU); None when they name none."""
+    table = gpus(root)
+    if not opts.custom_gpu():
+        if opts.gpu is None:
+            return None
+        if opts.gpu not in table:
+            raise SpecError(f"unknown GPU {opts.gpu!r} for --gpu; GPUs: {', '.join(sorted(table))}; describe an "
+                            f"unlisted one with --gpu-tflops fp32=X,tf32=Y,fp16=Z --gpu-mem-bw GB/s")
+        return table[opts.gpu]
+    base = table.get(opts.gpu) if opts.gpu else None
+    d: dict = {}
+    if base is not None:
+        d = {k: getattr(base, k) for k in ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes",
+                                           "host") if getattr(base, k) is not None}
+    if opts.gpu_tflops is not None:
+        parts = [part for part in opts.gpu_tflops.split(",") if part.strip()]
+        for part in parts or [""]:
+            key, sep, value = part.partition("=")
+            key = key.strip().lower()
+            if not sep or key not in TFLOPS_KEYS:
+                raise SpecError(f"--gpu-tflops takes PRECISION=TFLOPS pairs of {', '.join(TFLOPS_KEYS)} "
+                                f"(e.g. fp32=67,tf32=495,fp16=989), got {opts.gpu_tflops!r}")
+            d[TFLOPS_KEYS[key]] = _figure(value.strip(), f"--gpu-tflops {key}") * 1e12
+    if opts.gpu_mem_bw is not None:
+        d["memory_Bps"] = _figure(str(opts.gpu_mem_bw), "--gpu-mem-bw (GB/s)") * 1e9
+    if opts.gpu_memory_gb is not None:
+        d["memory_bytes"] = _figure(str(opts.gpu_memory_gb), "--gpu-memory-gb") * 1e9
+    if opts.gpu_host is not None:
+        if opts.gpu_host not in fabrics(root):
+            raise SpecError(f"--gpu-host must be a fabric of `perfmodel presets --kind fabric` (pcie3, pcie4, "
+                            f"pcie5 ...), got {opts.gpu_host!r}")
+        d["host"] = opts.gpu_host
+    d.setdefault("host", DEFAULT_GPU_HOST)
+    if "peak_flops" not in d:
+        raise SpecError("an unlisted GPU needs its fp32 peak: --gpu-tflops fp32=X[,tf32=Y][,fp16=Z]")
+    name = opts.gpu or "custom-gpu"
+    figures = ", ".join(f"{k} {d[v] / 1e12:g}" for k, v in (("fp32", "peak_flops"), ("tf32", "tf32_flops"),
+                                                            ("fp16", "tensor_flops")) if v in d)
+    d["source"] = f"given on the command line: {figures} TFLOP/s" + (
+        f", memory {d['memory_Bps'] / 1e9:g} GB/s" if "memory_Bps" in d else "")
+    return gpu_from_table(name, d, "--gpu-tflops/--gpu-mem-bw")
 
 
 def split_file_ref(ref: str) -> tuple[Path, str | None] | None:
@@ -64,17 +138,19 @@ def table_from_file(path: Path, name: str | None, kind: str, marker: str) -> tup
 
 
 def _custom(opts: ClusterOptions, root: Path) -> Cluster:
-    missing = [o for o, v in (("--gpu", opts.gpu), ("--gpus-per-node", opts.gpus_per_node),
+    missing = [o for o, v in (("--gpu", opts.gpu or opts.gpu_tflops), ("--gpus-per-node", opts.gpus_per_node),
                               ("--network", opts.network)) if v is None]
     if missing:
         raise SpecError(f"--cluster custom needs {', '.join(missing)} (and --intra unless the GPUs talk over "
                         f"their PCIe host link), e.g. --gpu a100 --gpus-per-node 8 --intra nvswitch-a100 "
-                        f"--network 8xib-hdr")
-    table = {"gpu": opts.gpu, "gpus_per_node": opts.gpus_per_node, "network": opts.network}
-    gpu = gpus(root).get(opts.gpu)
+                        f"--network 8xib-hdr (an unlisted GPU: --gpu-tflops fp32=X,tf32=Y,fp16=Z --gpu-mem-bw GB/s)")
+    gpu = gpu_from_options(opts, root)
+    gpu_table = {k: getattr(gpu, k) for k in ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps",
+                                              "memory_bytes", "host", "source") if getattr(gpu, k) is not None}
+    table = {"gpu": {"name": gpu.name, **gpu_table}, "gpus_per_node": opts.gpus_per_node, "network": opts.network}
     if opts.intra is not None:
         table["intra"] = opts.intra
-    elif gpu is not None and gpu.host:
+    elif gpu.host:
         table["intra"] = gpu.host
     if opts.nodes is not None:
         table["max_nodes"] = opts.nodes
@@ -102,12 +178,10 @@ def apply_overrides(cluster: Cluster, opts: ClusterOptions, root: Path | None = 
     fabs = fabrics(root)
     changes: dict = {}
     said = []
-    if opts.gpu is not None:
-        table = gpus(root)
-        if opts.gpu not in table:
-            raise SpecError(f"unknown GPU {opts.gpu!r} for --gpu; GPUs: {', '.join(sorted(table))}")
-        changes.update(gpu=opts.gpu, peak_flops=table[opts.gpu].peak_flops)
-        said.append(f"gpu {opts.gpu}")
+    gpu = gpu_from_options(opts, root)
+    if gpu is not None:
+        changes.update(cluster_gpu_fields(gpu))
+        said.append(f"gpu {gpu.name}" + (" (given figures)" if opts.custom_gpu() else ""))
     if opts.gpus_per_node is not None:
         changes["gpus_per_node"] = opts.gpus_per_node
         said.append(f"{opts.gpus_per_node} GPUs/node")

@@ -18,6 +18,12 @@ communication time and d the wait between a bucket being ready and its collectiv
 frameworks that launch at once; half a cycle on average for a framework that launches from a periodic
 loop, Horovod's HOROVOD_CYCLE_TIME: the ready time falls uniformly within a cycle). Exposed
 communication = f_last - t_b (>= c_last); hidden = sum_j c_j - exposed.
+Interference (perfmodel.overlap_causes gives the slowdowns per setting): while a collective runs
+during backprop, backprop advances at 1/(1+sigma) of its own speed and the collective at 1/(1+mu):
+bucket j starts at s_j = max(r_j + D_j + d, f_{j-1}) with D_j the backprop delay so far; the window
+of concurrency is W_j = min(c_j (1+mu), (t_b + D_j - s_j)^+ (1+sigma)); D_{j+1} = D_j + W_j sigma/(1+sigma);
+f_j = s_j + W_j + c_j - W_j/(1+mu); exposed = max(f_last, t_b + D) - t_b. sigma = mu = 0 is the
+ideal schedule above; a collective entirely inside backprop then costs c_j sigma (sigma = mu).
 t_b = BACKWARD_SHARE x the measured step time: backward costs twice the forward pass (2 FLOPs per
 parameter per sample forward, 4 backward: Kaplan et al. 2020, "Scaling Laws for Neural Language
 Models", section 2.1, C ~ 6N per token), so backward is 2/3 of forward plus backward; the optimizer
@@ -57,19 +63,23 @@ def tensor_weights(workload: Workload) -> np.ndarray:
     return np.asarray(workload.tensor_sizes, dtype=float)
 
 
-def make_buckets(sizes_bytes, weights, bucket_bytes: float) -> Buckets:
-    """Buckets from per-tensor bytes and backward weights, both in model order (module docstring)."""
+def make_buckets(sizes_bytes, weights, bucket_bytes: float, first_bucket_bytes: float = 0.0) -> Buckets:
+    """Buckets from per-tensor bytes and backward weights, both in model order (module docstring); the
+    first bucket sent closes at ``first_bucket_bytes`` when that is > 0 (PyTorch DDP's 1 MiB)."""
     sizes = np.asarray(sizes_bytes, dtype=float)[::-1]
     wts = np.asarray(weights, dtype=float)[::-1]
     if bucket_bytes <= 0:
         raise SpecError(f"bucket size must be > 0 bytes, got {bucket_bytes!r}")
+    if first_bucket_bytes < 0:
+        raise SpecError(f"first bucket size must be >= 0 bytes, got {first_bucket_bytes!r}")
     total_w = wts.sum()
     done = np.cumsum(wts) / total_w if total_w > 0 else np.arange(1, len(wts) + 1) / len(wts)
     filled = np.cumsum(sizes)
     nbytes, ready = [], []
     start, base = 0, 0.0
     while start < len(sizes):  # one pass per bucket: the first tensor that fills it closes it
-        end = min(int(np.searchsorted(filled, base + bucket_bytes, side="left")), len(sizes) - 1)
+        cap = first_bucket_bytes if (not nbytes and first_bucket_bytes > 0) else bucket_bytes
+        end = min(int(np.searchsorted(filled, base + cap, side="left")), len(sizes) - 1)
         nbytes.append(filled[end] - base)
         ready.append(done[end])
         start, base = end + 1, filled[end]
@@ -77,26 +87,39 @@ def make_buckets(sizes_bytes, weights, bucket_bytes: float) -> Buckets:
     return Buckets(np.asarray(nbytes), np.asarray(ready))
 
 
-def workload_buckets(workload: Workload, bytes_per_element: float, bucket_mb: float) -> Buckets:
-    """A workload's gradient buckets of ``bucket_mb`` MiB with elements of ``bytes_per_element`` bytes."""
+def workload_buckets(workload: Workload, bytes_per_element: float, bucket_mb: float,
+                     first_bucket_mb: float = 0.0) -> Buckets:
+    """A workload's gradient buckets of ``bucket_mb`` MiB (the first ``first_bucket_mb`` MiB when > 0)
+    with elements of ``bytes_per_element`` bytes."""
     sizes = np.asarray(workload.tensor_sizes, dtype=float) * bytes_per_element
-    return make_buckets(sizes, tensor_weights(workload), bucket_mb * MIB)
+    return make_buckets(sizes, tensor_weights(workload), bucket_mb * MIB, first_bucket_mb * MIB)
 
 
 def exposed_time(buckets: Buckets, t_backward,
                  cost: Callable[[np.ndarray], np.ndarray],
-                 start_delay: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                 start_delay: float = 0.0, compute_slowdown: float = 0.0,
+                 comm_slowdown: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(total communication seconds, seconds of it not hidden behind backprop), arrays over GPU counts.
 
     t_backward: seconds of the backward pass (per GPU count, array); cost(nbytes[:, None]) gives each
     bucket's communication seconds as an array (buckets, GPU counts); start_delay: seconds between a
     bucket being ready and its collective being launched (d in the module docstring). The exposed
     seconds include that wait where it is not hidden.
+    compute_slowdown (sigma) and comm_slowdown (mu): while a collective runs during backprop, backprop
+    advances at 1/(1+sigma) of its speed and the collective at 1/(1+mu) (module docstring); both 0:
+    the ideal schedule. A collective inside a window W of concurrency delays backprop by
+    W sigma / (1+sigma); its remaining work after the backward pass runs at full speed.
     """
     t_b = np.asarray(t_backward, dtype=float)
     c = np.asarray(cost(buckets.nbytes[:, None]), dtype=float)
     c = np.broadcast_to(c, (len(buckets.nbytes),) + np.broadcast_shapes(c.shape[1:], t_b.shape))
     finish = np.zeros(c.shape[1:])
+    delay = np.zeros(c.shape[1:])  # backprop's lag behind its own speed so far
     for j, frac in enumerate(buckets.ready_fraction):  # one stream: bucket j waits for j-1
-        finish = np.maximum(frac * t_b + start_delay, finish) + c[j]
-    return c.sum(axis=0), finish - t_b
+        start = np.maximum(frac * t_b + delay + start_delay, finish)
+        left = np.maximum(t_b + delay - start, 0.0)  # backprop seconds (alone) still to run at the start
+        window = np.minimum(c[j] * (1.0 + comm_slowdown), left * (1.0 + compute_slowdown))
+        delay = delay + window * compute_slowdown / (1.0 + compute_slowdown)
+        finish = start + window + (c[j] - window / (1.0 + comm_slowdown))
+    end = t_b + delay
+    return c.sum(axis=0), np.maximum(finish, end) - t_b

@@ -107,18 +107,54 @@ class GpuPreset:
     memory_Bps: float | None
     host: str | None
     source: str
+    memory_bytes: float | None = None
+
+
+GPU_KEYS = ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes", "host", "source", "name")
+
+
+def gpu_from_table(name: str, d: dict, where: str) -> GpuPreset:
+    """One GPU in the gpus.toml schema (peak_flops required; tf32_flops, tensor_flops, memory_Bps,
+    memory_bytes, host, source optional); every number must be > 0 and finite."""
+    if not isinstance(d, dict):
+        raise PresetError(f"{where}: must be a table with peak_flops (and tf32_flops, tensor_flops, memory_Bps)")
+    unknown = [k for k in d if k not in GPU_KEYS]
+    if unknown:
+        raise PresetError(f"{where}: unknown key {unknown[0]!r}; keys: {', '.join(GPU_KEYS)}")
+    nums = {}
+    for k in ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes"):
+        if k in d or k == "peak_flops":
+            v = _number(d, k, where)
+            if not (0 < v < float("inf")):
+                raise PresetError(f"{where}: {k} must be a positive finite number, got {d[k]!r}")
+            nums[k] = v
+        else:
+            nums[k] = None
+    return GpuPreset(name, nums["peak_flops"], nums["tf32_flops"], nums["tensor_flops"], nums["memory_Bps"],
+                     str(d["host"]) if "host" in d else None, str(d.get("source", "")), nums["memory_bytes"])
 
 
 def gpus(root: Path | None = None) -> dict[str, GpuPreset]:
     """Every GPU preset of gpus.toml by name."""
     data = _table((root or presets_dir()) / "gpus.toml")
-    out = {}
-    for name, d in data.items():
-        where = f"gpus.toml [{name}]"
-        opt = {k: (_number(d, k, where) if k in d else None) for k in ("tf32_flops", "tensor_flops", "memory_Bps")}
-        out[name] = GpuPreset(name, _number(d, "peak_flops", where), opt["tf32_flops"], opt["tensor_flops"],
-                              opt["memory_Bps"], str(d["host"]) if "host" in d else None, str(d.get("source", "")))
-    return out
+    return {name: gpu_from_table(name, d, f"gpus.toml [{name}]") for name, d in data.items()}
+
+
+def cluster_gpu_fields(gpu: GpuPreset | None) -> dict:
+    """The Cluster fields that describe ``gpu`` (all None without one)."""
+    if gpu is None:
+        return dict(gpu="", peak_flops=None, gpu_tf32_flops=None, gpu_tensor_flops=None, gpu_memory_Bps=None,
+                    gpu_memory_bytes=None)
+    return dict(gpu=gpu.name, peak_flops=gpu.peak_flops, gpu_tf32_flops=gpu.tf32_flops,
+                gpu_tensor_flops=gpu.tensor_flops, gpu_memory_Bps=gpu.memory_Bps, gpu_memory_bytes=gpu.memory_bytes)
+
+
+def cluster_gpu(cluster: Cluster) -> GpuPreset | None:
+    """The GPU a cluster describes, as a GpuPreset (None when it has no peak FLOP/s)."""
+    if not cluster.peak_flops:
+        return None
+    return GpuPreset(cluster.gpu or "gpu", cluster.peak_flops, cluster.gpu_tf32_flops, cluster.gpu_tensor_flops,
+                     cluster.gpu_memory_Bps, None, "", cluster.gpu_memory_bytes)
 
 
 def gpu_peaks(root: Path | None = None) -> dict[str, float]:
@@ -165,18 +201,27 @@ def cluster_from_table(name: str, d: dict, where: str, root: Path | None = None)
     """A Cluster from one table in the clusters.toml schema (``where`` names file and table in errors).
 
     Links are tables (latency_s, bandwidth_Bps, source) or LINK texts ("nvswitch-a100", "8xib-hdr",
-    "25GB/s,2us"); host may be left out when gpu names a GPU preset with a host fabric.
+    "25GB/s,2us"); host may be left out when gpu names a GPU preset with a host fabric. ``gpu`` is a
+    gpus.toml name or an inline table in the gpus.toml schema (an unlisted GPU; its ``name`` key, else
+    "custom-gpu", names it).
     """
     root = root or presets_dir()
     if not isinstance(d, dict):
         raise PresetError(f"{where}: must be a table")
     gpu_name = d.get("gpu", "")
-    if not isinstance(gpu_name, str):
-        raise PresetError(f"{where}: gpu must be a GPU name (string), got {gpu_name!r}")
     table = gpus(root)
-    if gpu_name and gpu_name not in table:
-        raise PresetError(f"{where}: gpu {gpu_name!r} is not in gpus.toml ({', '.join(sorted(table))})")
-    gpu = table.get(gpu_name)
+    if isinstance(gpu_name, dict):
+        gpu = gpu_from_table(str(gpu_name.get("name", "custom-gpu")), gpu_name, f"{where}.gpu")
+        if gpu.host is not None and gpu.host not in fabrics(root):
+            raise PresetError(f"{where}.gpu: host {gpu.host!r} is not a fabric of fabrics.toml")
+    elif not isinstance(gpu_name, str):
+        raise PresetError(f"{where}: gpu must be a GPU name or a [gpu] table, got {gpu_name!r}")
+    elif gpu_name and gpu_name not in table:
+        raise PresetError(f"{where}: gpu {gpu_name!r} is not in gpus.toml ({', '.join(sorted(table))}); "
+                          f"describe an unlisted GPU in a [gpu] table (peak_flops, tf32_flops, tensor_flops, "
+                          f"memory_Bps)")
+    else:
+        gpu = table.get(gpu_name)
     fabs = fabrics(root)
     gpn = _number(d, "gpus_per_node", where, integer=True)
     intra, _ = _cluster_link(d, "intra", where, fabs, gpu)
@@ -186,10 +231,9 @@ def cluster_from_table(name: str, d: dict, where: str, root: Path | None = None)
     max_nodes = _number(d, "max_nodes", where, integer=True) if "max_nodes" in d else None
     host_mem = _number(d, "host_memory_Bps", where) if "host_memory_Bps" in d else None
     try:
-        return Cluster(name=name, gpus_per_node=gpn, intra=intra, host=host, network=network, gpu=gpu_name,
-                       peak_flops=gpu.peak_flops if gpu else None, max_nodes=max_nodes,
+        return Cluster(name=name, gpus_per_node=gpn, intra=intra, host=host, network=network, max_nodes=max_nodes,
                        host_memory_Bps=host_mem, source=str(d.get("source", d.get("description", ""))),
-                       nics=nics)
+                       nics=nics, **cluster_gpu_fields(gpu))
     except SpecError as e:
         raise PresetError(f"{where}: {e}") from None
 
@@ -245,9 +289,11 @@ WIRES = ("fp32", "fp16", "bf16")
 @dataclass(frozen=True)
 class WorkloadSettings:
     """Workload-file settings that are not part of the Workload spec: the gradient wire format
-    (``wire = "fp16"``; maps to Strategy.wire unless --wire is given), None when the file has none."""
+    (``wire = "fp16"``; maps to Strategy.wire unless --wire is given), None when the file has none;
+    warnings: lines the compute rule has for the user (perfmodel.workload_input.rule_compute)."""
 
     wire: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def _library_flops(names: tuple[str, ...], sizes: tuple[int, ...], model: str, root: Path,
@@ -307,11 +353,17 @@ def workload_from_table(name: str, d: dict, where: str, base_dir: Path, root: Pa
     if not compute:
         raise PresetError(f"{where}: no compute time; give one on the command line (--samples-per-s R with "
                           f"--batch, --compute-ms T, --estimate PRECISION or --profile) or a [compute.<gpu>] table")
-    peaks = gpu_peaks(root)
+    table = gpus(root)
+    tables = d.get("compute", {}) if isinstance(d.get("compute", {}), dict) else {}
+
+    def fp32_measured(g: str) -> bool:  # a TF32-capable GPU runs fp32 training in TF32 unless told
+        said = tables.get(g, {}).get("precision") if isinstance(tables.get(g), dict) else None
+        return said == "fp32" or (said is None and table[g].tf32_flops is None)
     try:
         workload = Workload(name=name, tensor_sizes=sizes, tensor_names=names, compute=compute,
                             classifier_tensors=_number(d, "classifier_tensors", where, 2, integer=True),
-                            compute_peak_flops={g: peaks[g] for g in compute if g in peaks},
+                            compute_peak_flops={g: table[g].peak_flops for g in compute
+                                                if g in table and fp32_measured(g)},
                             source=str(d.get("source", "")),
                             accumulate=accumulate, tensor_flops=flops)
     except SpecError as e:

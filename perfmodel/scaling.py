@@ -8,8 +8,9 @@ Per iteration on W GPUs (docs/model.md sections 2 and 5):
 A: micro-batches per exchange (the workload's ``accumulate``, 1 by default); o: the framework's cost
 per multi-GPU step (``step_overhead_s``, 0 by default). A framework that launches collectives from a
 periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after it is ready on average; the
-last bucket's wait is part of t_comm and never hidden. Only ``overlap_efficiency`` (e, 1 by default) of
-the schedule's hidden seconds are hidden: concurrent compute and collective kernels slow each other.
+last bucket's wait is part of t_comm and never hidden. Concurrent compute and collective kernels slow
+each other: the schedule runs with the slowdowns perfmodel.overlap_causes gives for the setting, or an
+explicit ``overlap_efficiency`` e keeps e of the ideal schedule's hidden seconds.
 hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their communication
 when backprop has produced them, one after another on one stream, within the last micro-batch's
 backward) for ssgd, sync-ps, byteps and
@@ -71,7 +72,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import collectives as coll
+from .codec_memory import codec_rates
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
+from .overlap_causes import overlap_inputs
 from .compression import (aggregate_bits, codec_sync_points, dense_bytes, encode_seconds, levels_lane_bits,
                           ps_aggregate_seconds, ps_shard_elems, terngrad_bytes, ternary_split)
 from .ompi_tuned import per_model_algorithm
@@ -244,10 +247,12 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
         comm = np.where(multi, comm + wait, 0.0)  # the last launch's wait is never hidden
     elif schedule is not None and not paper:
         cost, replaced, element_bytes = schedule
-        buckets = workload_buckets(workload, element_bytes, strategy.bucket_mb)
-        total, exposed = exposed_time(buckets, BACKWARD_SHARE * t_micro, cost, start_delay=wait)
+        buckets = workload_buckets(workload, element_bytes, strategy.bucket_mb, strategy.first_bucket_mb)
+        sigma, mu, kept = overlap_inputs(strategy, cluster)
+        total, exposed = exposed_time(buckets, BACKWARD_SHARE * t_micro, cost, start_delay=wait,
+                                      compute_slowdown=sigma, comm_slowdown=mu)
         comm = np.where(multi, comm - replaced + total + wait, 0.0)  # the last bucket's wait is paid
-        hidden = strategy.overlap_efficiency * np.where(multi, total + wait - exposed, 0.0)
+        hidden = kept * np.where(multi, total + wait - exposed, 0.0)
     else:  # no schedule: no overlap, or the strategy's own (sharded: perfmodel.sharded)
         hidden = np.where(multi, extra.pop("t_own_hidden_s", np.zeros_like(w)), 0.0)
         comm = np.where(multi, comm + wait, 0.0)
@@ -358,10 +363,15 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
     scalers = 4.0 * split.ternary_tensors
     fp32 = 4.0 * split.fp32_elems
     exchange = strategy.terngrad_exchange
-    # compression is computation: charged on every GPU count, never hidden behind backprop
-    encode = encode_seconds(split.ternary_elems, strategy.terngrad_encode_elems_per_s)
-    decode_one = encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
-    convert = encode_seconds(split.ternary_elems, strategy.terngrad_convert_elems_per_s)
+    # compression is computation: charged on every GPU count, never hidden behind backprop; a rate not
+    # measured (0) is the GPU's memory traffic where the cluster knows its memory bandwidth (not in the
+    # paper's own formula, allreduce "paper", which has no codec term)
+    given = (strategy.terngrad_encode_elems_per_s, strategy.terngrad_decode_elems_per_s,
+             strategy.terngrad_convert_elems_per_s)
+    by_memory = (codec_rates(cluster.gpu_memory_Bps, exchange) if cluster.gpu_memory_Bps
+                 and strategy.allreduce != "paper" else (0.0, 0.0, 0.0))
+    rates = [r if r > 0 else m for r, m in zip(given, by_memory)]
+    encode, decode_one, convert = (encode_seconds(split.ternary_elems, r) for r in rates)
     copies = {"allgather": w, "ps": np.full_like(w, 2.0), "levels": np.ones_like(w)}[exchange]
     aggregate = np.zeros_like(w)
     if exchange == "ps" and strategy.terngrad_ps_aggregate_elems_per_s > 0:  # measured: in place of 2 decodes

@@ -78,6 +78,9 @@ class Cluster:
     pairs, the network link one collective measured on its own (``NETWORK_OPS``: a profile's or
     nccl-tests' Allgather and Alltoall, inverted through their p-1 step forms), which that collective's
     steps between nodes use instead of ``network`` (``network_for``); empty: ``network`` for all.
+    gpu, peak_flops, gpu_tf32_flops, gpu_tensor_flops, gpu_memory_Bps, gpu_memory_bytes: the GPU's
+    name, its fp32, dense TF32 and fp16/bf16 peaks (FLOP/s), memory bandwidth (bytes/s) and size
+    (bytes), from its gpus.toml preset, an inline [gpu] table or the command line; None: unknown.
     """
 
     name: str
@@ -92,6 +95,10 @@ class Cluster:
     source: str = ""
     nics: int = 1
     network_ops: tuple[tuple[str, Link], ...] = ()
+    gpu_tf32_flops: float | None = None
+    gpu_tensor_flops: float | None = None
+    gpu_memory_Bps: float | None = None
+    gpu_memory_bytes: float | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -115,6 +122,9 @@ class Cluster:
                 raise SpecError(f"cluster {f} must be a Link, got {getattr(self, f)!r}")
         if self.peak_flops is not None:
             _positive("peak_flops", self.peak_flops)
+        for f in ("gpu_tf32_flops", "gpu_tensor_flops", "gpu_memory_Bps", "gpu_memory_bytes"):
+            if getattr(self, f) is not None:
+                _positive(f, getattr(self, f))
         if self.max_nodes is not None:
             _positive_int("max_nodes", self.max_nodes)
         if self.host_memory_Bps is not None:
@@ -204,7 +214,8 @@ class Workload:
     bias and norm tensors), aligned with tensor_sizes; empty when unknown.
     classifier_tensors: how many trailing tensors form the last (classifier) layer.
     compute: per-GPU compute time, keyed by GPU name (e.g. "gtx1080"), each with the GPU's peak FLOP/s
-    it was measured on in ``compute_peak_flops`` when known (used to scale to an unmeasured GPU).
+    it was measured on in ``compute_peak_flops`` when known (used to scale to an unmeasured GPU by the
+    fp32 peak ratio, so only fp32 measurements carry one: a TF32 or mixed-precision time never does).
     """
 
     name: str
@@ -321,12 +332,13 @@ class Strategy:
     allreduce (sync-ps and byteps always go through host memory).
     step_overhead_s: framework time added to every multi-GPU step, seconds (0 by default: the measured
     single-GPU step already holds the framework's own cost).
-    overlap_efficiency: the share of the bucket schedule's hidden seconds that overlap really hides
-    (OVERLAP_EFFICIENCY = 0.21 by default; 1 is ideal overlap). Compute and collective kernels running at once share SMs, caches and memory
-    bandwidth, so each slows the other; Agrawal et al., "Optimizing ML Concurrent Computation and
-    Communication with GPU DMA Engines" (arXiv 2412.14335, 2024) measured that concurrent GEMMs and
-    collectives realize on average 21% of the ideal overlap gain (0.21; 42% with stream priorities and
-    compute-unit partitioning, 72% with DMA-engine collectives).
+    overlap_efficiency: None (default) derives the overlap from its causes (perfmodel.overlap_causes:
+    the bucket schedule with the slowdowns of compute and collective running at once); a number in
+    0..1 is an explicit override: that share of the ideal schedule's hidden seconds (the old default
+    was OVERLAP_EFFICIENCY = 0.21, Agrawal et al., arXiv 2412.14335, 2024).
+    first_bucket_mb: the first bucket sent closes at this many MiB (PyTorch DDP: 1; 0 = bucket_mb).
+    overlap_compute_slowdown / overlap_comm_slowdown: how much slower backprop (sigma) and a collective
+    (mu) run while both run (0 = not at all; None = the setting's default, perfmodel.overlap_causes).
     cycle_time_s: the period of a framework's background communication loop, seconds (0 = a bucket's
     collective starts as soon as it is ready, as in PyTorch DDP and TensorFlow graphs). Horovod's thread
     wakes every HOROVOD_CYCLE_TIME (5 ms before v0.21, 1 ms from v0.21: Horovod CHANGELOG v0.21.0,
@@ -341,7 +353,8 @@ class Strategy:
     mean s x sum / p, once per step; terngrad_ps_aggregate_elems_per_s: the ps exchange's work on each
     rank besides its collectives (sum of the W shards, packing at ceil(log2(2W+1)) bits, unpacking
     the W gathered sums), W x shard elements at this rate, in place of its two decodes (0: not
-    measured, two decodes); elements per second, 0 means free. terngrad_exchange: the trainer's
+    measured, two decodes); elements per second; 0 means not measured: the GPU's memory traffic
+    (perfmodel.codec_memory) where the cluster has its memory bandwidth, else free; inf is free. terngrad_exchange: the trainer's
     exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
     then int16; in 4-bit lanes at 2..7 workers when terngrad_lanes is "packed", which needs a transport
     with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.compression.levels_lane_bits;
@@ -398,11 +411,14 @@ class Strategy:
     staging: str = "device"
     step_overhead_s: float = 0.0
     cycle_time_s: float = 0.0
-    overlap_efficiency: float = OVERLAP_EFFICIENCY
+    overlap_efficiency: float | None = None
     ps_placement: str = "colocated"
     ps_local_reduce: bool = True
     sync_wait_s: float = 0.0
     zero_prefetch: bool = True
+    first_bucket_mb: float = 0.0
+    overlap_compute_slowdown: float | None = None
+    overlap_comm_slowdown: float | None = None
 
     def __post_init__(self) -> None:
         if self.name not in ALL_STRATEGIES:
@@ -453,9 +469,14 @@ class Strategy:
                             + ("already counts the host copy" if self.allreduce == "paper" else "runs on the GPUs"))
         _positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
         _positive("cycle_time_s", self.cycle_time_s, allow_zero=True)
-        _positive("overlap_efficiency", self.overlap_efficiency, allow_zero=True)
-        if float(self.overlap_efficiency) > 1.0:
-            raise SpecError(f"overlap_efficiency must be in [0, 1], got {self.overlap_efficiency!r}")
+        if self.overlap_efficiency is not None:
+            _positive("overlap_efficiency", self.overlap_efficiency, allow_zero=True)
+            if float(self.overlap_efficiency) > 1.0:
+                raise SpecError(f"overlap_efficiency must be in [0, 1], got {self.overlap_efficiency!r}")
+        _positive("first_bucket_mb", self.first_bucket_mb, allow_zero=True)
+        for f in ("overlap_compute_slowdown", "overlap_comm_slowdown"):
+            if getattr(self, f) is not None:
+                _positive(f, getattr(self, f), allow_zero=True)
         if self.ps_placement not in PS_PLACEMENTS:
             raise SpecError(f"ps_placement must be one of {', '.join(PS_PLACEMENTS)}, got {self.ps_placement!r}")
         if not isinstance(self.ps_local_reduce, (bool, np.bool_)):

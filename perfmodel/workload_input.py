@@ -7,9 +7,9 @@
 Compute time on the cluster's GPU, one of (each replaces the workload's own tables):
     --samples-per-s R          a measured single-GPU training rate at --batch: t(b) = b / R  (seconds)
     --compute-ms T             measured milliseconds per mini-batch of --batch on one GPU
-    --estimate PRECISION       an ESTIMATE from FLOPs: t(b) = 3 F b / (peak x fraction), F the library's
-                               forward FLOPs per sample, peak the GPU preset's fp32 | tf32 | mixed peak,
-                               fraction the achieved share in data/presets/compute_estimate.toml
+    --estimate PRECISION       the compute rule (perfmodel.compute_rule, docs/compute.md) at fp32 | tf32 |
+                               mixed: a published single-GPU rate of the library model on the GPU
+                               (data/presets/measured_rates.toml), else the FLOP/memory ESTIMATE
 (--profile, handled by the CLI, is the fourth source.) --accumulate K sets Workload.accumulate.
 """
 
@@ -19,9 +19,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .cluster_input import split_file_ref, table_from_file
+from .compute_rule import (DISAGREE, ELEMENT_BYTES, KERNELS_PER_TENSOR, LAUNCH_SHARE, PEAK_FIELD, activation_elements,
+                           disagreement, launch_bound, load_measured_rates, load_rule)
+from .compute_rule import estimate_seconds_per_sample as estimate_seconds_per_sample_rule
 from .library import LibraryError, load_model, model_names, normalize
-from .presets import (PresetError, WorkloadSettings, gpus, load_workload_with_settings, presets_dir,
-                      read_toml, workload_from_table, workload_names)
+from .presets import (WorkloadSettings, cluster_gpu, load_workload_with_settings, presets_dir, read_toml,
+                      workload_from_table, workload_names)
 from .specs import Cluster, ComputeTime, SpecError, Workload
 
 ESTIMATE_PRECISIONS = ("fp32", "tf32", "mixed")
@@ -38,57 +41,86 @@ class ComputeOptions:
     accumulate: int | None = None
 
 
-def estimate_seconds_per_sample(forward_flops: float, cluster: Cluster, precision: str,
-                                root: Path | None = None) -> tuple[float, str]:
-    """(seconds per sample, provenance) of the FLOP-based ESTIMATE on ``cluster``'s GPU preset."""
-    root = root or presets_dir()
-    if precision not in ESTIMATE_PRECISIONS:
-        raise SpecError(f"--estimate must be one of {', '.join(ESTIMATE_PRECISIONS)}, got {precision!r}")
-    table = gpus(root)
-    if cluster.gpu not in table:
-        raise SpecError(f"--estimate needs the cluster's GPU in gpus.toml; cluster {cluster.name} has "
-                        f"{cluster.gpu or 'no GPU'!r} (give --gpu NAME)")
-    gpu = table[cluster.gpu]
-    cfg = read_toml(root / "compute_estimate.toml")
-    where = f"compute_estimate.toml [{precision}]"
-    if precision not in cfg or "fraction" not in cfg[precision] or "peak" not in cfg[precision]:
-        raise PresetError(f"{where}: missing (needs peak and fraction)")
-    factor = cfg.get("training_flops_factor")
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0:
-        raise PresetError(f"compute_estimate.toml: training_flops_factor must be a positive number, got {factor!r}")
-    fraction = cfg[precision]["fraction"]
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-        raise PresetError(f"{where}: fraction must be a number in (0, 1], got {fraction!r}")
-    peak = getattr(gpu, cfg[precision]["peak"], None)
-    if not peak:
-        raise SpecError(f"--estimate {precision}: GPU {gpu.name} has no {cfg[precision]['peak']} in gpus.toml")
-    seconds = factor * forward_flops / (peak * fraction)
-    return seconds, (f"ESTIMATE (no measured time): {factor:g} x {forward_flops / 1e9:.4g} GFLOP forward per sample "
-                     f"/ ({gpu.name} {precision} peak {peak / 1e12:.4g} TFLOP/s x achieved fraction {fraction:g}) "
-                     f"= {seconds * 1e3:.4g} ms per sample; see compute_estimate.toml")
-
-
-def _forward_flops(model: str | None, root: Path) -> float:
+def _library(model: str | None, root: Path):
     if model is None:
         raise SpecError("--estimate needs the workload's forward FLOPs: use a library model "
                         "(`perfmodel presets --kind model`) or `model = ...` in the workload file")
     try:
-        return load_model(model, root).forward_flops
+        return load_model(model, root)
     except LibraryError:
         raise SpecError(f"--estimate needs the forward FLOPs of {model!r}, which is not in the model library "
                         f"(`perfmodel presets --kind model`)") from None
 
 
+def _rule_gpu(cluster: Cluster):
+    gpu = cluster_gpu(cluster)
+    if gpu is None:
+        raise SpecError(f"--estimate needs the cluster's GPU; cluster {cluster.name} has {cluster.gpu or 'no GPU'!r} "
+                        f"(give --gpu NAME, or --gpu-tflops for an unlisted GPU)")
+    return gpu
+
+
+def estimate_seconds_per_sample(model: str | None, cluster: Cluster, precision: str,
+                                root: Path | None = None) -> tuple[float, str]:
+    """(seconds per sample, provenance) of the ESTIMATE (perfmodel.compute_rule) on ``cluster``'s GPU."""
+    root = root or presets_dir()
+    if precision not in ESTIMATE_PRECISIONS:
+        raise SpecError(f"--estimate must be one of {', '.join(ESTIMATE_PRECISIONS)}, got {precision!r}")
+    gpu = _rule_gpu(cluster)
+    lib = _library(model, root)
+    rule = load_rule(root)
+    acts = activation_elements(lib.tensor_sizes, lib.tensor_flops)
+    seconds = estimate_seconds_per_sample_rule(lib.forward_flops, acts, gpu, precision, rule)
+    mem = (f" + {rule.crossings:g} x {acts / 1e6:.4g}M activations x {ELEMENT_BYTES[precision]:g} B / "
+           f"{gpu.memory_Bps / 1e9:.4g} GB/s" if gpu.memory_Bps else " (no memory bandwidth: FLOPs only)")
+    return seconds, (f"ESTIMATE (no published single-GPU rate of {lib.name} on {gpu.name} at {precision}; "
+                     f"{rule.error_text or 'error not stated'}): {rule.factor:g} x {lib.forward_flops / 1e9:.4g} "
+                     f"GFLOP / ({gpu.name} {precision} peak {getattr(gpu, PEAK_FIELD[precision]) / 1e12:.4g} "
+                     f"TFLOP/s x {rule.fraction[precision]:g}){mem} = {seconds * 1e3:.4g} ms per sample; "
+                     f"see docs/compute.md")
+
+
+def rule_compute(model: str | None, cluster: Cluster, precision: str, batch: int,
+                 root: Path | None = None) -> tuple[ComputeTime, list[str]]:
+    """The compute rule (perfmodel.compute_rule) for a library model on ``cluster``'s GPU at ``precision``:
+    the published single-GPU rate when measured_rates.toml has one, else the ESTIMATE; and its warnings
+    (the two disagree by more than DISAGREE; the model is too small for the estimate)."""
+    root = root or presets_dir()
+    per_sample, est_source = estimate_seconds_per_sample(model, cluster, precision, root)
+    lib = _library(model, root)
+    warnings = []
+    m = load_measured_rates(root).get((lib.name, cluster.gpu, precision))
+    if m is not None:
+        ct = ComputeTime.table({m.batch: m.batch / m.samples_per_s},
+                               source=f"measured: published single-GPU rate {m.samples_per_s:g} samples/s at batch "
+                                      f"{m.batch} ({m.source})")
+        ratio = disagreement(1.0 / m.samples_per_s, per_sample)
+        if ratio > DISAGREE:
+            warnings.append(f"compute sources disagree {ratio:.2g}x: published {m.samples_per_s:,.0f} samples/s vs "
+                            f"ESTIMATE {1.0 / per_sample:,.0f} samples/s for {lib.name} on {cluster.gpu} at "
+                            f"{precision}; using the published rate")
+    else:
+        ct = ComputeTime("linear", t0_s=0.0, t1_s=per_sample, source=est_source)
+        if launch_bound(lib.forward_flops, len(lib.tensor_sizes), batch, per_sample):
+            warnings.append(f"{lib.name} is too small for the FLOP ESTIMATE at batch {batch}: its "
+                            f"{KERNELS_PER_TENSOR * len(lib.tensor_sizes)} kernel launches take more than "
+                            f"{LAUNCH_SHARE:.0%} of the estimated {per_sample * batch * 1e3:.3g} ms step; measure "
+                            f"it (--samples-per-s, --profile)")
+    return ct, warnings
+
+
 def command_line_compute(opts: ComputeOptions, cluster: Cluster, model: str | None,
-                         root: Path) -> dict[str, ComputeTime] | None:
-    """The compute table the options give, keyed by the cluster's GPU; None when they give none."""
+                         root: Path) -> tuple[dict[str, ComputeTime] | None, list[str]]:
+    """The compute table the options give, keyed by the cluster's GPU (None when they give none), and
+    the compute rule's warnings."""
     given = [o for o, v in (("--samples-per-s", opts.samples_per_s), ("--compute-ms", opts.compute_ms),
                             ("--estimate", opts.estimate)) if v is not None]
     if not given:
-        return None
+        return None, []
     if len(given) > 1:
         raise SpecError(f"give one compute time, not {' and '.join(given)}")
     b = opts.batch
+    warnings: list[str] = []
     if opts.samples_per_s is not None:
         r = opts.samples_per_s
         if not r > 0 or r == float("inf"):
@@ -101,9 +133,26 @@ def command_line_compute(opts: ComputeOptions, cluster: Cluster, model: str | No
             raise SpecError(f"--compute-ms must be > 0, got {t!r}")
         ct = ComputeTime.table({b: t / 1e3}, source=f"measured {t:g} ms per batch of {b} on one GPU (given)")
     else:
-        per_sample, source = estimate_seconds_per_sample(_forward_flops(model, root), cluster, opts.estimate, root)
-        ct = ComputeTime("linear", t0_s=0.0, t1_s=per_sample, source=source)
-    return {cluster.gpu or "given": ct}
+        ct, warnings = rule_compute(model, cluster, opts.estimate, b, root)
+    return {cluster.gpu or "given": ct}, warnings
+
+
+def _preset_disagreement(workload: Workload, cluster: Cluster, compute: dict | None, batch: int) -> list[str]:
+    """A warning when the options' compute time and the workload's own (measured on this GPU, or scaled
+    from another by the fp32 peak ratio) differ by more than DISAGREE."""
+    if compute is None:
+        return []
+    try:
+        curve, scale, _ = workload.compute_for(cluster)
+    except SpecError:
+        return []
+    own = float(curve(float(batch))) * scale
+    given = float(next(iter(compute.values()))(float(batch)))
+    ratio = disagreement(own, given)
+    if ratio <= DISAGREE:
+        return []
+    return [f"compute sources disagree {ratio:.2g}x at batch {batch}: the workload's own {own * 1e3:.4g} ms "
+            f"vs the command line's {given * 1e3:.4g} ms on {cluster.gpu}; using the command line's"]
 
 
 def resolve_workload(ref: str | None, cluster: Cluster, opts: ComputeOptions = ComputeOptions(),
@@ -118,10 +167,12 @@ def resolve_workload(ref: str | None, cluster: Cluster, opts: ComputeOptions = C
         name, table, where = table_from_file(path, name, "workload", "tensors" if "model" not in
                                              read_toml(path) else "model")
         model = table.get("model") if isinstance(table.get("model"), str) else name
-        compute = command_line_compute(opts, cluster, model, root)
+        compute, warnings = command_line_compute(opts, cluster, model, root)
         workload, settings = workload_from_table(name, table, where, path.parent, root, compute)
     elif ref in workload_names(root):
-        compute = command_line_compute(opts, cluster, ref, root)
+        compute, warnings = command_line_compute(opts, cluster, ref, root)
+        own = load_workload_with_settings(ref, root)[0]
+        warnings += _preset_disagreement(own, cluster, compute, opts.batch)
         workload, settings = load_workload_with_settings(ref, root, compute)
     else:
         try:
@@ -129,13 +180,14 @@ def resolve_workload(ref: str | None, cluster: Cluster, opts: ComputeOptions = C
         except LibraryError:
             raise SpecError(f"unknown workload {ref!r}; presets: {', '.join(workload_names(root))}; library "
                             f"models: {', '.join(model_names(root))}; or a workload FILE.toml") from None
-        compute = command_line_compute(opts, cluster, normalize(ref), root)
+        compute, warnings = command_line_compute(opts, cluster, normalize(ref), root)
         if compute is None:
             raise SpecError(f"workload {lib.name!r} (model library) has no measured compute time: give "
                             f"--samples-per-s R (with --batch), --compute-ms T, --estimate fp32|tf32|mixed, "
                             f"or --profile")
         workload, settings = workload_from_table(lib.name, {"model": lib.name, "source": lib.source},
                                                  f"model {lib.name}", root, root, compute)
+    settings = replace(settings, warnings=tuple(warnings))
     if opts.accumulate is not None:
         try:
             workload = replace(workload, accumulate=opts.accumulate)

@@ -19,8 +19,10 @@ across nodes beside the linear guess; draws results/published/measured_vs_predic
 Physical effects beyond link bandwidth and the bucket schedule (EFFECTS; all applied by default, each to
 every row it concerns, none fitted): gpu-variability (a synchronous step waits for the slowest of W GPUs
 whose speeds differ as Sinha et al. SC22 measured), horovod-cycle (Horovod launches collectives from a
-5 ms loop), overlap-interference (concurrent compute and collectives realize 21% of the ideal overlap
-gain, Agrawal et al. 2024); all three are perfmodel predict's defaults as well. The report adds the held-out half: the effects were chosen looking only at the rows of
+5 ms loop), overlap-interference (concurrent compute and collectives slow each other by 0.79, from
+Agrawal et al. 2024's 21% of the ideal gain; perfmodel.overlap_causes); all three are perfmodel
+predict's defaults as well. The overlap follows each framework's bucketing policy (DDP's 1 MiB first
+bucket, TF's bucket per tensor, Horovod's 64 MiB fusion buffer). The report adds the held-out half: the effects were chosen looking only at the rows of
 DEV_SOURCES (TensorFlow benchmarks page, DLPerf); the DeepLearningExamples rows are held out.
 """
 
@@ -39,6 +41,7 @@ from perfmodel import presets
 from perfmodel.fileio import atomic_open
 from perfmodel.plot import save_figure
 from perfmodel.scaling import predict
+from perfmodel.overlap_causes import CONCURRENT_SLOWDOWN, FRAMEWORK_POLICY
 from perfmodel.specs import OVERLAP_EFFICIENCY, Cluster, ComputeTime, SpecError, Strategy, Workload
 from perfmodel.stragglers import GPU_VARIABILITY_CV
 
@@ -201,13 +204,26 @@ def _nccl() -> str:
     return "nccl"
 
 
-# Gradient bucket sizes (MiB) the frameworks use by default, for the computed overlap: PyTorch DDP's
-# bucket_cap_mb = 25; Horovod's fusion buffer HOROVOD_FUSION_THRESHOLD = 64 MiB (before v0.21; 128 MiB
-# from v0.21). Other schemes keep perfmodel's default.
+# Gradient bucket sizes (MiB) of the old constant's setting (OVERLAP_MODES "old"): PyTorch DDP's
+# bucket_cap_mb = 25; Horovod's fusion buffer 64 MiB (before v0.21). The overlap from its causes uses
+# perfmodel.overlap_causes.FRAMEWORK_POLICY instead (DDP's 1 MiB first bucket, TF's bucket per tensor).
 _BUCKET_MB = {"pytorch-ddp": 25.0, "horovod-nccl": 64.0, "horovod-mpi": 64.0, "horovod-mpi-cuda-aware": 64.0}
-# Horovod's background loop period HOROVOD_CYCLE_TIME: 5 ms before v0.21 (1 ms from v0.21, Horovod
-# CHANGELOG v0.21.0, PR #2468), the same versions whose 64 MiB fusion buffer _BUCKET_MB uses.
-HOROVOD_CYCLE_S = 5e-3
+HOROVOD_CYCLE_S = FRAMEWORK_POLICY["horovod"]["cycle_time_s"]
+# How the overlap is charged (docs/overlap.md): from its causes (perfmodel's default), none at all, or
+# the old constant 0.21 on the ideal schedule.
+OVERLAP_MODES = ("causes", "none", "old")
+
+
+def framework_policy(scheme: str) -> dict[str, float]:
+    """The bucketing and launch policy of a runs.csv scheme (perfmodel.overlap_causes.FRAMEWORK_POLICY)."""
+    if scheme == "pytorch-ddp":
+        return FRAMEWORK_POLICY["pytorch-ddp"]
+    if scheme.startswith("horovod"):
+        return FRAMEWORK_POLICY["horovod"]
+    if scheme in ("tf-replicated", "tf-replicated-nccl"):
+        return FRAMEWORK_POLICY["tf-replicated"]
+    return FRAMEWORK_POLICY["default"]
+
 
 # Physical effects beyond bandwidth and the bucket schedule, each applied to every row it concerns (the
 # README of data/published has the ablation table): name -> what it is.
@@ -216,33 +232,44 @@ EFFECTS = {
                        "speed with CV perfmodel.stragglers.GPU_VARIABILITY_CV (Sinha et al., SC22)",
     "horovod-cycle": f"Horovod launches collectives from a loop of period {HOROVOD_CYCLE_S * 1e3:g} ms "
                      "(HOROVOD_CYCLE_TIME before v0.21): half a cycle's wait per bucket on average",
-    "overlap-interference": "compute and collective kernels running at once slow each other: overlap "
-                            f"hides {OVERLAP_EFFICIENCY:g} of what the bucket schedule would (Agrawal et al. 2024)",
+    "overlap-interference": "compute and collective kernels running at once slow each other: both run "
+                            f"{CONCURRENT_SLOWDOWN:g} slower while concurrent (Agrawal et al. 2024; "
+                            "perfmodel.overlap_causes)",
 }
 # Sources the effects were chosen on (the development half); the others are held out.
 DEV_SOURCES = ("TensorFlow Performance Benchmarks", "DLPerf")
 
 
-def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)) -> Strategy:
+def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS), mode: str = "causes") -> Strategy:
     """The row's scheme as a Strategy (NotExpressible where the model lacks the scheme).
 
     comm_overlap "after-backward" (the source's code exchanges the gradients only once backprop and
     accumulation are done) is overlap 0; "during-backward" leaves perfmodel's computed overlap, or the
-    constant ``overlap`` (0..1) when one is given. ``effects``: the names of EFFECTS to apply."""
+    constant ``overlap`` (0..1) when one is given. ``effects``: the names of EFFECTS to apply.
+    ``mode`` (OVERLAP_MODES): "causes", perfmodel's default (the framework's policy, the slowdowns of
+    perfmodel.overlap_causes); "none", no overlap; "old", the constant 0.21 on the ideal schedule of the
+    old bucket sizes (_BUCKET_MB)."""
+    if mode not in OVERLAP_MODES:
+        raise PublishedError(f"overlap mode must be one of {', '.join(OVERLAP_MODES)}, got {mode!r}")
     s = r["scheme"]
     common = {"wire": _wire(r)}
     if "gpu-variability" in effects:
         common["straggler_cv"] = GPU_VARIABILITY_CV
-    # perfmodel's default overlap_efficiency is the interference figure; without the effect, ideal overlap
-    common["overlap_efficiency"] = OVERLAP_EFFICIENCY if "overlap-interference" in effects else 1.0
+    policy = framework_policy(s)
+    if mode == "old":
+        common["overlap_efficiency"] = OVERLAP_EFFICIENCY if "overlap-interference" in effects else 1.0
+        if s in _BUCKET_MB:
+            common["bucket_mb"] = _BUCKET_MB[s]
+    else:
+        common.update(bucket_mb=policy["bucket_mb"], first_bucket_mb=policy["first_bucket_mb"])
+        if "overlap-interference" not in effects:  # the ideal schedule
+            common.update(overlap_compute_slowdown=0.0, overlap_comm_slowdown=0.0)
     if "horovod-cycle" in effects and s.startswith("horovod"):
         common["cycle_time_s"] = HOROVOD_CYCLE_S
-    if r["comm_overlap"] == "after-backward":
+    if r["comm_overlap"] == "after-backward" or mode == "none":
         common["overlap"] = 0.0
     elif overlap is not None:  # a constant instead of the computed bucket-schedule overlap (diagnostic)
         common["overlap"] = overlap
-    if s in _BUCKET_MB:
-        common["bucket_mb"] = _BUCKET_MB[s]
     if s in ("nccl-allreduce", "pytorch-ddp", "horovod-nccl", "tf-replicated-nccl"):
         return _strategy(name="ssgd", allreduce=_nccl(), **common)
     if s == "horovod-mpi-cuda-aware":
@@ -279,10 +306,11 @@ class Outcome:
         return self.row["single_gpu_samples_per_s"] * self.row["gpus"]
 
 
-def predict_row(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)) -> Outcome:
-    """Predicted samples/s of one row from its specs, or the reason it cannot be expressed."""
+def predict_row(r: dict, overlap: float | None = None, effects=tuple(EFFECTS), mode: str = "causes") -> Outcome:
+    """Predicted samples/s of one row from its specs, or the reason it cannot be expressed (``mode``:
+    OVERLAP_MODES)."""
     built, missing = [], []
-    for builder in (build_cluster, build_workload, lambda row: build_strategy(row, overlap, effects)):
+    for builder in (build_cluster, build_workload, lambda row: build_strategy(row, overlap, effects, mode)):
         try:
             built.append(builder(r))
         except NotExpressible as e:

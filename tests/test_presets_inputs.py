@@ -149,19 +149,25 @@ def test_samples_per_s_and_compute_ms_are_the_same_time():
 
 
 def test_estimate_by_hand():
-    c = presets.load_cluster("dgx1-v100")
-    s, text = estimate_seconds_per_sample(8.178368512e9, c, "fp32")
-    assert s == pytest.approx(3 * 8.178368512e9 / (15.7e12 * 0.574))
-    assert text.startswith("ESTIMATE")
-    w, _ = resolve_workload("resnet50", c, ComputeOptions(estimate="fp32", batch=64))
-    curve, _, source = w.compute_for(c)
-    assert float(curve(64)) == pytest.approx(64 * s) and source.startswith("ESTIMATE")
-    h = _cluster("h100")
-    w, _ = resolve_workload("bert-large", h, ComputeOptions(estimate="mixed", batch=32))
+    # the ESTIMATE (perfmodel.compute_rule): 3 F / (P f) + k A e / B per sample, constants of compute_estimate.toml
+    from perfmodel.compute_rule import activation_elements, load_rule
     from perfmodel.library import load_model
 
-    flops = load_model("bert-large", presets.presets_dir()).forward_flops
-    assert float(w.compute_for(h)[0](32)) == pytest.approx(32 * 3 * flops / (989.4e12 * 0.215))
+    rule = load_rule()
+    c = presets.load_cluster("dgx1-v100")
+    lib = load_model("resnet50", presets.presets_dir())
+    acts = activation_elements(lib.tensor_sizes, lib.tensor_flops)
+    s, text = estimate_seconds_per_sample("resnet50", c, "fp32")
+    assert s == pytest.approx(3 * 8.178368512e9 / (15.7e12 * rule.fraction["fp32"])
+                              + rule.crossings * acts * 4 / 9.0e11)
+    assert text.startswith("ESTIMATE")
+    h = _cluster("h100")
+    w, _ = resolve_workload("bert-large", h, ComputeOptions(estimate="mixed", batch=32))
+    bl = load_model("bert-large", presets.presets_dir())
+    per = (3 * bl.forward_flops / (989.4e12 * rule.fraction["mixed"])
+           + rule.crossings * activation_elements(bl.tensor_sizes, bl.tensor_flops) * 2 / 3.35e12)
+    curve, _, source = w.compute_for(h)
+    assert float(curve(32)) == pytest.approx(32 * per) and source.startswith("ESTIMATE")
     with pytest.raises(SpecError, match="GPU gtx1080 has no tf32_flops"):
         resolve_workload("resnet50", presets.load_cluster("terngrad-ethernet"), ComputeOptions(estimate="tf32"))
     nameless = dataclasses.replace(c, gpu="", peak_flops=None)
