@@ -219,7 +219,9 @@ def cmd_plan(args, resolve) -> int:
     if args.min_efficiency is not None and args.min_efficiency > 1:
         raise SpecError(f"--min-efficiency must be in (0, 1], got {args.min_efficiency:g}")
     args.profile, args.profile_links = None, "network"
-    workload, cluster, _, _, _ = resolve(args)
+    resolve_args = argparse.Namespace(**vars(args))
+    resolve_args.batch = args.batch[0]  # the compute rule reads one batch: the range's smallest
+    workload, cluster, _, _, _ = resolve(resolve_args)
     inp = build_input(args, workload, cluster)
     names = None
     if args.strategy:

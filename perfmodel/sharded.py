@@ -26,6 +26,7 @@ import numpy as np
 from . import collectives as coll
 from .compression import dense_bytes
 from .overlap import BACKWARD_SHARE
+from .overlap_causes import overlap_inputs
 from .specs import Cluster, Strategy, Workload
 
 
@@ -65,6 +66,9 @@ def sharded_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np
         hidden = k * (np.minimum(ag1, (1.0 - BACKWARD_SHARE) * t_m) + np.minimum(ag1 + rs1, backward))
     else:
         hidden = (1 if strategy.name == "zero1" else k) * np.minimum(rs1, backward)
-    extra = {"t_own_hidden_s": strategy.overlap_efficiency * hidden,
+    # the share of the ideal overlap realized: an explicit efficiency, else what the collective's slowdown
+    # while backprop runs leaves of it (perfmodel.overlap_causes: 0.21 either way by default)
+    _, mu, kept = overlap_inputs(strategy, cluster)
+    extra = {"t_own_hidden_s": kept * max(0.0, 1.0 - mu) * hidden,
              "allgathers": np.full_like(w, n_ag), "reduce_scatters": np.full_like(w, n_rs)}
     return t, sharded_bytes(strategy.name, n, w, k), extra, w
