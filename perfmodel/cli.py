@@ -393,8 +393,10 @@ def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[in
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from .cli_checks import check_predict_args
     from .cluster_input import describe
 
+    print("".join(f"perfmodel: warning: {w}\n" for w in check_predict_args(args, CLIError)), end="", file=sys.stderr)
     gpus = parse_gpus(args.gpus)
     workload, cluster, codec_rates, daso, settings = _resolve_workload_cluster(args)
     if args.wire is None:  # the workload file's wire format, else fp32
@@ -418,11 +420,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
                 f"# cluster: {describe(cluster)}\n"
                 f"# compute: {source}" + "".join(f"\n# {note}" for note in notes))
         text = head + "\n" + format_table(records)
-    print(text)
-    if args.plot:
+    if args.plot:  # before the text: a reader that leaves early (`| head`) must not cost the figure
         from .plot import plot_throughput
 
         plot_throughput(records, Path(args.plot), title=f"{workload.name} on {cluster.name} ({args.scaling})")
+    print(text)
     return 0
 
 
