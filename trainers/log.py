@@ -11,7 +11,9 @@ Line types (key "type"):
              workers' exchange as they time it, t_step the server's seconds per gradient, plus
              t_server and bytes_exchanged, one exchange's payloads)
     eval     step, epoch, test_loss, test_acc (fraction 0..1)
-    summary  free-form totals at the end (e.g. the staleness histogram of a parameter server)
+    resume   a rerun with --resume continued the log here: step (the first step it runs), time, command
+    summary  free-form totals at the end (e.g. the staleness histogram of a parameter server); a
+             synchronous run's steps_run counts the steps of all its segments (resumed or not)
 Bytes per step (bytes_sent; the model's Prediction.bytes_per_gpu counts the same): the bytes one rank
 sends per step on the wire, for the algorithm each collective is charged as -- Allreduce as a ring,
 2(p-1)/p of the buffer; Allgather as a ring and Alltoall pairwise, (p-1) blocks -- over gradient data
@@ -58,6 +60,7 @@ class RunLogContents:
     steps: list[dict] = field(default_factory=list)
     evals: list[dict] = field(default_factory=list)
     summaries: list[dict] = field(default_factory=list)
+    resumes: list[dict] = field(default_factory=list)
 
     @property
     def last_step(self) -> int:
@@ -90,7 +93,8 @@ def read_run_log(path: str | os.PathLike) -> RunLogContents:
         raise RunLogError(f"run log {path}: schema {records[0].get('schema')!r}, expected {SCHEMA}")
     out = RunLogContents(path, records[0])
     for r in records[1:]:
-        {"step": out.steps, "eval": out.evals, "summary": out.summaries}.get(r.get("type"), []).append(r)
+        {"step": out.steps, "eval": out.evals, "summary": out.summaries,
+         "resume": out.resumes}.get(r.get("type"), []).append(r)
     return out
 
 
@@ -144,6 +148,10 @@ class RunLog:
 
     def eval(self, **values: Any) -> None:
         self._write({"type": "eval", **values})
+
+    def mark_resume(self, **values: Any) -> None:
+        """Mark where a resumed rerun continues the log (step: the first step it runs)."""
+        self._write({"type": "resume", "time": time.time(), **values})
 
     def summary(self, **values: Any) -> None:
         self._write({"type": "summary", **values})
