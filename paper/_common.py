@@ -29,6 +29,9 @@ MISSING = "–"
 MISSING_NOTE = f"{MISSING} : no value (the paper prints none for this row, or the run did not measure it)"
 
 
+SMOKE_SEEN: list[str] = []  # the tables read so far that hold smoke-scale rows
+
+
 def results_dir() -> Path:
     return Path(os.environ.get("DSGD_RESULTS", ROOT / "results"))
 
@@ -39,7 +42,10 @@ def read_results(paper: str, table: str) -> pd.DataFrame | None:
     if not path.exists():
         print(f"No results yet: {path} is missing. Make it with `dsgd-reproduce {paper} --only {table}`.")
         return None
-    return pd.read_csv(path)
+    frame = pd.read_csv(path)
+    if "scale" in frame.columns and (frame["scale"].astype(str) == "smoke").any():
+        SMOKE_SEEN.append(f"{paper}/{table}")
+    return frame
 
 
 def seed_summary(frame: pd.DataFrame, by: list[str] | None = None, value: str = "rerun_value") -> pd.DataFrame:
@@ -180,7 +186,12 @@ def _install_show_hook() -> None:
 
     def tidy_show(*args, **kwargs):
         for num in plt.get_fignums():
-            tidy_figure(plt.figure(num))
+            fig = plt.figure(num)
+            tidy_figure(fig)
+            if SMOKE_SEEN:  # a figure drawn after smoke-scale results were read says so in its title
+                from reproduce.common import SMOKE_BANNER
+
+                fig.suptitle(SMOKE_BANNER, color="firebrick", fontsize=10, y=1.0, va="bottom")
         return show(*args, **kwargs)
 
     tidy_show._dsgd_tidy = True

@@ -29,12 +29,14 @@ class TrainingDefaults:
 TRAINING_DEFAULTS: dict[str, TrainingDefaults] = {
     "lenet": TrainingDefaults(0.01, 0.9, "Caffe examples/mnist/lenet_solver.prototxt (base_lr 0.01, momentum 0.9), "
                                          "TernGrad's MNIST runs"),
-    "gem-cnn": TrainingDefaults(0.1, 0.9, "the GEM MNIST network's setting (Hermans & Louppe 2018; trainers "
-                                          "simulate's defaults before per-model ones)"),
+    "gem-cnn": TrainingDefaults(0.05, 0.9, "Hermans & Louppe 2018's MNIST runs as rerun here (reproduce/"
+                                           "hermans2018.py DEFAULT_LR 0.05, momentum mu 0.9)"),
     "cifarnet": TrainingDefaults(0.1, 0.0, "TensorFlow CIFAR-10 tutorial (INITIAL_LEARNING_RATE 0.1, plain SGD), "
                                            "the net TernGrad's CifarNet is"),
-    "cifar10-quick": TrainingDefaults(0.001, 0.9, "Caffe examples/cifar10/cifar10_quick_solver.prototxt (base_lr "
-                                                  "0.001, momentum 0.9), Zhang et al. 2016"),
+    "cifar10-quick": TrainingDefaults(0.01, 0.9, "the reruns of Zhang et al. 2016 at small scale (reproduce/"
+                                                 "zhang2016.py: lr 0.01, momentum 0.9); Caffe's cifar10_quick_solver "
+                                                 "has 0.001 at batch 100, which leaves a batch-16 run at chance for "
+                                                 "hundreds of steps"),
     "resnet20": TrainingDefaults(0.1, 0.9, "He et al. 2016 sec. 4.2 (lr 0.1, momentum 0.9, batch 128)"),
     "wrn-16-4": TrainingDefaults(0.1, 0.9, "Zagoruyko & Komodakis 2016 (lr 0.1, momentum 0.9)"),
     "alexnet": TrainingDefaults(0.01, 0.9, "Krizhevsky et al. 2012 (lr 0.01, momentum 0.9)"),
