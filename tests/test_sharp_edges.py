@@ -285,3 +285,19 @@ def test_simulate_lenet_defaults_train(tmp_path):
     assert contents.header["defaults_from"]["lr"].startswith("lenet: ")
     assert contents.summaries[-1]["diverged"] is False
     assert contents.summaries[-1]["final_test_acc"] > 0.8
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["alexnet", "vgg-a", "googlenet", "resnet50"])
+def test_imagenet_model_defaults_stay_finite(tmp_path, model):
+    """The ImageNet models' paper settings on CPU: only a few steps at batch 2 fit here, on synthetic
+    224x224 images of 1000 classes, so this checks no divergence (finite losses), not learning."""
+    log = tmp_path / "d.jsonl"
+    done = subprocess.run([*TRAINERS, "run", "--algo", "ssgd", "--model", model, "--dataset", "synthetic",
+                           "--synthetic-n", "16", "--batch", "2", "--steps", "4", "--eval-batch", "4", "--log",
+                           str(log), "--no-progress"], cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    losses = [s["loss"] for s in read_run_log(log).steps]
+    assert len(losses) == 4 and all(x is not None for x in losses)
+    assert read_run_log(log).header["config"]["lr"] == TRAINING_DEFAULTS[model].lr
