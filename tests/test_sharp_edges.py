@@ -301,3 +301,21 @@ def test_imagenet_model_defaults_stay_finite(tmp_path, model):
     losses = [s["loss"] for s in read_run_log(log).steps]
     assert len(losses) == 4 and all(x is not None for x in losses)
     assert read_run_log(log).header["config"]["lr"] == TRAINING_DEFAULTS[model].lr
+
+
+def test_interrupt_watch_lines_and_handlers_restored():
+    from trainers import interrupts
+
+    w = interrupts.InterruptWatch(0, "ck.pt", steps_done=37, total_steps=120, checkpoint_step=30)
+    assert w.message() == ("trainers: interrupted at step 37 of 120; last checkpoint at step 30 (ck.pt); rerun the "
+                           "same command with --resume")
+    assert "no checkpoint written yet" in interrupts.InterruptWatch(0, "ck.pt", steps_done=3).message()
+    assert interrupts.InterruptWatch(0).message() == ("trainers: interrupted before training started; no checkpoint "
+                                                      "(--checkpoint FILE makes one); a rerun starts at step 0")
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    interrupts.install(interrupts.InterruptWatch(0))
+    interrupts.note_step(5, 10)
+    assert interrupts._WATCH.steps_done == 5 and signal.getsignal(signal.SIGINT) is not before[0]
+    interrupts.uninstall()
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    interrupts.note_step(6)  # without a watch: nothing happens

@@ -85,8 +85,8 @@ def install(watch: InterruptWatch) -> InterruptWatch:
     """Make SIGINT and SIGTERM end this process through ``watch`` (main thread only; idempotent)."""
     global _WATCH
     _WATCH = watch
-    if _STATE:
-        return watch
+    if _STATE or threading.current_thread() is not threading.main_thread():
+        return watch  # signals reach the main thread only: elsewhere, leave the handlers as they are
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     _STATE["fds"] = (read_fd, write_fd)

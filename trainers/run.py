@@ -494,6 +494,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except DivergenceError as exc:
         _fail(str(exc))
         return DIVERGED_STATUS
+    finally:
+        interrupts.uninstall()  # the caller's handlers again (a test calling main in its own process)
     return 0
 
 
