@@ -310,8 +310,8 @@ def test_interrupt_watch_lines_and_handlers_restored():
     assert w.message() == ("trainers: interrupted at step 37 of 120; last checkpoint at step 30 (ck.pt); rerun the "
                            "same command with --resume")
     assert "no checkpoint written yet" in interrupts.InterruptWatch(0, "ck.pt", steps_done=3).message()
-    assert interrupts.InterruptWatch(0).message() == ("trainers: interrupted before training started; no checkpoint "
-                                                      "(--checkpoint FILE makes one); a rerun starts at step 0")
+    assert interrupts.InterruptWatch(0).message() == ("trainers: interrupted; no checkpoint (--checkpoint FILE makes "
+                                                      "one); a rerun starts at step 0")
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     interrupts.install(interrupts.InterruptWatch(0))
     interrupts.note_step(5, 10)

@@ -35,7 +35,8 @@ INTERRUPTED_STATUS = 130  # 128 + SIGINT, what a shell reports for a Ctrl-C'd co
 
 @dataclass
 class InterruptWatch:
-    """What rank 0 says when interrupted: steps done (None before training starts), the run's total,
+    """What rank 0 says when interrupted: steps done (None: not known, before the loop starts or in a loop
+    that does not report them, as the parameter server's), the run's total,
     the step of the last checkpoint on disk (None: none yet) and the checkpoint path (None: not asked for)."""
 
     rank: int
@@ -47,8 +48,8 @@ class InterruptWatch:
 
     def message(self) -> str:
         """The one line (without the trailing newline)."""
-        if self.steps_done is None:
-            where = "interrupted before training started"
+        if self.steps_done is None:  # before the loop started, or a loop that does not report its steps
+            where = "interrupted"
         else:
             of = f" of {self.total_steps}" if self.total_steps is not None else ""
             where = f"interrupted at step {self.steps_done}{of}"
