@@ -100,7 +100,8 @@ def test_plot_written_before_the_table(tmp_path):
     import sys
 
     png = tmp_path / "p.png"
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from perfmodel.cli import main; sys.exit(main())", *BASE, "--plot", str(png)],
+    main_cmd = "import sys; from perfmodel.cli import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", main_cmd, *BASE, "--plot", str(png)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # the reader is gone before anything is printed
     _, err = proc.communicate(timeout=120)

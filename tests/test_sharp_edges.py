@@ -5,7 +5,6 @@ that train."""
 
 from __future__ import annotations
 
-import json
 import os
 import pty
 import select
