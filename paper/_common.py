@@ -31,6 +31,9 @@ MISSING = "–"
 MISSING_NOTE = f"{MISSING} : no value (the paper prints none for this row, or the run did not measure it)"
 
 
+SMOKE_SEEN: list[str] = []  # the tables read so far that hold smoke-scale rows
+
+
 def results_dir() -> Path:
     return Path(os.environ.get("DSGD_RESULTS", ROOT / "results"))
 
@@ -49,6 +52,8 @@ def read_results(paper: str, table: str) -> pd.DataFrame | None:
         print(f"No {scale}-scale rows in {path}. Make them with `dsgd-reproduce {paper} --scale {scale} "
               f"--only {table}`, or render another scale (paper/render.py --scale).")
         return None
+    if "scale" in kept.columns and (kept["scale"].astype(str) == "smoke").any():
+        SMOKE_SEEN.append(f"{paper}/{table}")
     return kept
 
 
@@ -190,7 +195,12 @@ def _install_show_hook() -> None:
 
     def tidy_show(*args, **kwargs):
         for num in plt.get_fignums():
-            tidy_figure(plt.figure(num))
+            fig = plt.figure(num)
+            tidy_figure(fig)
+            if SMOKE_SEEN:  # a figure drawn after smoke-scale results were read says so in its title
+                from reproduce.common import SMOKE_BANNER
+
+                fig.suptitle(SMOKE_BANNER, color="firebrick", fontsize=10, y=1.0, va="bottom")
         return show(*args, **kwargs)
 
     tidy_show._dsgd_tidy = True

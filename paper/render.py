@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -52,6 +55,7 @@ def render(name: str, build: Path, results: Path, timeout: int = 600, show_code:
     import jupytext
     import nbformat
     from _scales import ENV, choose_scale
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
     src = HERE / f"{name}.py"
@@ -61,15 +65,29 @@ def render(name: str, build: Path, results: Path, timeout: int = 600, show_code:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     scale = choose_scale(results / name, scale)
     title_with_scale(nb, scale)
+    if scale == "smoke" or (scale is None and "smoke" in result_scales(results, name)):
+        label_smoke(nb)
+    sockets = None
     old = {k: os.environ.get(k) for k in ("DSGD_RESULTS", ENV)}
     os.environ["DSGD_RESULTS"] = str(results)
     os.environ.pop(ENV, None)
     if scale:
         os.environ[ENV] = scale
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(HERE)}}).execute()
+        # the kernel talks over local IPC sockets: nothing on the network, and no warning from ipykernel
+        # that TCP goes unencrypted on every run
+        # (sockets under an absolute path: the kernel runs in paper/, the client wherever it was started)
+        sockets = tempfile.mkdtemp(prefix="dsgd-render-")
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
+        try:
+            NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(HERE)}}).execute()
+        finally:  # a kernel manager handed in is ours to stop
+            if km.has_kernel:
+                km.shutdown_kernel(now=False)
     finally:
+        if sockets:
+            shutil.rmtree(sockets, ignore_errors=True)
         for k, v in old.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -81,6 +99,51 @@ def render(name: str, build: Path, results: Path, timeout: int = 600, show_code:
     out = build / f"{name}.html"
     atomic_write_text(out, body)
     return out
+
+
+SMOKE_TEXT = ("> **{banner}.** The results below were made with `--scale smoke`: a few steps on synthetic "
+              "data, to show that the scripts and this report run end to end. They say nothing about the paper; "
+              "text that quotes figures describes the committed small-scale runs, not these.")
+
+
+def result_scales(results: Path, name: str) -> set[str]:
+    """The values of the ``scale`` column in the result tables a notebook reads (results/<name>/*.csv)."""
+    import pandas as pd
+
+    scales: set[str] = set()
+    for table in sorted((results / name).glob("*.csv")):
+        try:
+            frame = pd.read_csv(table, usecols=lambda c: c == "scale", dtype=str, keep_default_na=False)
+        except (ValueError, OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
+            continue
+        if "scale" in frame.columns:
+            scales.update(frame["scale"])
+    return scales
+
+
+def label_smoke(nb) -> None:
+    """Mark a notebook made from smoke-scale results: "smoke:" before its title, a banner below it."""
+    import nbformat
+
+    from reproduce.common import SMOKE_BANNER
+
+    at = 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
+            text = cell.source.lstrip()
+            cell.source = f"# {SMOKE_BANNER.split(':')[0]}: {text[2:]}"
+            at = i + 1
+            break
+    nb.cells.insert(at, nbformat.v4.new_markdown_cell(SMOKE_TEXT.format(banner=SMOKE_BANNER)))
+
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of an error text, without terminal colour codes (a cell's traceback has them)."""
+    lines = [ln for ln in ANSI_ESCAPE.sub("", text).splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,8 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             out = render(name, Path(args.build), results, args.timeout, args.show_code, args.scale)
         except Exception as e:  # a failing cell: one line naming the notebook and the error
-            print(f"render: error: {name}: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
-                  file=sys.stderr)
+            print(f"render: error: {name}: {type(e).__name__}: {last_line(str(e))}", file=sys.stderr)
             return 2
         print(f"wrote {out}")
     return 0

@@ -496,6 +496,9 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from .cli_checks import check_predict_args
+
+    print("".join(f"perfmodel: warning: {w}\n" for w in check_predict_args(args, CLIError)), end="", file=sys.stderr)
     result = predict_result(args)
     records, notes = result.records, result.notes
     if notes and args.format != "table":
@@ -507,12 +510,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
         text = _csv(records)
     else:
         text = result.header + "".join(f"\n# {note}" for note in notes) + "\n" + format_table(records)
-    print(text)
-    if args.plot:
+    if args.plot:  # before the text: a reader that leaves early (`| head`) must not cost the figure
         from .plot import plot_throughput
 
         r0 = records[0]
         plot_throughput(records, Path(args.plot), title=f"{r0['workload']} on {r0['cluster']} ({args.scaling})")
+    print(text)
     return 0
 
 

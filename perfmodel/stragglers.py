@@ -29,6 +29,18 @@ from .specs import SpecError
 # slowest of its W GPUs: sync_slowdown(W, CVB(1, 0, GPU_VARIABILITY_CV)) (1.021 at W = 8, 1.046 at 512).
 GPU_VARIABILITY_CV = 0.08 / 5.4
 
+# The widest spread of batch times the model accepts, as the combined coefficient of variation of one
+# task (combined_cv). A gamma time with CV > 1 has shape 1/CV^2 < 1: its density is infinite at 0 s, so
+# the most likely batch would take no time at all, which no GPU does; CV = 1 is the exponential
+# distribution, already far beyond the 0.015 measured between GPUs of one model (GPU_VARIABILITY_CV).
+MAX_STRAGGLER_CV = 1.0
+
+
+def combined_cv(v_task: float, v_mach: float = 0.0) -> float:
+    """CV of one task's time when a machine mean (CV v_mach) scales a task spread (CV v_task), both of
+    mean 1 and independent: sqrt((1 + v_task^2)(1 + v_mach^2) - 1)."""
+    return float(np.sqrt((1.0 + v_task**2) * (1.0 + v_mach**2) - 1.0))
+
 # scipy is imported inside the functions that need it: `perfmodel predict` without stragglers must
 # start fast.
 
@@ -127,15 +139,21 @@ def _slowdown_of_counts(workers: tuple[float, ...], model: CVB) -> np.ndarray:
     """sync_slowdown for a tuple of worker counts, cached: a plan asks for the same counts many times."""
     from scipy import integrate
 
-    grid, cdf = _grid_cdf(model)
     w = np.asarray(workers)
-    # 1 - F^W on the grid for each W, integrated by the trapezoid rule
-    return integrate.trapezoid(1.0 - cdf[None, :] ** w[:, None], grid, axis=1)
+    # the grid reaches past the largest W's tail (W (1 - F(t)) < 1e-9): a grid that ends early drops the
+    # slow tail and made wide spreads look faster than one worker
+    end = 12.0
+    while end < 4096.0 and w.max() * (1.0 - float(_task_cdf(np.array([end]), model)[0])) > 1e-9:
+        end *= 2.0
+    grid, cdf = _grid_cdf(model, end)
+    # 1 - F^W on the grid for each W, integrated by the trapezoid rule; the slowest of W tasks is never
+    # faster on average than one task (E[max] >= E[T] = 1), which bounds the quadrature's rounding
+    return np.maximum(integrate.trapezoid(1.0 - cdf[None, :] ** w[:, None], grid, axis=1), 1.0)
 
 
 @lru_cache(maxsize=64)
-def _grid_cdf(model: CVB) -> tuple[np.ndarray, np.ndarray]:
-    grid = np.linspace(0.0, 12.0, 6001)
+def _grid_cdf(model: CVB, end: float) -> tuple[np.ndarray, np.ndarray]:
+    grid = np.linspace(0.0, end, max(6001, int(end * 500) + 1))
     return grid, np.clip(_task_cdf(grid, model), 0.0, 1.0)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -30,6 +31,8 @@ from perfmodel.fileio import atomic_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALES = ("smoke", "small", "paper")
+SMOKE_BANNER = "smoke: a plumbing check, not a reproduction"
+"""What every table row, figure and report made at --scale smoke says (a few steps on synthetic data)."""
 
 
 class ReproduceError(ValueError):
@@ -92,6 +95,9 @@ class ResultTable:
         for k in self.key:
             if k not in row:
                 raise ReproduceError(f"row lacks key column {k!r}")
+        if row.get("scale") == "smoke":  # a smoke row says so, whatever its script's note
+            note = str(row.get("note") or "")
+            row = {**row, "note": SMOKE_BANNER + (f"; {note}" if note else "")}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(self.path.with_name(self.path.name + ".lock")):
             frame = self._read()  # rows another process finished since we last looked
@@ -157,6 +163,7 @@ def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path]
 
     use_launcher(getattr(args, "launcher", None), getattr(args, "hostfile", None))
     unknown = [t for t in wanted if t not in tables]
+    started = time.time()
     try:
         if unknown:
             raise ReproduceError(f"unknown table(s) {', '.join(unknown)}; choose from {', '.join(tables)}")
@@ -171,7 +178,24 @@ def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path]
         print(f"\nreproduce/{paper}: interrupted; finished rows are in {out / paper}, rerun to continue",
               file=sys.stderr)
         return 130
+    print(wrote_summary(paper, out / paper, started, getattr(args, "scale", None)))
     return 0
+
+
+def wrote_summary(paper: str, folder: Path, since: float, scale: str | None = None) -> str:
+    """One line: the files under ``folder`` written since ``since`` (time.time()), CSV rows counted."""
+    written = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.endswith(".lock")
+                     and p.stat().st_mtime >= since) if folder.is_dir() else []
+    tables = [p for p in written if p.suffix == ".csv"]
+    rows = {p: max(len(pd.read_csv(p, keep_default_na=False)), 0) for p in tables}
+    smoke = f" ({SMOKE_BANNER})" if scale == "smoke" else ""
+    if not written:
+        return f"reproduce/{paper}: nothing new in {folder}: every row was already there{smoke}"
+    listed = [f"{p.relative_to(folder)} ({rows[p]} rows)" for p in tables]
+    others = len(written) - len(tables)
+    if others:
+        listed.append(f"{others} other file{'s' if others > 1 else ''} (run logs, order files)")
+    return f"reproduce/{paper}: wrote {', '.join(listed)} under {folder}{smoke}"
 
 
 def progress(iterable: Iterable, args: argparse.Namespace, desc: str, total: int | None = None):

@@ -219,7 +219,8 @@ def table1_cifarnet(args: argparse.Namespace, out: Path) -> None:
                                                   "dataset_note": "synthetic" if smoke else
                                                   "CIFAR-10 SUBSET: 4000 train / 1000 test images"}),
                        "note": "NOT comparable with the paper: it trains 300K iterations on full CIFAR-10 "
-                               f"(50000 images); here {k} steps on a 4000-image subset"})
+                               f"(50000 images); here {k} steps on "
+                               + ("synthetic images" if smoke else "a 4000-image subset")})
 
 
 def imagenet(args: argparse.Namespace, out: Path) -> None:

@@ -128,7 +128,7 @@ def test_free_running_server_applies_its_budget_and_stops_everyone(tmp_path: Pat
 def test_bad_configuration_one_line_status_2(ranks: int, args: list[str], needle: str) -> None:
     code, out, _ = run_mpi(ranks, ["-m", "trainers.asynchronous.ps", *args], timeout=60)
     assert code == 2, out
-    ours = [line for line in out.splitlines() if line.startswith("error:")]
+    ours = [line for line in out.splitlines() if line.startswith("trainers ps: error:")]
     assert len(ours) == 1 and needle in ours[0], out
     assert "Traceback" not in out
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from trainers.model_defaults import defaults_for
+
 from trainers import run as tr
 from trainers.errors import TrainerError, UsageError
 from trainers.run import ALGORITHMS, COMMANDS, RunConfig, main
@@ -67,8 +69,9 @@ def test_cli_flags_map_to_config() -> None:
     assert cfg.daso_global_dtype == "fp32" and cfg.tern_clip is None and cfg.tern_fp32_last is False
     assert cfg.lr_milestones == (2.0, 4.0) and cfg.options == (("k", "v"),) and cfg.progress is False
     assert cfg.fail_at_step == 3
-    # every RunConfig field has a flag
-    names = {f.name for f in __import__("dataclasses").fields(RunConfig)}
+    # every RunConfig field has a flag (but defaults_from: where config_from_args took lr and momentum from)
+    names = {f.name for f in __import__("dataclasses").fields(RunConfig)} - {"defaults_from"}
+    assert dict(cfg.defaults_from)["lr"] in ("the command line", f"{cfg.model}: " + defaults_for(cfg.model).source)
     assert names <= set(vars(args)), names - set(vars(args))
 
 

@@ -218,7 +218,7 @@ def test_a_diverging_run_stops_with_one_line_status_3_and_a_strict_json_log(tmp_
     assert simulate_main([*DIVERGING, "--log", str(log)]) == 3
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1
-    assert err.startswith("error: training diverged: non-finite loss or gradient in gradient 9 (after 8 applied)")
+    assert err.startswith("trainers simulate: error: training diverged: non-finite loss or gradient in gradient 9 (after 8 applied)")
     lines = _strict_lines(log)  # every line parses without NaN / Infinity
     summary = lines[-1]
     assert summary["type"] == "summary" and summary["diverged"] is True and summary["diverged_at"] == 9
@@ -263,7 +263,7 @@ def test_a_non_finite_gradient_with_a_finite_loss_is_divergence(monkeypatch: pyt
 def test_cli_bad_configuration_is_one_line_and_status_2(args: list[str], needle: str, capsys) -> None:
     assert simulate_main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error:") and needle in err[0]
+    assert len(err) == 1 and err[0].startswith("trainers simulate: error:") and needle in err[0]
 
 
 def test_config_validation_names_the_argument() -> None:

@@ -13,7 +13,9 @@ Line types (key "type"):
     eval     step, epoch, test_loss, test_acc (fraction 0..1); at an epoch's end also train_loss (mean
              over all ranks) and DASO's daso_phase, daso_B, daso_W (what the epoch's batches used),
              daso_plateau (the epoch completed a plateau that moved B/W) and daso_plateaus (so far)
-    summary  free-form totals at the end (e.g. the staleness histogram of a parameter server)
+    resume   a rerun with --resume continued the log here: step (the first step it runs), time, command
+    summary  free-form totals at the end (e.g. the staleness histogram of a parameter server); a
+             synchronous run's steps_run counts the steps of all its segments (resumed or not)
 Bytes per step (bytes_sent; the model's Prediction.bytes_per_gpu counts the same): the bytes one rank
 sends per step on the wire, for the algorithm each collective is charged as -- Allreduce as a ring,
 2(p-1)/p of the buffer; Allgather as a ring and Alltoall pairwise, (p-1) blocks -- over gradient data
@@ -60,6 +62,7 @@ class RunLogContents:
     steps: list[dict] = field(default_factory=list)
     evals: list[dict] = field(default_factory=list)
     summaries: list[dict] = field(default_factory=list)
+    resumes: list[dict] = field(default_factory=list)
 
     @property
     def last_step(self) -> int:
@@ -92,7 +95,8 @@ def read_run_log(path: str | os.PathLike) -> RunLogContents:
         raise RunLogError(f"run log {path}: schema {records[0].get('schema')!r}, expected {SCHEMA}")
     out = RunLogContents(path, records[0])
     for r in records[1:]:
-        {"step": out.steps, "eval": out.evals, "summary": out.summaries}.get(r.get("type"), []).append(r)
+        {"step": out.steps, "eval": out.evals, "summary": out.summaries,
+         "resume": out.resumes}.get(r.get("type"), []).append(r)
     return out
 
 
@@ -157,6 +161,10 @@ class RunLog:
 
     def eval(self, **values: Any) -> None:
         self._write({"type": "eval", **values})
+
+    def mark_resume(self, **values: Any) -> None:
+        """Mark where a resumed rerun continues the log (step: the first step it runs)."""
+        self._write({"type": "resume", "time": time.time(), **values})
 
     def summary(self, **values: Any) -> None:
         self._write({"type": "summary", "load_avg": load_avg(), **values})

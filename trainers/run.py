@@ -199,6 +199,7 @@ class RunConfig:
     backend: str = "auto"
     overlap: bool = True
     options: tuple[tuple[str, str], ...] = field(default=())
+    defaults_from: tuple[tuple[str, str], ...] = field(default=())  # (setting, its source): lr, momentum
 
     def __post_init__(self) -> None:
         if self.algo not in _sync_names() and self.algo not in ALGORITHMS:
@@ -279,6 +280,7 @@ class RunConfig:
         d = dataclasses.asdict(self)
         d["lr_milestones"] = list(self.lr_milestones)
         d["options"] = dict(self.options)
+        d["defaults_from"] = dict(self.defaults_from)
         return d
 
 
@@ -347,8 +349,9 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--epochs", type=_int_arg, default=None, help="epochs to train (default 1)")
     length.add_argument("--steps", type=_int_arg, default=None, help="steps to train")
-    a("--lr", type=float, default=0.01, help="learning rate")
-    a("--momentum", type=float, default=0.9, help="SGD momentum (0 for none)")
+    a("--lr", type=float, default=None, help="learning rate (default: the model's, trainers.model_defaults: "
+                                              "lenet 0.01, resnet20 0.1, ...)")
+    a("--momentum", type=float, default=None, help="SGD momentum, 0 for none (default: the model's, 0.9 for most)")
     a("--weight-decay", type=float, default=0.0, help="L2 weight decay")
     a("--nesterov", action="store_true", help="Nesterov momentum")
     a("--optimizer", default="sgd", choices=_optimizers(), help="local optimizer")
@@ -415,6 +418,11 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     names = {f.name for f in dataclasses.fields(RunConfig)}
     values = {k: v for k, v in vars(args).items() if k in names}
     values["options"] = tuple(values.get("options") or ())
+    from trainers.model_defaults import resolve
+
+    values["lr"], values["momentum"], sources = resolve(values.get("model", "lenet"), values.get("lr"),
+                                                        values.get("momentum"))
+    values["defaults_from"] = tuple(sources.items())
     if values.get("tern_exchange") is None:
         values["tern_exchange"] = "levels"
     elif values.get("algo") != "terngrad":
@@ -471,7 +479,14 @@ def _fail(message: str) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from trainers import interrupts
+
     cfg = config_from_args(args)
+    if cfg.resume and not os.path.isfile(cfg.checkpoint):
+        raise TrainerError(f"--resume: checkpoint {cfg.checkpoint} does not exist (without --resume the run "
+                           f"starts at step 0)")
+    launched = any(rank_key in os.environ for rank_key, _ in _devices.WORLD_ENV)
+    interrupts.install(interrupts.InterruptWatch(_devices.env_world()[0], cfg.checkpoint, launched=launched))
     try:
         dispatch(cfg)
     except UsageError as exc:
@@ -479,6 +494,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except DivergenceError as exc:
         _fail(str(exc))
         return DIVERGED_STATUS
+    finally:
+        interrupts.uninstall()  # the caller's handlers again (a test calling main in its own process)
     return 0
 
 

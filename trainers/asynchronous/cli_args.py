@@ -11,6 +11,7 @@ from dataclasses import fields
 
 from trainers.asynchronous.config import ALGOS, NO_MODEL, AsyncConfig
 from trainers.errors import TrainerError
+from trainers.model_defaults import resolve
 
 __all__ = ["StrictParser", "add_async_arguments", "config_from_args", "parse_or_status"]
 
@@ -19,7 +20,7 @@ class StrictParser(argparse.ArgumentParser):
     """argparse whose errors raise TrainerError (one line, no usage dump) instead of exiting."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise TrainerError(f"{self.prog}: {message}")
+        raise TrainerError(message)
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -41,8 +42,10 @@ def add_async_arguments(parser: argparse.ArgumentParser, *, algo_flag: str = "--
     parser.add_argument("--data-root", default=None, help="dataset folder (default: trainers.data's)")
     parser.add_argument("--synthetic-n", type=int, default=d.synthetic_n, help="synthetic training images")
     parser.add_argument("--batch", type=int, default=d.batch, help="per-worker batch size")
-    parser.add_argument("--lr", type=float, default=d.lr, help="learning rate eta")
-    parser.add_argument("--momentum", type=float, default=d.momentum, help="momentum gamma (GEM: mu)")
+    parser.add_argument("--lr", type=float, default=None, help="learning rate eta (default: the model's, "
+                                                                 "trainers.model_defaults)")
+    parser.add_argument("--momentum", type=float, default=None,
+                        help="momentum gamma, GEM: mu (default: the model's, trainers.model_defaults)")
     parser.add_argument("--no-nesterov", dest="nesterov", action="store_false", help="heavy-ball momentum")
     parser.add_argument("--weight-decay", type=float, default=d.weight_decay, help="L2 coefficient")
     parser.add_argument("--n", type=int, default=None, help="softsync splitting parameter n (1..N)")
@@ -76,18 +79,20 @@ def config_from_args(args: argparse.Namespace) -> AsyncConfig:
     values = {k: v for k, v in vars(args).items() if k in names}
     if values.get("epochs") is None and values.get("steps") is None:
         raise TrainerError("give a budget: --epochs E or --steps S")
+    values["lr"], values["momentum"], args.defaults_from = resolve(values.get("model", AsyncConfig.model),
+                                                                   values.get("lr"), values.get("momentum"))
     return AsyncConfig(**values)
 
 
 def parse_or_status(parser: StrictParser, argv: Sequence[str] | None, *, show_error: bool = True
                     ) -> argparse.Namespace | int:
-    """The parsed arguments, or the command's exit status: 2 for bad input (one line ``error: ...`` on
-    stderr when ``show_error``, e.g. on MPI rank 0 only), 0 after --help."""
+    """The parsed arguments, or the command's exit status: 2 for bad input (one line ``PROG: error: ...``
+    on stderr when ``show_error``, e.g. on MPI rank 0 only), 0 after --help."""
     try:
         return parser.parse_args(argv)
     except TrainerError as exc:
         if show_error:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)

@@ -603,7 +603,7 @@ def ps_from_args(args: argparse.Namespace) -> int:
             load_data(cfg, test=False)  # a missing dataset is a configuration error, found before MPI starts
     except ValueError as exc:
         if rank == 0:
-            print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+            print(f"trainers ps: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     from mpi4py import MPI
 
@@ -611,11 +611,11 @@ def ps_from_args(args: argparse.Namespace) -> int:
         result = run_ps(cfg, MPI.COMM_WORLD, opt)
     except UsageError as exc:  # raised on every rank alike (e.g. --device cuda without a GPU)
         if rank == 0:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"trainers ps: error: {exc}", file=sys.stderr)
         return 2
     if _diverged_everywhere(MPI.COMM_WORLD, result) and not args.allow_divergence:
         if rank == 0:
-            print(f"error: {_divergence_message(result, args.log)}", file=sys.stderr)
+            print(f"trainers ps: error: {_divergence_message(result, args.log)}", file=sys.stderr)
         return DIVERGED_STATUS
     if result is not None:
         _print_result(cfg, result)

@@ -63,6 +63,8 @@ from trainers.asynchronous.flat_model import FlatModel, build_rule, build_schedu
 from trainers.asynchronous.reporting import StepWindow, WindowStats, header_fields, rule_summary
 from trainers.errors import DIVERGED_STATUS, TrainerError
 
+PROG = "trainers simulate"  # the prefix of its error lines
+
 __all__ = [
     "SimResult",
     "simulate",
@@ -162,9 +164,11 @@ def speedup_table(workers: Sequence[int], kinds: Sequence[str] = CVB_KINDS,
 # --------------------------------------------------------------------------- the event loop
 
 
-def simulate(cfg: AsyncConfig, *, log_path: str | os.PathLike | None = None, device: str = "cpu") -> SimResult:
-    """Run the simulation of ``cfg``; write the JSONL run log to ``log_path`` if given. ``device``: where
-    the gradients are computed (trainers.device: cpu, cuda, auto; UsageError when unavailable)."""
+def simulate(cfg: AsyncConfig, *, log_path: str | os.PathLike | None = None, device: str = "cpu",
+             header: dict | None = None) -> SimResult:
+    """Run the simulation of ``cfg``; write the JSONL run log to ``log_path`` if given (``header``: more
+    header keys, e.g. where the defaults came from). ``device``: where the gradients are computed
+    (trainers.device: cpu, cuda, auto; UsageError when unavailable)."""
     from trainers.device import describe, select_device
 
     torch.set_num_threads(1)
@@ -183,7 +187,7 @@ def simulate(cfg: AsyncConfig, *, log_path: str | os.PathLike | None = None, dev
     log = None
     if log_path is not None:
         log = RunLog(log_path, {**header_fields(cfg, fm, train, simulated=True, ranks=1, plan=plan),
-                                "device": describe(dev)})
+                                "device": describe(dev), **(header or {})})
     log_every = cfg.log_every or max(1, plan.expected_total // 1000)
     window = StepWindow(bytes_per_push=fm.numel * itemsize)
     wstats = WindowStats()
@@ -316,7 +320,7 @@ def _fill_parser(p: argparse.ArgumentParser) -> None:
 
 def _print_speedup_table(args: argparse.Namespace) -> int:
     if args.speedup_steps < 1 or args.speedup_seeds < 1:
-        print("error: --speedup-steps and --speedup-seeds must be >= 1", file=sys.stderr)
+        print(f"{PROG}: error: --speedup-steps and --speedup-seeds must be >= 1", file=sys.stderr)
         return 2
     rows = speedup_table(args.speedup_table, steps_per_worker=args.speedup_steps, seeds=range(args.speedup_seeds))
     print(f"{'kind':<14}{'N':>6}{'simulated':>12}{'std':>8}{'closed form':>13}")
@@ -334,12 +338,13 @@ def simulate_from_args(args: argparse.Namespace) -> int:
         return _print_speedup_table(args)
     try:
         cfg = config_from_args(args)
-        result = simulate(cfg, log_path=args.log, device=getattr(args, "device", "cpu"))
+        result = simulate(cfg, log_path=args.log, device=getattr(args, "device", "cpu"),
+                          header={"defaults_from": getattr(args, "defaults_from", {})})
     except TrainerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except (ValueError, OSError) as exc:  # dataset missing or corrupt, unwritable log
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     if args.record_order:
         from perfmodel.fileio import atomic_write_text
@@ -347,7 +352,7 @@ def simulate_from_args(args: argparse.Namespace) -> int:
         atomic_write_text(args.record_order, json.dumps({"config": cfg.to_dict(), "order": result.order}))
     s = result.summary
     if s["diverged"] and not args.allow_divergence:
-        print(f"error: training diverged: non-finite loss or gradient in gradient {s['diverged_at']} (after "
+        print(f"{PROG}: error: training diverged: non-finite loss or gradient in gradient {s['diverged_at']} (after "
               f"{s['gradients']} applied); stopped" + (f", run log {args.log}" if args.log else "")
               + "; pass --allow-divergence to accept it", file=sys.stderr)
         return DIVERGED_STATUS
@@ -361,7 +366,7 @@ def simulate_from_args(args: argparse.Namespace) -> int:
 
 def simulate_main(argv: Sequence[str] | None = None) -> int:
     """``trainers simulate ARGS`` / ``python -m trainers.asynchronous.simulate ARGS``; exit status (2: bad input)."""
-    parser = StrictParser(prog="trainers simulate", description=__doc__.split("\n\n")[0])
+    parser = StrictParser(prog=PROG, description=__doc__.split("\n\n")[0])
     _fill_parser(parser)
     args = parse_or_status(parser, argv)
     return args if isinstance(args, int) else simulate_from_args(args)

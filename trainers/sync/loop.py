@@ -30,6 +30,7 @@ from trainers.collectives import open_collectives, resolve_backend
 from trainers.data import (Dataset, DatasetError, batches, crop_flip, data_root, load_dataset, shard_indices,
                            synthetic)
 from trainers.device import describe as describe_device, select_device, set_numerics, timing_events
+from trainers import interrupts
 from trainers.errors import DivergenceError, TrainerError, UsageError
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
@@ -202,6 +203,7 @@ class Trainer:
         self.start_step = 0
         self.epoch_loss_sum, self.epoch_loss_count = 0.0, 0
         self.last_eval_step = -1
+        self.resumed_at: list[int] = []  # the first step of every resumed segment (from the run log)
         self.first_bad_step: int | None = None  # this rank's first step with a non-finite loss or gradient
         self.diverged_at: int | None = None  # the first such step on any rank, once the ranks agreed on it
         if cfg.resume and Path(cfg.checkpoint).exists():
@@ -252,7 +254,10 @@ class Trainer:
             old = read_run_log(path)
             self._check_compatible(old.header.get("config", {}), old.header.get("ranks"), f"run log {path}")
             self.last_eval_step = max([self.last_eval_step] + [int(e["step"]) for e in old.evals])
-            return RunLog.resume(path)
+            self.resumed_at = [int(r["step"]) for r in old.resumes] + [self.start_step]
+            log = RunLog.resume(path)
+            log.mark_resume(step=self.start_step, command=" ".join(sys.argv))
+            return log
         return RunLog(path, self._header())
 
     def _check_compatible(self, config: dict, ranks: Any, what: str) -> None:
@@ -388,6 +393,9 @@ class Trainer:
         bar = tqdm(total=self.total_steps, initial=self.start_step, disable=not (cfg.progress and self.rank == 0),
                    desc=f"{cfg.algo} x{self.world}", unit="step", mininterval=1.0, file=sys.stderr)
         wall0, steps_run, bytes_total = time.perf_counter(), 0, 0
+        interrupts.note_step(self.start_step, self.total_steps)
+        if self.start_step:
+            interrupts.note_checkpoint(self.start_step)  # restored from it
         try:
             for step in range(self.start_step, self.total_steps):
                 pos = self._position(step)
@@ -401,6 +409,7 @@ class Trainer:
                 result = self.algo.step(self, x, y, pos)
                 rec = self.timer.end_step()
                 steps_run += 1
+                interrupts.note_step(step + 1)
                 bytes_total += result.bytes_sent
                 self.epoch_loss_sum += result.loss
                 self.epoch_loss_count += 1
@@ -435,6 +444,7 @@ class Trainer:
                 if cfg.checkpoint and ((cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0)
                                        or pos.last_of_run):
                     self.save(step + 1)
+                    interrupts.note_checkpoint(step + 1)
         finally:
             bar.close()
         self.coll.close()
@@ -444,7 +454,11 @@ class Trainer:
 
     def _summary(self, steps_run: int, wall0: float, bytes_total: int) -> None:
         t = self.timer.totals
-        self.log.summary(steps_run=steps_run, first_step=self.start_step, total_steps=self.total_steps,
+        # steps_run: every segment's steps (a run always starts at step 0, a resumed one at its checkpoint);
+        # wall_s and mean_t_step are this segment's
+        self.log.summary(steps_run=self.start_step + steps_run, first_step=0, total_steps=self.total_steps,
+                         segment_first_step=self.start_step, segment_steps_run=steps_run,
+                         resumed_at=self.resumed_at,
                          wall_s=time.perf_counter() - wall0, mean_t_step=t["t_step"] / max(steps_run, 1),
                          bytes_sent_total_rank0=bytes_total, diverged=self.diverged_at is not None,
                          diverged_at_step=self.diverged_at)

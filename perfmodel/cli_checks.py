@@ -1,0 +1,92 @@
+"""Checks of `perfmodel predict`'s options against each other, before any prediction.
+
+Refused (CLIError: one line, exit 2): a compute option that --profile would silently drop, a straggler
+spread beyond the physical bound of perfmodel.stragglers.MAX_STRAGGLER_CV, a compute time beyond a day
+per step. Warned (one line each, returned): options that apply to none of the chosen strategies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from .stragglers import MAX_STRAGGLER_CV, combined_cv
+
+MAX_STEP_COMPUTE_S = 86_400.0
+"""The longest compute time per step accepted, in seconds (a day): a longer one is a typo or a unit slip
+(--compute-ms takes milliseconds), and its throughput would print as a denormal number."""
+
+STRATEGY_OPTIONS: tuple[tuple[str, str, object, tuple[str, ...]], ...] = (
+    ("--daso-b", "daso_b", 4, ("daso",)),
+    ("--daso-w", "daso_w", 1, ("daso",)),
+    ("--daso-progress", "daso_progress", None, ("daso",)),
+    ("--daso-nb-factor", "daso_nb_factor", None, ("daso",)),
+    ("--ps-servers", "ps_servers", 1, ("asgd", "sync-ps", "byteps")),
+    ("--ps-update-ms", "ps_update_ms", 0.0, ("asgd",)),
+    ("--ps-placement", "ps_placement", "colocated", ("sync-ps", "byteps")),
+    ("--ps-local-reduce", "ps_local_reduce", "on", ("sync-ps",)),
+    ("--terngrad-min-elems", "terngrad_min_elems", 1, ("terngrad",)),
+    ("--terngrad-ternarize-last", "terngrad_fp32_last", True, ("terngrad",)),
+    ("--terngrad-encode-rate", "terngrad_encode_rate", 0.0, ("terngrad",)),
+    ("--terngrad-decode-rate", "terngrad_decode_rate", 0.0, ("terngrad",)),
+    ("--terngrad-convert-rate", "terngrad_convert_rate", 0.0, ("terngrad",)),
+    ("--terngrad-ps-aggregate-rate", "terngrad_ps_aggregate_rate", 0.0, ("terngrad",)),
+    ("--terngrad-exchange", "terngrad_exchange", "levels", ("terngrad",)),
+    ("--terngrad-lanes", "terngrad_lanes", "int8", ("terngrad",)),
+    ("--sync-wait-ms", "sync_wait_ms", 0.0, ("terngrad",)),
+)
+"""(flag, argparse dest, parser default, the strategies it applies to): a value other than the default
+with none of those strategies chosen gets a warning (tests check the defaults against the parser's)."""
+
+
+class _Error(ValueError):
+    """Stand-in when no error class is given (perfmodel.cli passes its CLIError)."""
+
+
+def check_predict_args(args: argparse.Namespace, error: type[ValueError] = _Error) -> list[str]:
+    """Refuse option combinations `perfmodel predict` cannot honour (raises ``error``); return one
+    warning line per option that none of the chosen strategies reads."""
+    if args.profile and args.workload is None:
+        dropped = [flag for flag, value in (("--samples-per-s", args.samples_per_s), ("--compute-ms", args.compute_ms),
+                                            ("--estimate", args.estimate)) if value is not None]
+        if dropped:
+            raise error(f"give --profile or {dropped[0]}, not both: the profile's measured compute time is the "
+                        f"workload's (add --workload NAME to set its compute time with {dropped[0]})")
+    _check_stragglers(args.stragglers, error)
+    _check_compute_time(args, error)
+    warnings = []
+    chosen = {s.strip() for s in str(args.strategy).split(",") if s.strip()}
+    for flag, dest, default, strategies in STRATEGY_OPTIONS:
+        if getattr(args, dest, default) != default and not chosen & set(strategies):
+            warnings.append(f"{flag} applies to {', '.join(strategies)} only; ignored with --strategy "
+                            f"{','.join(sorted(chosen))}")
+    if not args.profile and getattr(args, "profile_links", "network") != "network":
+        warnings.append("--profile-links applies only with --profile; ignored")
+    return warnings
+
+
+def _check_stragglers(text: str | None, error: type[ValueError]) -> None:
+    """A numeric --stragglers CV or CV_TASK,CV_MACHINE must stay within MAX_STRAGGLER_CV combined."""
+    if not text:
+        return
+    try:
+        parts = [float(x) for x in text.split(",")]
+    except ValueError:
+        return  # a name, or malformed: the parser of the option reports the latter
+    if len(parts) not in (1, 2) or any(not p >= 0 or math.isinf(p) for p in parts):
+        return
+    cv = combined_cv(parts[0], parts[1] if len(parts) == 2 else 0.0)
+    if cv > MAX_STRAGGLER_CV:
+        raise error(f"--stragglers {text}: the batch times' combined coefficient of variation {cv:.3g} is beyond "
+                    f"the physical bound {MAX_STRAGGLER_CV:g} (a gamma time with CV > 1 is most likely 0 s, which "
+                    f"no GPU does; CV 1 is exponential times, chips of one GPU model differ by about 0.015)")
+
+
+def _check_compute_time(args: argparse.Namespace, error: type[ValueError]) -> None:
+    """--compute-ms, or --batch / --samples-per-s, must be at most a day per step."""
+    if args.compute_ms is not None and args.compute_ms / 1e3 > MAX_STEP_COMPUTE_S:
+        raise error(f"--compute-ms {args.compute_ms:g} is {args.compute_ms / 3.6e6:.3g} hours per step, more than "
+                    f"a day ({MAX_STEP_COMPUTE_S * 1e3:.0f} ms); --compute-ms takes milliseconds")
+    if args.samples_per_s is not None and args.batch / args.samples_per_s > MAX_STEP_COMPUTE_S:
+        raise error(f"--samples-per-s {args.samples_per_s:g} makes a step of batch {args.batch} take "
+                    f"{args.batch / args.samples_per_s / 3600:.3g} hours, more than a day")
