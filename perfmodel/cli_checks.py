@@ -22,7 +22,7 @@ STRATEGY_OPTIONS: tuple[tuple[str, str, object, tuple[str, ...]], ...] = (
     ("--daso-progress", "daso_progress", None, ("daso",)),
     ("--daso-nb-factor", "daso_nb_factor", None, ("daso",)),
     ("--ps-servers", "ps_servers", 1, ("asgd", "sync-ps", "byteps")),
-    ("--ps-update-ms", "ps_update_ms", 0.0, ("asgd",)),
+    ("--ps-update-ms", "ps_update_ms", None, ("asgd",)),
     ("--ps-placement", "ps_placement", "colocated", ("sync-ps", "byteps")),
     ("--ps-local-reduce", "ps_local_reduce", "on", ("sync-ps",)),
     ("--terngrad-min-elems", "terngrad_min_elems", 1, ("terngrad",)),
@@ -33,7 +33,7 @@ STRATEGY_OPTIONS: tuple[tuple[str, str, object, tuple[str, ...]], ...] = (
     ("--terngrad-ps-aggregate-rate", "terngrad_ps_aggregate_rate", 0.0, ("terngrad",)),
     ("--terngrad-exchange", "terngrad_exchange", "levels", ("terngrad",)),
     ("--terngrad-lanes", "terngrad_lanes", "int8", ("terngrad",)),
-    ("--sync-wait-ms", "sync_wait_ms", 0.0, ("terngrad",)),
+    ("--sync-wait-ms", "sync_wait_ms", None, ("terngrad",)),
 )
 """(flag, argparse dest, parser default, the strategies it applies to): a value other than the default
 with none of those strategies chosen gets a warning (tests check the defaults against the parser's)."""

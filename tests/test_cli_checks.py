@@ -28,7 +28,7 @@ TABLE = [
     (BASE + ["--profile-links", "intra"], 0, "--profile-links applies only with --profile"),
     (BASE + ["--strategy", "daso", "--daso-b", "2"], 0, None),
     (BASE + ["--stragglers", "1"], 0, None),
-    (BASE + ["--compute-ms", "86400000"], 0, None),
+    (BASE + ["--compute-ms", "86400000"], 0, "compute sources disagree"),  # a day is accepted, with the warning
 ]
 
 
