@@ -117,6 +117,9 @@ def test_device_cuda_without_cuda_is_a_usage_error() -> None:
 @pytest.mark.skipif(not CUDA, reason=NO_CUDA)
 def test_device_cuda_takes_the_gpu_of_the_local_rank() -> None:
     assert select_device("cuda", None, {"OMPI_COMM_WORLD_LOCAL_RANK": "0"}) == torch.device("cuda", 0)
+    if GPUS == 1:  # one visible GPU (srun's one GPU per task): it is the rank's, whatever its local rank
+        assert select_device("cuda", None, {"OMPI_COMM_WORLD_LOCAL_RANK": "3"}) == torch.device("cuda", 0)
+        return
     with pytest.raises(UsageError, match="one GPU per rank"):
         select_device("cuda", None, {"OMPI_COMM_WORLD_LOCAL_RANK": str(GPUS)})
     assert select_device("auto", None, {"OMPI_COMM_WORLD_LOCAL_RANK": str(GPUS)}) == torch.device("cpu")
