@@ -6,7 +6,9 @@ The ``scale-out`` table of ``python -m reproduce.validation`` (root; perfmodel.e
    compute at 1..R ranks at once, the codec loop, the node's own Allreduce; `perfmodel profile`;
 2. profile the link between two emulated nodes at each rate: `perfmodel profile --link` (2 ranks, one
    per node), each operation also timed at the message sizes the planned runs send (they follow from the
-   model and the layouts alone, no run is read);
+   model and the layouts alone, no run is read), and the training step on both ranks right after an
+   Allreduce over the link of what each planned run sends per rank (the slowdown a network exchange
+   leaves to the step after it: perfmodel.profile.predictor);
 3. write every row's prediction to ``scale_out_predictions_<scale>_r<remake>.json`` with the code's
    revision and the profiles' sha256, before the first training run starts: the `perfmodel predict`
    command of each planned run (perfmodel.validate.predict_commands on the run's planned configuration)
@@ -141,10 +143,11 @@ def _read_sizes(sc: dict) -> dict[str, list[int]]:
     return {op: sorted(v) for op, v in sorted(sizes.items())}
 
 
-def _after_sizes(sc: dict) -> list[int]:
-    """The Allreduce sizes after which the node profile times the concurrent step: what each planned
-    synchronous run's prediction reads it at (perfmodel.profile.predictor.after_exchange_bytes of the
-    model's bytes per step), from the model and the layouts alone."""
+def _after_sizes(sc: dict, ranks: int | None = None) -> list[int]:
+    """The Allreduce sizes after which a profile times the concurrent step: what each planned synchronous
+    run's prediction reads it at (perfmodel.profile.predictor.after_exchange_bytes of the model's bytes
+    per step, on the run's ranks; ``ranks`` 2: on the link's two ranks, where an Allreduce of n sends n),
+    from the model and the layouts alone."""
     import numpy as np
 
     from perfmodel.profile.compute import load_workload_model
@@ -165,7 +168,7 @@ def _after_sizes(sc: dict) -> list[int]:
         for strategy, gpn, _ in run_strategies(run):
             cl = Cluster("plan", gpn, link, Link(0.0, float("inf")), link, gpu="cpu")
             sent = float(np.asarray(predict(wl, cl, strategy, [run.ranks], batch=run.batch).bytes_per_gpu)[0])
-            out.add(-(-int(after_exchange_bytes(sent, run.ranks)) // 4) * 4)
+            out.add(-(-int(after_exchange_bytes(sent, ranks or run.ranks)) // 4) * 4)
     return sorted(out)
 
 
@@ -189,6 +192,8 @@ def _profiles(out: Path, scale: str, sc: dict, remake: int) -> tuple[Path, dict[
         if not link.exists():
             with EmulatedCluster(EmulationSpec(nodes=2, ranks_per_node=1, rate_bps=parse_rate(rate))) as cl:
                 run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--link", "--workload", sc["model"],
+                             "--batch", sc["profile_batches"], "--repeats", str(sc["compute_repeats"]),
+                             "--compute-after", ",".join(map(str, _after_sizes(sc, 2))),
                              "--max-bytes", sc["comm_max"], "--comm-repeats", str(sc["comm_repeats"]),
                              "--ops", LINK_OPS, *(a for item in at for a in ("--extra-sizes", item)),
                              "--mpiexec-args", " ".join(cl.mpiexec_args()), "--quiet", "--out", str(link)],

@@ -140,3 +140,28 @@ def test_gpu_ranks_are_not_stretched_by_the_cores(tmp_path):
     (rec,) = json.loads(out.getvalue())
     t_c = float(profile_workload(gpu).compute[next(iter(profile_workload(gpu).compute))](64.0))
     assert rec["t_compute_s"] == pytest.approx(t_c, rel=1e-12)  # 8 GPUs: one each, not 8 ranks on 2 cores
+
+
+def test_a_link_that_timed_the_step_after_its_exchange_scales_the_node_step(tmp_path):
+    """With a link profile whose two ranks timed the step after exchanges over it, the step after the
+    job's exchange is the node's k-rank step times the link's after / barrier ratio at the bytes each
+    rank sends (read at the link's Allreduce that sends as much: on 2 ranks, n)."""
+    import dataclasses
+
+    from perfmodel.profile.schema import ConcurrentCompute, save_profile
+
+    node = load_profile(PROFILE)
+    link = load_links([NCCL])
+    (comm,) = link.comm
+    slow = ConcurrentCompute(batches=(32, 64), mean_s=(0.010, 0.020), max_s=(0.010, 0.020), cv=(0.0, 0.0),
+                             repeats=3, after_bytes=(1_000_000, 2_000_000),
+                             after_mean_s=((0.012, 0.025), (0.013, 0.030)))
+    prof = dataclasses.replace(link, comm=(dataclasses.replace(comm, compute=slow),))
+    save_profile(prof, tmp_path / "link.json")
+    (rec,), _ = _predict("--link-from", str(tmp_path / "link.json"), "--gpus", "2", "--batch", "64",
+                         "--strategy", "ssgd", "--overlap", "0", "--stragglers", "none")
+    sent = rec["bytes_per_gpu"]  # the 2-rank ring sends the whole gradient: 1,724,320 B
+    assert sent == 4 * 431_080
+    ratio = (0.025 + (0.030 - 0.025) * (sent - 1e6) / 1e6) / 0.020  # linear between the measured sizes
+    t_c = float(profile_workload(node).compute["cpu"](64.0))  # real nodes: one rank computes alone
+    assert rec["t_compute_s"] == pytest.approx(t_c * ratio, rel=1e-9)

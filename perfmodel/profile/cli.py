@@ -100,8 +100,10 @@ def add_profile_parser(subparsers: Any) -> None:
     p.add_argument("--no-compute", action="store_true", help="skip the compute measurements")
     p.add_argument("--link", action="store_true",
                    help="measure only the network between two nodes: 2 ranks, one on each node (a hostfile of two "
-                        "hosts, or `perfmodel emulate --nodes 2`), no compute, the operations the model reads "
-                        f"({LINK_OPS}); the file is what `perfmodel predict --link-from` takes")
+                        "hosts, or `perfmodel emulate --nodes 2`), the operations the model reads "
+                        f"({LINK_OPS}), and with --workload the training step on both ranks right after an "
+                        "exchange over the link (--compute-after); the file is what `perfmodel predict "
+                        "--link-from` takes")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
     p.set_defaults(func=run_profile_command)
 
@@ -271,7 +273,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
     """Run ``perfmodel profile``; returns the exit status (errors raise ProfileError)."""
     from .comm import default_sizes, parse_extra_sizes, parse_size
 
-    if getattr(args, "link", False):  # the network between two nodes, nothing else
+    if getattr(args, "link", False):  # the network between two nodes, and with a model the step after it
         if args.ranks not in ("1,2", "2"):
             raise ProfileError(f"--link measures 2 ranks, one on each of two nodes; got --ranks {args.ranks}")
         args.ranks, args.no_compute = "2", True
@@ -359,7 +361,10 @@ def run_profile_command(args: argparse.Namespace) -> int:
                    "--repeats", str(args.comm_repeats), "--fit-stat", args.fit_stat, "--timing", args.comm_timing]
     for op, more in extra:
         module_args += ["--extra-sizes", f"{op}={','.join(map(str, more))}"]
-    if not args.no_compute and compute is not None and compute.device == "cpu":
+    # --link with a model: the step on the two ranks after an exchange over the link (what a network
+    # exchange does to the compute that follows it: perfmodel.profile.predictor, the link's after-exchange slowdown)
+    link_compute = getattr(args, "link", False) and info is not None
+    if (not args.no_compute and compute is not None and compute.device == "cpu") or link_compute:
         # CPU ranks share the machine: time the step on all ranks of each MPI run at once, too
         module_args += (["--workload", args.workload] if args.workload
                         else ["--model", args.model] + (["--input-shape", args.input_shape] if args.input_shape else []))

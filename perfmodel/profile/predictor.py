@@ -15,7 +15,13 @@ and the cluster description (``Layout``) into the specs perfmodel.scaling.predic
   strategy sends (``after_exchange_bytes``: a trainer computes between two exchanges, with the caches
   the exchange left). Where the profile has no run at k ranks: the one-process step stretched by
   max(1, k x threads / cores), the share of a core each rank gets (a note says so when k is beyond
-  every rank count the profile timed at once).
+  every rank count the profile timed at once). With a link that timed the step on its two ranks after
+  exchanges over it (`perfmodel profile --link --workload`), the step after the job's exchange is the
+  k-rank step times that link's slowdown, after(b, n) / at(b) at the n bytes each rank sends: an
+  exchange over the network (the kernel's TCP copies and interrupts on the same cores) slows the next
+  step more than one through shared memory (2 emulated nodes at 100 Mbit/s, LeNet at batch 8: 4.95 ms
+  after a barrier, 6.50 ms after an Allreduce of 1.72 MB; on one machine through shared memory 4.65
+  and 4.69 ms).
 - Network: the link source's MPI run at the job's rank count where measured, else its largest
   (``--link-from``: a `perfmodel profile --link` file, nccl-tests or OSU output; else the profile
   itself), read at the message the exchange sends (``exchange_message``), inverted through the ring
@@ -201,6 +207,16 @@ def _concurrent(profile: Profile, k: int) -> ConcurrentCompute | None:
     return run.compute if run is not None else None
 
 
+def _link_after(link: Profile | None) -> ConcurrentCompute | None:
+    """The step timed on the link's two ranks (one per node) after a barrier and after exchanges over
+    the link (`perfmodel profile --link --workload`): None without a link or where it was not timed."""
+    if link is None:
+        return None
+    run = link.comm_for("mpi", ranks=2)
+    conc = run.compute if run is not None else None
+    return conc if conc is not None and conc.after_bytes else None
+
+
 def _concurrent_counts(profile: Profile) -> list[int]:
     return sorted(c.ranks for c in profile.comm if c.backend == "mpi" and c.compute is not None)
 
@@ -309,10 +325,20 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
                  host=own.get("host", _free_host()), gpu=gpu, **cluster_kw)
     if edit is not None:
         cl = edit(cl)
+    after = _link_after(link) if from_profile and gpus > 1 else None
     try:
         p = predict(wl, cl, strat, [gpus], scaling=scaling, batch=batch)
-        if conc is not None and conc.after_bytes and gpus > 1:
-            nbytes_after = after_exchange_bytes(float(p.bytes_per_gpu[0]), gpus)
+        sent = float(p.bytes_per_gpu[0])
+        if after is not None:  # what an exchange over the link does to the step that follows it
+            base = wl.compute[gpu]
+            batches = after.batches
+            wl = replace(wl, compute={gpu: ComputeTime.table(
+                {b: float(base(float(b))) * after.after(b, sent) / after.at(b)[0] for b in batches},
+                source=f"training step on {k} ranks at once, times the link's slowdown after an exchange "
+                       f"that sends {sent:.0f} B per rank")})
+            p = predict(wl, cl, strat, [gpus], scaling=scaling, batch=batch)
+        elif conc is not None and conc.after_bytes and gpus > 1:
+            nbytes_after = after_exchange_bytes(sent, gpus)
             wl = replace(wl, compute={gpu: ComputeTime.table(
                 {b: conc.after(b, nbytes_after) for b in conc.batches},
                 source=f"training step on {k} ranks at once after an Allreduce of {nbytes_after:.0f} B")})
