@@ -333,3 +333,53 @@ def print_medians(path: Path, scale: str) -> None:
         frame = pd.read_csv(path)
         if len(frame[frame["scale"] == scale]):
             print("\n".join(medians(frame, scale)))
+
+
+def layout_table(frame) -> str:
+    """A markdown table of the step, compute and communication errors per layout, per set and over all
+    (median absolute error, signed median in brackets), and over the rows beyond the profiles (more than
+    the link's 2 ranks)."""
+    import numpy as np
+
+    def cell(x) -> str:
+        x = x.astype(float).dropna()
+        return f"{np.median(np.abs(x)):.1f}% ({np.median(x):+.1f}%)" if len(x) else "-"
+
+    lines = ["| rows | set | runs | step | compute | communication |", "|---|---|---:|---:|---:|---:|"]
+
+    def add(name, which, part):
+        lines.append(f"| {name} | {which} | {len(part)} | {cell(part['step_error_pct'])} | "
+                     f"{cell(part['compute_error_pct'])} | {cell(part['comm_error_pct'])} |")
+    for (nodes, rpn), part in frame.groupby(["nodes", "ranks_per_node"]):
+        add(f"{nodes}x{rpn}", layout_set(int(nodes), int(rpn)), part)
+    for which, part in frame.groupby("set"):
+        add(which, "", part)
+    add("beyond the profiles (3x1, 4x1, 2x2)", "", frame[frame["nodes"] * frame["ranks_per_node"] > 2])
+    add("all", "", frame)
+    for remake, part in frame.groupby("remake"):
+        add(f"remake {remake}", "", part)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print a scale-out table's medians and its markdown table per layout."""
+    import pandas as pd
+
+    ap = argparse.ArgumentParser(prog="python -m reproduce.scale_out", description=main.__doc__)
+    ap.add_argument("table", nargs="?", default=str(Path(__file__).resolve().parents[1] / "results" / "validation"
+                                                    / "scale_out.csv"))
+    ap.add_argument("--scale", default="small")
+    args = ap.parse_args(argv)
+    try:
+        frame = pd.read_csv(args.table)
+    except (OSError, ValueError) as e:
+        print(f"reproduce/scale_out: error: {e}", file=sys.stderr)
+        return 2
+    frame = frame[frame["scale"] == args.scale]
+    print("\n".join(medians(frame)))
+    print(layout_table(frame))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
