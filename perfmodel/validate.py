@@ -1,20 +1,13 @@
-"""Measured versus predicted: run logs of the MPI trainers against the model fed by a profile.
+"""Measured versus predicted: run logs of the MPI trainers against `perfmodel predict` fed by a profile.
 
-For each run log: the measured step time is the median ``t_step`` of its steps after ``skip`` warm-up
-steps; the prediction is ``scaling.predict`` for the run's strategy, rank count and per-rank batch on
-the "local" cluster of the profile whose model is the run's model (the MPI link measured at the run's
-rank count when the profile has it, read off the operation and at the message size the run's exchange
-uses: ``exchange_message``; TernGrad's Allgather and Alltoall on their own profiled links at their
-blocks: ``exchange_blocks``; DASO's global sync on the Iallreduce timed on one rank per node:
-``global_sync_message``). Compute: where the profile timed the training step on all the run's
-ranks at once (perfmodel.profile.schema.ConcurrentCompute), its mean per rank, and its spread as the
-model's stragglers (the wait for the slowest rank counts as communication, where the trainer's ranks
-spend it); where the profile also timed that step right after Allreduces, the mean after the
-exchange that sends what the run's strategy sends per step (``after_exchange_bytes``: a trainer
-computes between two exchanges, with the caches the exchange left), and TernGrad's codec as timed
-there (encoding after a step and the scalers' Allreduce, decoding after the codes' Allreduce);
-otherwise the one-process time, stretched by ranks x threads / cores when runs on one CPU machine
-have more busy threads than cores (encoding and decoding are always stretched so).
+One predictor: for each run log, the measured step time is the median ``t_step`` of its steps after
+``skip`` warm-up steps; the prediction is what the `perfmodel predict` command that describes the run
+prints (``predict_commands``: the run's strategy options at its rank count and per-rank batch, on the
+profile, the link between nodes and the layout the caller describes, ``Scenario``), computed by that
+command's own code (perfmodel.cli.predict_result, perfmodel.profile.predictor) and printed beside it,
+so the validated number is the number a user gets. How the profile feeds the model (compute on the
+ranks that share a machine's cores, the link read at the exchange's message, the codec, the step
+after an exchange, the server's update) is perfmodel.profile.predictor's docstring.
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
 Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the
 model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rounding.

@@ -325,7 +325,8 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
                  host=own.get("host", _free_host()), gpu=gpu, **cluster_kw)
     if edit is not None:
         cl = edit(cl)
-    after = _link_after(link) if from_profile and gpus > 1 else None
+    # an exchange that crosses the network (the job spans 2 or more nodes) slows the step after it as the link's did
+    after = _link_after(link) if from_profile and gpus > 1 and math.ceil(gpus / per_node) > 1 else None
     try:
         p = predict(wl, cl, strat, [gpus], scaling=scaling, batch=batch)
         sent = float(p.bytes_per_gpu[0])
