@@ -156,8 +156,8 @@ def _note(comm: Any, why: str | None) -> None:
     """One line on rank 0 (or alone) when --device auto chose the CPU although CUDA is present."""
     import sys
 
-    if why is None or _visible_gpus() == 0 and why == "torch sees no CUDA GPU":
-        return
+    if why is None or _visible_gpus() == 0 and why.startswith("torch sees no CUDA GPU"):
+        return  # no GPU here at all (on every rank: "... (rank r)"): the CPU is not a fallback
     if comm is None or comm.Get_rank() == 0:
         print(f"trainers: note: --device auto runs on the CPU: {why}", file=sys.stderr, flush=True)
 
