@@ -36,6 +36,7 @@ from pathlib import Path
 
 from reproduce.common import ResultTable, atomic_path, progress, settings_text
 from reproduce.runs import mpi_command, run_checked, run_command
+from reproduce.validation_recompute import relative_to_root as _rel
 
 #: Layouts (nodes, ranks per node) of the development and the test set, declared before the model changed.
 DEVELOPMENT = ((2, 1), (3, 1))
@@ -200,16 +201,6 @@ def _profiles(out: Path, scale: str, sc: dict, remake: int) -> tuple[Path, dict[
                             900, f"scale-out: profile of the link at {rate}")
         links[rate] = link
     return node, links
-
-
-def _rel(path: Path) -> str:
-    """A path relative to the checkout when it is inside it (the committed tables' commands run from the
-    repository root), else absolute."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        return str(path.resolve().relative_to(root))
-    except ValueError:
-        return str(path.resolve())
 
 
 def freeze_predictions(path: Path, sc: dict, node: Path, links: dict[str, Path]) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from perfmodel.fileio import atomic_path
 ROOT = Path(__file__).resolve().parents[1]
 PREDICTED = ("predicted_step_s", "predicted_compute_s", "predicted_comm_s", "predicted_compress_s",
              "predicted_throughput", "predicted_bytes_per_step", "step_error_pct", "throughput_error_pct",
-             "compute_error_pct", "comm_error_pct", "compress_error_pct", "step_error_pct",
+             "compute_error_pct", "comm_error_pct", "compress_error_pct",
              "predict_command", "notes", "computing_ranks", "predicted_server_utilization")
 
 
@@ -64,8 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dir", default=str(ROOT / "results" / "validation"), help="the tables' folder")
     p.add_argument("--table", default="validate,emulated", help="comma list of tables (default validate,emulated)")
     args = p.parse_args(argv)
-    import os
-
     os.chdir(ROOT)  # the profiles are named relative to the checkout
     try:
         for table in (t.strip() for t in args.table.split(",") if t.strip()):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .fit import fit_alpha_beta
 from .schema import (BUSBW_FACTORS, SCHEMA_VERSION, CommProfile, Machine, OpProfile, Profile, ProfileError,
-                     load_profile)
+                     profile_from_dict)
 
 __all__ = ["load_links", "parse_nccl_tests", "parse_osu"]
 
@@ -142,10 +142,10 @@ def load_links(paths: list[str | os.PathLike]) -> Profile:
             raise ProfileError(f"--link-from {path}: {e.strerror or e}") from None
         if text.lstrip().startswith("{"):
             try:
-                json.loads(text)
+                data = json.loads(text)
             except json.JSONDecodeError:
                 raise ProfileError(f"--link-from {path}: not valid JSON, nor nccl-tests or OSU output") from None
-            prof = load_profile(p)
+            prof = profile_from_dict(data, str(p))
             if not any(c.ops for c in prof.comm):
                 raise ProfileError(f"--link-from {path}: the profile measured no communication between ranks")
             profiles.append(prof)

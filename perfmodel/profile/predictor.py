@@ -49,9 +49,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..compression import (aggregate_bits, dense_bytes, levels_lane_bits, ps_shard_elems, ternary_split)
+from ..compression import aggregate_bits, levels_lane_bits, ps_shard_elems, ternary_split
 from ..scaling import Prediction, predict
-from ..specs import Cluster, ComputeTime, SpecError, Strategy, Workload
+from ..specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload
 from .schema import (ConcurrentCompute, ModelInfo, Profile, ProfileError, nonblocking_factor, profile_cluster,
                      profile_links, profile_workload)
 
@@ -163,7 +163,7 @@ def read_sizes(strategy: Strategy, ranks: int, per_node: int, model: Workload | 
     exactly these sizes (`perfmodel profile --extra-sizes`) leaves nothing to interpolate; they follow
     from the model and the layout alone, so they can be chosen before any run."""
     if strategy.name == "asgd":
-        return {"ps": dense_bytes(model, "fp32") if isinstance(model, Workload) else 4.0 * sum(model.tensor_sizes)}
+        return {"ps": 4.0 * sum(model.tensor_sizes)}  # the fp32 gradient pushed
     if ranks < 2:
         return {}
     op, nbytes = exchange_message(strategy, ranks, model)
@@ -349,9 +349,7 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
     return Point(wl, cl, strat, p, k, tuple(notes))
 
 
-def _free_host():
-    from ..specs import Link
-
+def _free_host() -> Link:
     return Link(latency_s=0.0, bandwidth_Bps=float("inf"), source="CPU ranks: no device->host copy")
 
 
