@@ -82,6 +82,20 @@ MIN_BURST_BYTES = 2 * 1514
 #: that a link of high rate keeps up while tbf's timer waits for the next tokens. tc-tbf(8) asks for at
 #: least one timer tick's worth of bytes at the rate; with high-resolution timers that is below one frame.
 BURST_TIME_S = 16 * 1024 * 8 / 1e9
+#: Open MPI's TCP transport sends a message above its eager limit (64 KiB by default) by rendezvous: a
+#: request, then the data once the receiver has answered. When the emulated nodes' ranks outnumber this
+#: machine's cores, the answer waits for the receiving rank's turn on a core, once per ring step: an
+#: artifact of the emulation (a real node's rank has its core), not of the link. Measured here on
+#: 2026-11-26 (forced ring Allreduce of 233 KB at 100 Mbit/s, one rank per node, /tmp microbenchmark of
+#: the 3x1 development layout's TernGrad levels message): 2 nodes 1.07x the wire time with and without;
+#: 3 nodes 1.51x by rendezvous, 1.08x with every message eager. So the emulated cluster, its link
+#: profile and its one-node profile send every message up to EAGER_BYTES eagerly.
+EAGER_BYTES = 8 * 2**20
+
+
+def eager_args() -> list[str]:
+    """mpiexec arguments that send every TCP message up to EAGER_BYTES without a rendezvous handshake."""
+    return ["--mca", "btl_tcp_eager_limit", str(EAGER_BYTES), "--mca", "btl_tcp_max_send_size", str(EAGER_BYTES)]
 
 
 def default_burst(rate_bps: float) -> int:
@@ -252,7 +266,7 @@ class EmulatedCluster:
                 # the same cores and let them busy-poll: ranks waiting in MPI must yield the shared cores
                 # (measured here, 2 x 2 ranks, Allreduce of 1.7 MB: 80 ms polling, 26 ms yielding, 21 ms wire).
                 "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1",
-                "--mca", "btl", "tcp,self,sm", "--mca", "btl_tcp_if_include", net,
+                "--mca", "btl", "tcp,self,sm", "--mca", "btl_tcp_if_include", net, *eager_args(),
                 *(mca_args(FORCED) if forced else ["--mca", "coll", ",".join(COMPONENTS)])]
 
     def environment(self) -> dict[str, str]:

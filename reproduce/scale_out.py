@@ -126,9 +126,11 @@ def planned_run(algo: str, ex: str, nodes: int, rpn: int, sc: dict):
 def _node_args() -> list[str]:
     """mpiexec arguments of the one-node profile: the emulated runs' settings on one machine (shared
     memory, ranks yield the shared cores, the forced ring algorithms)."""
+    from perfmodel.emulate import eager_args
     from perfmodel.mpi_algorithms import mca_args
 
-    return ["--bind-to", "none", "--mca", "mpi_yield_when_idle", "1", "--mca", "btl", "self,sm", *mca_args()]
+    return ["--bind-to", "none", "--mca", "mpi_yield_when_idle", "1", "--mca", "btl", "self,sm", *eager_args(),
+            *mca_args()]
 
 
 def _read_sizes(sc: dict) -> dict[str, list[int]]:
