@@ -15,8 +15,8 @@
 #                overlap off exposed ~ full (hidden fraction >= -5%; a negative one is the old device-wide
 #                sync counting communication as compute)
 #   ddp          benchmarks/ddp_vs_ours.py --device cuda: our SSGD step / DDP's (target <= 1.05)
-#   profile      perfmodel profile --device cuda on 1 rank, and its step time at batch 64 against the
-#                trainer's measured t_step on 1 rank (target within 10%)
+#   profile      perfmodel profile --device cuda on 1 rank, and its step time at batch 64 and 256 against
+#                the trainer's measured t_step on 1 rank (target within 10% at each)
 # Ranks: 2 (NCCL when the node has 2 GPUs or more; otherwise gloo on one shared GPU, DSGD_SHARE_GPUS=1).
 set -u
 cd "$(dirname "$0")/.."
@@ -115,19 +115,23 @@ else  # DDP against ours is NCCL against NCCL, one GPU per rank: two ranks on on
     echo "CHECK ddp: skipped (1 GPU: the comparison needs 2 GPUs, one per rank)"
 fi
 
-check profile 200 bash -c "
-  perfmodel profile --workload resnet20 --device cuda --batch 32,64 --ranks 1 --out $OUT/profile.json --quiet &&
-  $PY -m trainers.run run --algo ssgd --model resnet20 --dataset synthetic --synthetic-n 4096 --batch 64 --steps 40 \
-      --device cuda --no-progress --eval-batch 512 --log $OUT/one.jsonl &&
+check profile 300 bash -c "
+  $PY -m perfmodel profile --workload resnet20 --device cuda --batch 64,256 --ranks 1 --repeats 30 --out $OUT/profile.json --quiet &&
+  for b in 64 256; do
+    $PY -m trainers.run run --algo ssgd --model resnet20 --dataset synthetic --synthetic-n 8192 --batch \$b --steps 100 \
+        --device cuda --no-progress --eval-batch 512 --log $OUT/one_\$b.jsonl || exit 1
+  done &&
   $PY - <<'EOF'
 import json, statistics, sys
 prof = json.load(open('$OUT/profile.json'))
-row = next(r for r in prof['compute']['rows'] if r['batch'] == 64)
-pred = row['total']['median_s']
-steps = [json.loads(l) for l in open('$OUT/one.jsonl')]
-meas = statistics.median([s['t_step'] for s in steps if s.get('type') == 'step'][5:])
-print(f'profile step {pred*1e3:.3f} ms, trainer t_step {meas*1e3:.3f} ms, ratio {pred/meas:.3f}')
-sys.exit(0 if abs(pred / meas - 1) <= 0.10 else 1)
+ok = True
+for row in prof['compute']['rows']:
+    b, pred = row['batch'], row['total']['median_s']
+    steps = [json.loads(l) for l in open(f'$OUT/one_{b}.jsonl')]
+    meas = statistics.median([s['t_step'] for s in steps if s.get('type') == 'step'][10:])
+    print(f'profile step {pred*1e3:.3f} ms, trainer t_step {meas*1e3:.3f} ms, batch {b}, ratio {pred/meas:.3f}')
+    ok = ok and abs(pred / meas - 1) <= 0.10
+sys.exit(0 if ok else 1)
 EOF"
 grep '^profile step' "$OUT/profile.log"
 

@@ -495,6 +495,38 @@ def test_divergence_check_costs_one_host_sync(monkeypatch: pytest.MonkeyPatch) -
     assert not _grads_finite(params) and len(syncs) == 1
 
 
+def test_divergence_check_is_one_multi_tensor_call_and_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No per-parameter isfinite (two kernels each on a GPU); an infinity is caught, and finite values
+    whose squares overflow float32 (a 2-norm would read them as infinite) are not."""
+    from trainers.sync.loop import _grads_finite
+
+    params = [torch.nn.Parameter(torch.ones(4)) for _ in range(5)]
+    for p in params:
+        p.grad = torch.full((4,), 1e30)  # finite; its 2-norm overflows float32
+    calls = []
+    real = torch.isfinite
+    monkeypatch.setattr(torch, "isfinite", lambda t: calls.append(t.numel()) or real(t))
+    assert _grads_finite(params)
+    assert calls == [5]  # one call on the 5 per-gradient maxima
+    params[2].grad[3] = float("-inf")
+    assert not _grads_finite(params)
+    params[2].grad[3] = 0.0
+    params[0].grad = None  # a parameter without a gradient is skipped
+    assert _grads_finite(params)
+
+
+def test_a_dataset_moves_to_a_device_whole_and_leaves_the_original() -> None:
+    """A GPU trainer keeps a small training set on its device (trainers.sync.loop): Dataset.to moves
+    images, labels and the normalisation together; the host copy is left as it was."""
+    from trainers.data import synthetic
+
+    host = synthetic("lenet", n=32, seed=0)
+    moved = host.to("meta")  # a device without a GPU
+    assert {t.device.type for t in (moved.images, moved.labels, moved.mean, moved.std)} == {"meta"}
+    assert host.images.device.type == "cpu" and len(moved) == len(host) == 32
+    assert moved.info is host.info
+
+
 def test_event_timer_syncs_once_per_step_and_never_the_device(fake_cuda: Recorder) -> None:
     timer = StepTimer(events=timing_events(torch.device("cuda", 0)))
     for _ in range(3):

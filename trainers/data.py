@@ -27,6 +27,7 @@ CLI::
 from __future__ import annotations
 
 import argparse
+import copy
 import gzip
 import hashlib
 import math
@@ -235,6 +236,15 @@ class Dataset(torch.utils.data.Dataset):
 
     def __len__(self) -> int:
         return self.images.shape[0]
+
+    def to(self, device: torch.device | str) -> "Dataset":
+        """This dataset with its images, labels and normalisation held on ``device`` (one copy now, none
+        per batch): a GPU trainer then indexes, normalises and crops each batch on the GPU, as fast GPU
+        trainers keep small datasets (MNIST, CIFAR-10: 47 and 154 MB of uint8 pixels) on the device."""
+        out = copy.copy(self)
+        out.images, out.labels = self.images.to(device), self.labels.to(device)
+        out.mean, out.std = self.mean.to(device), self.std.to(device)
+        return out
 
     def normalize(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 pixels (..., C, H, W) -> float32 (x/255 - mean) / std."""

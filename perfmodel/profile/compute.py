@@ -151,9 +151,23 @@ def _training(model: Any, input_shape: Sequence[int], num_classes: int, batches:
               lr: float):
     """What every timing here trains: the model in train mode on ``dev``, SGD (momentum 0.9), cross-entropy,
     one random batch of inputs and labels per batch size, and ``step(b)``: one untimed training step at
-    batch size b (waited for on CUDA)."""
+    batch size b (waited for on CUDA).
+
+    The gradients are kept between steps (zeroed, not freed), as a data-parallel trainer keeps them:
+    trainers.grad_buckets binds each .grad to a view of a fused bucket, as torch DDP's
+    gradient_as_bucket_view does (DDP without it copies each gradient into its bucket), so backward adds
+    into them: one more kernel per parameter than a step that starts without gradients, a measurable
+    part of a launch-bound GPU step. On CUDA the step runs with the trainers' numerics
+    (trainers.device.set_numerics: TF32 off, cuDNN deterministic without autotuning), whose backward
+    convolutions are slower than cuDNN's default choice (ResNet-20 at batch 256 on an H200, 2026-11-26:
+    the profile's step 10.2-10.3 ms with cuDNN's defaults, 12.6 ms with the trainer's numerics; the
+    trainer's own step 12.7-12.9 ms)."""
     import torch
 
+    if dev == "cuda":
+        from trainers.device import set_numerics
+
+        set_numerics()
     model = model.to(dev).train()
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -164,7 +178,7 @@ def _training(model: Any, input_shape: Sequence[int], num_classes: int, batches:
         x, y = inputs[b]
         loss_fn(model(x), y).backward()
         opt.step()
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=False)  # kept: backward adds into them (docstring)
         if dev == "cuda":
             torch.cuda.synchronize()
 
@@ -208,7 +222,7 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
             loss.backward()
             clock.mark(2)
             opt.step()
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad(set_to_none=False)  # kept gradients, as in _training
             clock.mark(3)
             phases = clock.elapsed()  # on CUDA this waits for the step: steps never overlap
             if it >= warmup:
@@ -239,7 +253,8 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
                                 params=[p for _, p in trained] if on_cpu else None)
     return ComputeProfile(device=dev, key=device_key(name) if dev == "cuda" else "cpu", device_name=name,
                           threads=torch.get_num_threads(), warmup=warmup, repeats=repeats,
-                          optimizer=f"SGD(lr={lr}, momentum=0.9), CrossEntropyLoss", rows=tuple(rows),
+                          optimizer=f"SGD(lr={lr}, momentum=0.9), CrossEntropyLoss"
+                          + (", TF32 off, cuDNN deterministic" if dev == "cuda" else ""), rows=tuple(rows),
                           fit=fit, copy=copy, host_link=host_link, codec=codec)
 
 

