@@ -54,7 +54,22 @@ def test_pair_is_right_when_the_prediction_orders_it_as_measured():
     assert t == {"pairs": 3, "right": 1, "tied_misses": 1, "right_or_tie": 2}
 
 
-def test_plan_ranks_measured_faster_scheme_first(all_pairs):
-    t = tally(all_pairs)
-    assert t["pairs"] == 176
-    assert t["right"] / t["pairs"] >= 0.78  # measured 138 / 176 = 78.4%; the 90% is not reached
+# measured (docs/plan.md section 6): pairs, right, right or tie per group; the 90% is reached only
+# by the 24 development pairs counted with ties (22/24); a change that ranks fewer pairs right fails
+FIGURES = {"all": (176, 138, 148), "dev": (24, 20, 22), "held-out": (152, 118, 126), "both held-out": (57, 45, 46)}
+
+
+@pytest.mark.parametrize("group", list(FIGURES))
+def test_plan_ranks_measured_faster_scheme_first(all_pairs, group):
+    pairs_n, right, right_or_tie = FIGURES[group]
+    t = tally(groups(all_pairs)[group])
+    assert t["pairs"] == pairs_n
+    assert t["right"] >= right and t["right_or_tie"] >= right_or_tie
+
+
+def test_missing_runs_file_is_one_line(capsys, tmp_path):
+    from reproduce.published_pairs import main
+
+    assert main(["--runs", str(tmp_path / "none.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("published_pairs: error:")
