@@ -546,12 +546,26 @@ DLPERF_FRAMEWORKS = {
               "MxNet/BERT/README.md)", "unknown"),
     "TensorFlow 2.x": ("TensorFlow 2.3.0 (tensorflow/models official)", "nccl-allreduce",
                        "tf.distribute collective allreduce over NCCL (TensorFlow/resnet50v1.5/README.md: "
-                       "distributed training relies on NCCL 2.7.3)", "fp32"),
+                       "distributed training relies on NCCL 2.7.3); every gradient in one pack, one allreduce "
+                       "once backprop is done (DLPERF_OVERLAP)", "fp32"),
     "PyTorch": ("PyTorch 1.6.0 (pytorch/examples imagenet)", "pytorch-ddp",
                 "torch.nn.parallel.DistributedDataParallel, NCCL backend (PyTorch/resnet50v1.5/README.md)", "fp32"),
     "PaddlePaddle": ("PaddlePaddle 1.8.3", "nccl-allreduce", "Paddle collective training over NCCL 2.7.3 "
                      "(PaddlePaddle/resnet50v1.5/README.md)", "unknown"),
 }
+
+# When each DLPerf framework's gradient exchange runs (runs.csv comm_overlap): during backprop unless listed.
+# TensorFlow 2.3's tf.distribute puts every gradient in one pack and reduces the pack as one allreduce, which
+# can start only once the last gradient exists: MultiWorkerMirroredStrategy (several nodes; DLPerf's
+# TensorFlow/resnet50v1.5/scripts/multi_node_gpu.yaml and TensorFlow/bert/scripts/single_node_train.sh set
+# no pack size) packs by CollectiveHints.bytes_per_pack, default 0, and "All values are packed into one pack
+# if `bytes_per_pack` is zero" (tensorflow/python/distribute/cross_device_utils.py pack_by_size, TF 2.3),
+# the pack's CollectiveReduce ops "packed into a single all-reduce" by the ScopedAllocator optimizer
+# (cross_device_ops.py CollectiveAllReduce._do_batch_all_reduce_dense, TF 2.3); MirroredStrategy (one node,
+# scripts/gpu.yaml) picks NcclAllReduce(num_packs=1) (cross_device_ops.choose_the_best), which concatenates
+# all gradients into one pack before its allreduce. The r2.3 API page of CollectiveHints names the missing
+# overlap: "break gradients all-reduce into multiple packs so that weight updates can overlap".
+DLPERF_OVERLAP = {"TensorFlow 2.x": "after-backward"}
 
 
 def _dlperf_label(cell: str) -> str:
@@ -592,8 +606,9 @@ def dlperf_rows() -> list[dict]:
                     f"row node num={nodes} device num={gpus}, column '{label}'", read_from="table",
                     system="dlperf-v100-cluster", **SYSTEMS["dlperf-v100-cluster"], framework=fw, scheme=scheme,
                     scheme_detail=detail, model=model, batch_per_gpu=batch, accumulate=1, precision=prec,
-                    grad_wire=amp_wire if prec == "amp" else "fp32", comm_overlap="during-backward",
-                    data="real", gpus=gpus, nodes=nodes, samples_per_s=num(r[j]),
+                    grad_wire=amp_wire if prec == "amp" else "fp32",
+                    comm_overlap=DLPERF_OVERLAP.get(key, "during-backward"), data="real", gpus=gpus, nodes=nodes,
+                    samples_per_s=num(r[j]),
                     unit="images/s" if model == "resnet50" else "sequences/s (sequence length 128)",
                     single_gpu_samples_per_s=num(base[j]), single_gpu_batch=batch,
                     single_gpu_loc="same table, row node num=1 device num=1",
@@ -707,7 +722,8 @@ def dlperf_readme_rows() -> list[dict]:
                     read_from="table", system="dlperf-v100-cluster", **SYSTEMS["dlperf-v100-cluster"],
                     framework=fw, scheme=scheme, scheme_detail=detail, model=model, batch_per_gpu=batch,
                     accumulate=1, precision=prec, grad_wire=amp_wire if prec == "amp" else "fp32",
-                    comm_overlap="during-backward", data=data, gpus=gpus, nodes=-(-gpus // 8),
+                    comm_overlap=DLPERF_OVERLAP.get(fwkey, "during-backward") if isinstance(fwkey, str)
+                    else "during-backward", data=data, gpus=gpus, nodes=-(-gpus // 8),
                     samples_per_s=v, unit="images/s" if model == "resnet50" else
                     "sequences/s (sequence length 128)", single_gpu_samples_per_s=single, single_gpu_batch=batch,
                     single_gpu_loc="same table, row nodes=1 GPUs=1",
