@@ -496,7 +496,7 @@ def add_show_parser(subparsers: Any, name: str = "show") -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m perfmodel.profile.cli [profile] ...`` or ``... show FILE``; exit 2 on bad input."""
-    from ..cli import run_guarded
+    from ..cli_guard import run_guarded
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in ("profile", "show", "-h", "--help"):
