@@ -45,7 +45,6 @@ PREDICT_EXAMPLES = """examples:
 """
 
 
-
 def _cluster_options(args: argparse.Namespace):
     from .cluster_input import ClusterOptions
 
@@ -72,12 +71,12 @@ def resolve_workload_cluster(args: argparse.Namespace):
     wopts = _compute_options(args, args.batch)
     profile = None
     if getattr(args, "profile", None):
-        from .profile.schema import load_profile
+        from .profile.profile_file import load_profile
 
         profile = load_profile(args.profile)
     settings = WorkloadSettings()
     if profile is not None:
-        from .profile.schema import profile_cluster, profile_daso, profile_workload
+        from .profile.to_specs import profile_cluster, profile_daso, profile_workload
 
         base = None if args.cluster in (None, "local") else resolve_cluster(args.cluster, copts)
         # the local cluster also carries the link measured on DASO's global group, where profiled
@@ -143,7 +142,6 @@ class PredictResult:
     points: list | None = None
 
 
-
 def _profiled_result(args: argparse.Namespace, gpus: list[int]) -> PredictResult:
     """`perfmodel predict --profile P [--link-from L] [--cluster local]`: each strategy and GPU count
     predicted from the profile on its own (perfmodel.profile.predictor), as `perfmodel validate` does."""
@@ -152,7 +150,8 @@ def _profiled_result(args: argparse.Namespace, gpus: list[int]) -> PredictResult
     from .cluster_input import apply_overrides
     from .profile.linkfile import load_links
     from .profile.predictor import Layout, profiled_records
-    from .profile.schema import load_profile, profile_cluster
+    from .profile.profile_file import load_profile
+    from .profile.to_specs import profile_cluster
     from .specs import Cluster, Link
     from .workload_input import resolve_workload
 
@@ -242,7 +241,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
         plot_throughput(records, Path(args.plot), title=f"{r0['workload']} on {r0['cluster']} ({args.scaling})")
     print(text)
     return 0
-
 
 
 def add_predict_parser(sub) -> None:

@@ -285,4 +285,3 @@ def fixed_fields(args: argparse.Namespace) -> frozenset[str]:
     if args.daso_nb_factor is not None:
         out.add("daso_nonblocking_factor")
     return frozenset(out)
-

@@ -336,7 +336,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
 
     skip: warm-up steps left out of each run (>= 0); cores: cores of one machine (>= 1), None for the
     profile's; link, gpus_per_node, nodes_per_host: the cluster description (``Scenario``)."""
-    from .profile.schema import load_profile
+    from .profile.profile_file import load_profile
 
     if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
         raise ValidateError(f"skip must be an integer >= 0 (warm-up steps left out of each run), got {skip!r}")
@@ -384,7 +384,7 @@ def validate_allreduce_choice(forced: str | os.PathLike, chosen: str | os.PathLi
     error, and the forced ring's time with its error (how much the choice changes the time)."""
     from .collectives import cluster_allreduce
     from .ompi_tuned import allreduce_runs
-    from .profile.schema import load_profile
+    from .profile.profile_file import load_profile
 
     fp, cp = load_profile(forced), load_profile(chosen)
     run, ring_run = cp.comm_for("mpi", ranks=ranks), fp.comm_for("mpi", ranks=ranks)

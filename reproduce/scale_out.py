@@ -209,7 +209,7 @@ def freeze_predictions(path: Path, sc: dict, node: Path, links: dict[str, Path])
     """Every planned run's prediction, written to ``path`` (atomically) unless it exists; the frozen set."""
     from perfmodel.validate import Scenario, predict_run
 
-    from perfmodel.profile.schema import load_profile
+    from perfmodel.profile.profile_file import load_profile
 
     if path.exists():
         return json.loads(path.read_text())

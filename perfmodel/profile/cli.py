@@ -36,8 +36,8 @@ from perfmodel.specs import SpecError
 
 from ..emulate import ENV_MPIEXEC_ARGS
 from .comm import int_list
-from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION, comm_profile_from_dict,
-                     load_profile, save_profile)
+from .profile_file import comm_profile_from_dict, load_profile, save_profile
+from .schema import COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION
 
 __all__ = ["add_profile_parser", "run_profile_command", "format_summary", "main", "mpiexec_command"]
 
