@@ -24,7 +24,7 @@ MAX_LINES = 600
 #: When the lab moves into perfmodel/lab/, this tuple becomes ("perfmodel.lab",).
 LAB = ("perfmodel.profile", "perfmodel.validate", "perfmodel.emulate", "perfmodel.launcher")
 #: perfmodel's command-line modules: they may import both the model and the lab.
-CLI = ("perfmodel.cli", "perfmodel.cli_guard", "perfmodel.predict_cli", "perfmodel.plan_cli", "perfmodel.__main__")
+CLI = ("perfmodel.cli", "perfmodel.cli_guard", "perfmodel.predict_cli", "perfmodel.plan_cli")
 
 
 def under(module: str, prefixes: tuple[str, ...]) -> bool:
