@@ -45,6 +45,9 @@ parameters it was sent: g <- g + wd * theta_sent, before any penalty, so GA divi
 
 Learning rate is kept outside the momentum buffers (v accumulates gradients, the step is eta*v),
 which is Goyal et al.'s momentum correction when ``rule.lr`` changes.
+
+One module per family, each rule with its short ``_update``: asgd_rules (asgd, nag-asgd, sa, softsync, ga),
+dana_rules, adam_rules, add_rule; below them master_rule (the base), gap_meter (G) and rule_hypers.
 """
 
 from __future__ import annotations
