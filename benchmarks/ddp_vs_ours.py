@@ -95,7 +95,7 @@ def _ddp(args: argparse.Namespace, comm, n: int, device) -> list[float]:
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel
 
-    from trainers.data import synthetic
+    from trainers.synthetic_data import synthetic
     from trainers.models import build_model
     from trainers.sync import batch_indices, epoch_permutation
 

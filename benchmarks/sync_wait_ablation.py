@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 def without_sync_wait(profile_path: Path, out: Path) -> Path:
     """A copy of the profile in which no codec timing carries a sync wait."""
-    from perfmodel.profile.schema import load_profile, save_profile
+    from perfmodel.profile.profile_file import load_profile, save_profile
 
     prof = load_profile(profile_path)
     comm = tuple(dataclasses.replace(run, compute=dataclasses.replace(

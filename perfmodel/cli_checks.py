@@ -40,7 +40,7 @@ with none of those strategies chosen gets a warning (tests check the defaults ag
 
 
 class _Error(ValueError):
-    """Stand-in when no error class is given (perfmodel.cli passes its CLIError)."""
+    """Stand-in when no error class is given (perfmodel.predict_cli passes its CLIError)."""
 
 
 def check_predict_args(args: argparse.Namespace, error: type[ValueError] = _Error) -> list[str]:

@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .fabrics import parse_link
-from .presets import (GpuPreset, PresetError, cluster_from_table, cluster_gpu_fields, fabrics, gpu_from_table, gpus,
-                      load_cluster, presets_dir, read_toml)
+from .preset_toml import PresetError, read_toml
+from .presets import (GpuPreset, cluster_from_table, cluster_gpu_fields, fabrics, gpu_from_table, gpus, load_cluster,
+                      presets_dir)
 from .specs import Cluster, SpecError
 
 TFLOPS_KEYS = {"fp32": "peak_flops", "tf32": "tf32_flops", "fp16": "tensor_flops", "bf16": "tensor_flops",

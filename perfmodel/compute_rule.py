@@ -31,7 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .presets import GpuPreset, PresetError, presets_dir, read_toml
+from .preset_toml import PresetError, read_toml
+from .presets import GpuPreset, presets_dir
 from .specs import SpecError
 
 PRECISIONS = ("fp32", "tf32", "mixed")

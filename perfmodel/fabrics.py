@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .preset_toml import PresetError, read_toml
 from .specs import Link, SpecError
 
 FABRIC_KINDS = ("network", "intra", "host")
@@ -49,8 +50,6 @@ class Fabric:
 
 def load_fabrics(path: Path) -> dict[str, Fabric]:
     """Every fabric of a fabrics.toml, by name; a malformed entry raises SpecError naming file and key."""
-    from .presets import PresetError, read_toml
-
     data = read_toml(path)
     out = {}
     for name, d in data.items():

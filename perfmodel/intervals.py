@@ -23,7 +23,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .presets import PresetError, presets_dir, read_toml
+from .preset_toml import PresetError, read_toml
+from .presets import presets_dir
 from .specs import SpecError
 
 SPANS = ("one-node", "multi-node")

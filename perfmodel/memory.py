@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from .compression import level_bytes, ternary_split
-from .presets import PresetError, presets_dir, read_toml
+from .preset_toml import PresetError, read_toml
+from .presets import presets_dir
 from .specs import SpecError, Strategy, Workload
 
 OPTIMIZERS = ("sgd", "momentum", "adam")

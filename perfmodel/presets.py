@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
+from .preset_toml import PresetError, read_toml
 from .specs import Cluster, ComputeTime, Link, SpecError, Workload
 
 PRESETS_ENV = "DSGD_PRESETS"
-
-
-class PresetError(SpecError):
-    """A preset is unknown, or a preset file is missing or malformed."""
 
 
 def presets_dir() -> Path:
@@ -37,24 +32,8 @@ def presets_dir() -> Path:
     return installed if installed.is_dir() else here.parent / "data" / "presets"
 
 
-@lru_cache(maxsize=64)
-def _read_toml(path: Path) -> dict:
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise PresetError(f"TOML file {path} is missing") from None
-    except tomllib.TOMLDecodeError as e:
-        raise PresetError(f"TOML file {path} is malformed: {e}") from None
-
-
 def _table(path: Path) -> dict:
-    return _read_toml(path.resolve())
-
-
-def read_toml(path: Path) -> dict:
-    """A TOML file as a dict (cached); a missing or malformed file raises PresetError naming it."""
-    return _read_toml(Path(path).resolve())
+    return read_toml(path)
 
 
 def _get(d: dict, key: str, where: str):

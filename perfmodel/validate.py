@@ -4,7 +4,7 @@ One predictor: for each run log, the measured step time is the median ``t_step``
 ``skip`` warm-up steps; the prediction is what the `perfmodel predict` command that describes the run
 prints (``predict_commands``: the run's strategy options at its rank count and per-rank batch, on the
 profile, the link between nodes and the layout the caller describes, ``Scenario``), computed by that
-command's own code (perfmodel.cli.predict_result, perfmodel.profile.predictor) and printed beside it,
+command's own code (perfmodel.predict_cli.predict_result, perfmodel.profile.predictor) and printed beside it,
 so the validated number is the number a user gets. How the profile feeds the model (compute on the
 ranks that share a machine's cores, the link read at the exchange's message, the codec, the step
 after an exchange, the server's update) is perfmodel.profile.predictor's docstring.
@@ -294,14 +294,15 @@ def trainer_view(record: dict, point, ranks: int) -> dict[str, float]:
 
 
 def predict_run(run: RunMeasurement, scenario: Scenario) -> dict:
-    """The prediction of one run by `perfmodel predict` itself (perfmodel.cli.predict_result on the
+    """The prediction of one run by `perfmodel predict` itself (perfmodel.predict_cli.predict_result on the
     commands of ``predict_commands``): step time, its trainer-view components, throughput, bytes per step,
     the commands and the notes on what the prediction extrapolates; step-count-weighted over DASO's
     phases. The throughput is the run's samples per step over the step (asgd: the server's aggregate
     rate as the model caps it)."""
-    from .cli import CLIError, build_parser, predict_result
+    from .cli_guard import CLIError
+    from .predict_cli import predict_parser, predict_result
 
-    parser = build_parser()
+    parser = predict_parser()
     totals = {"t_step_s": 0.0, "t_compute_s": 0.0, "t_comm_s": 0.0, "t_compress_s": 0.0, "bytes_per_step": 0.0}
     commands, notes, steps, computing = [], [], 0, 1
     server = thr = 0.0
@@ -335,7 +336,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
 
     skip: warm-up steps left out of each run (>= 0); cores: cores of one machine (>= 1), None for the
     profile's; link, gpus_per_node, nodes_per_host: the cluster description (``Scenario``)."""
-    from .profile.schema import load_profile
+    from .profile.profile_file import load_profile
 
     if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
         raise ValidateError(f"skip must be an integer >= 0 (warm-up steps left out of each run), got {skip!r}")
@@ -383,7 +384,7 @@ def validate_allreduce_choice(forced: str | os.PathLike, chosen: str | os.PathLi
     error, and the forced ring's time with its error (how much the choice changes the time)."""
     from .collectives import cluster_allreduce
     from .ompi_tuned import allreduce_runs
-    from .profile.schema import load_profile
+    from .profile.profile_file import load_profile
 
     fp, cp = load_profile(forced), load_profile(chosen)
     run, ring_run = cp.comm_for("mpi", ranks=ranks), fp.comm_for("mpi", ranks=ranks)
@@ -485,9 +486,10 @@ def rows_json(rows: list[dict]) -> str:
 def run_strategies(run: RunMeasurement) -> list[tuple[Strategy, int, int]]:
     """(Strategy, ranks per node, steps) of each `perfmodel predict` command that describes ``run``, as
     the command line builds them (before a profile fills in what it measured)."""
-    from .cli import build_parser, build_strategies
+    from .predict_cli import predict_parser
+    from .predict_options import build_strategies
 
-    parser = build_parser()
+    parser = predict_parser()
     out = []
     for argv, n in predict_commands(run, Scenario("-")):
         args = parser.parse_args(argv)

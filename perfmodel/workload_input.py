@@ -23,8 +23,9 @@ from .compute_rule import (DISAGREE, ELEMENT_BYTES, KERNELS_PER_TENSOR, LAUNCH_S
                            disagreement, launch_bound, load_measured_rates, load_rule)
 from .compute_rule import estimate_seconds_per_sample as estimate_seconds_per_sample_rule
 from .library import LibraryError, load_model, model_names, normalize
-from .presets import (WorkloadSettings, cluster_gpu, load_workload_with_settings, presets_dir, read_toml,
-                      workload_from_table, workload_names)
+from .preset_toml import read_toml
+from .presets import (WorkloadSettings, cluster_gpu, load_workload_with_settings, presets_dir, workload_from_table,
+                      workload_names)
 from .specs import Cluster, ComputeTime, SpecError, Workload
 
 ESTIMATE_PRECISIONS = ("fp32", "tf32", "mixed")

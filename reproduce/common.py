@@ -159,7 +159,7 @@ def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path]
     """Run the selected tables of one paper; bad input or missing data is one line and exit 2."""
     out = Path(args.out) if args.out else default_results_dir(getattr(args, "scale", "small"))
     wanted = list(tables) if not args.only else [t.strip() for t in args.only.split(",") if t.strip()]
-    from reproduce.runs import use_launcher
+    from reproduce.launch_setting import use_launcher
 
     use_launcher(getattr(args, "launcher", None), getattr(args, "hostfile", None))
     unknown = [t for t in wanted if t not in tables]

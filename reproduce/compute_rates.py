@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel import presets
+from perfmodel.preset_toml import PresetError
 from perfmodel.compute_rule import (PRECISIONS, RUNS_PRECISION, EstimateRule, activation_elements,
                                     estimate_seconds_per_sample, load_rule)
 from perfmodel.fileio import atomic_open
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rates = single_gpu_rates(load_runs(args.runs))
         rule = load_rule()
-    except (PublishedError, presets.PresetError) as e:
+    except (PublishedError, PresetError) as e:
         print(f"compute_rates: error: {e}", file=sys.stderr)
         return 2
     entries = table_entries(rates)

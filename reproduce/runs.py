@@ -17,14 +17,7 @@ import time
 from pathlib import Path
 
 from reproduce.common import ReproduceError
-
-_LAUNCH: dict[str, str | None] = {"launcher": None, "hostfile": None}
-
-
-def use_launcher(launcher: str | None, hostfile: str | None = None) -> None:
-    """Start the runs with this launcher command line and hostfile (the scripts' --launcher/--hostfile;
-    None: $DSGD_LAUNCHER, else mpiexec)."""
-    _LAUNCH.update(launcher=launcher, hostfile=hostfile)
+from reproduce.launch_setting import launch_setting
 
 
 #: header-config keys that do not change what a run computes
@@ -112,15 +105,16 @@ def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: s
 def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("trainers.run", "run"),
                 extra: list[str] = ()) -> list[str]:
     """LAUNCHER -n ranks python -m <entry> ... (default `trainers run`; ("trainers.asynchronous.ps",) for the parameter
-    server), LAUNCHER as :func:`use_launcher` set it; extra: further launcher arguments (e.g. an emulated
-    cluster's placement); ReproduceError when the launcher is missing."""
+    server), LAUNCHER as reproduce.launch_setting.use_launcher set it; extra: further launcher arguments (e.g. an
+    emulated cluster's placement); ReproduceError when the launcher is missing."""
     from dataclasses import replace
 
     from perfmodel.launcher import resolve_launcher
     from perfmodel.specs import SpecError
 
     try:
-        launcher = resolve_launcher(_LAUNCH["launcher"], hostfile=_LAUNCH["hostfile"])
+        launcher_text, hostfile = launch_setting()
+        launcher = resolve_launcher(launcher_text, hostfile=hostfile)
     except SpecError as exc:
         raise ReproduceError(f"{exc}; the real-run tables need MPI (or pass --only for model tables)") from None
     if extra:

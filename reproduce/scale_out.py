@@ -99,9 +99,9 @@ def _jobs(sc: dict) -> list[tuple[str, str, int, int, str]]:
 
 
 def _train_args(algo: str, ex: str, rpn: int, ranks: int, sc: dict, log: Path) -> list[str]:
-    from reproduce.validation import _run_args
+    from reproduce.validation_runs import run_args
 
-    args = _run_args(algo, sc["model"], sc["batch"], ranks, sc["steps"], log)
+    args = run_args(algo, sc["model"], sc["batch"], ranks, sc["steps"], log)
     if algo == "daso":
         args[args.index("--ranks-per-node") + 1] = str(rpn)
     if ex:
@@ -209,7 +209,7 @@ def freeze_predictions(path: Path, sc: dict, node: Path, links: dict[str, Path])
     """Every planned run's prediction, written to ``path`` (atomically) unless it exists; the frozen set."""
     from perfmodel.validate import Scenario, predict_run
 
-    from perfmodel.profile.schema import load_profile
+    from perfmodel.profile.profile_file import load_profile
 
     if path.exists():
         return json.loads(path.read_text())
@@ -233,9 +233,9 @@ def scale_out_table(args: argparse.Namespace, out: Path) -> None:
     """Profile one node and the 2x1 link, freeze the predictions, run the layouts (module docstring)."""
     from perfmodel.emulate import EmulatedCluster, EmulationSpec, parse_rate
     from perfmodel.validate import ValidateError, validate
-    from reproduce.validation import _can_emulate
+    from reproduce.validation_runs import can_emulate
 
-    if not _can_emulate(args, "scale-out"):
+    if not can_emulate(args, "scale-out"):
         return
     sc = SCALE[args.scale]
     table = ResultTable(out / "scale_out.csv", KEY)

@@ -32,6 +32,7 @@ from pathlib import Path
 from perfmodel.specs import TERNGRAD_EXCHANGES
 from reproduce.common import ResultTable, parser, progress, run_tables, settings_text
 from reproduce.runs import mpi_command, run_checked, run_command
+from reproduce.validation_runs import can_emulate, run_args
 from trainers.sync import SYNC_ALGORITHMS  # the package's registry; imports no torch
 
 PAPER = "validation"
@@ -46,18 +47,6 @@ ALGOS = (*SYNC_ALGORITHMS, "asgd")  # every synchronous trainer and the paramete
 #: asgd runs a parameter server on rank 0: the model's asgd communicates from 2 workers on (on one it is
 #: a single-GPU run), so its runs need 3 ranks or more
 MIN_RANKS = {"asgd": 3}
-
-
-def _run_args(algo: str, model: str, batch: int, ranks: int, steps: int, log: Path) -> list[str]:
-    """`trainers run` flags of one validation run."""
-    args = ["--algo", algo, "--model", model, "--dataset", "synthetic",
-            "--synthetic-n", str(batch * ranks * (steps + 2)), "--batch", str(batch), "--steps", str(steps),
-            "--lr", "0.01", "--momentum", "0.9", "--seed", "0", "--threads", "1", "--no-progress",
-            "--log", str(log)]
-    if algo == "daso":
-        args += ["--ranks-per-node", str(min(ranks, 2)), "--daso-warmup-epochs", "0",
-                 "--daso-cooldown-epochs", "0", "--daso-b", "2", "--daso-w", "1"]
-    return args
 
 
 def validate_table(args: argparse.Namespace, out: Path) -> None:
@@ -83,7 +72,7 @@ def validate_table(args: argparse.Namespace, out: Path) -> None:
             continue
         log = runs / f"{model}_{algo}_{ranks}.jsonl"
         want = {"algo": algo, "model": model, "batch": batch, "steps": sc["steps"], "dataset": "synthetic"}
-        run_command(mpi_command(ranks, _run_args(algo, model, batch, ranks, sc["steps"], log)), log, want, 900,
+        run_command(mpi_command(ranks, run_args(algo, model, batch, ranks, sc["steps"], log)), log, want, 900,
                     f"validation {model} {algo} {ranks} ranks")
         (row,) = validate([str(log)], [profiles[model]], skip=sc["skip"])
         row.update({"scale": args.scale, "log": str(log.relative_to(out)),
@@ -133,21 +122,6 @@ def _emu_jobs(sc: dict) -> list[tuple[str, str, int, int, str]]:
     return sorted(jobs, key=lambda j: (j[4], j[2], j[3]))
 
 
-def _can_emulate(args: argparse.Namespace, table: str) -> bool:
-    """Whether this host can emulate a cluster (perfmodel.emulate.check_host). If not: the error when the
-    table was asked for by name (--only), else a line on stderr and False (the table is skipped)."""
-    from perfmodel.emulate import EmulateError, check_host
-
-    try:
-        check_host()
-    except EmulateError as e:
-        if args.only and table in args.only:
-            raise
-        print(f"reproduce/validation: {table} table skipped: {e}", file=sys.stderr)
-        return False
-    return True
-
-
 def emulated_table(args: argparse.Namespace, out: Path) -> None:
     """Runs on an emulated cluster (perfmodel.emulate): per (nodes, ranks per node, rate) each
     algorithm's run, then one profile of its links made on it (each operation also timed at the
@@ -155,7 +129,7 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
     from perfmodel.emulate import EmulatedCluster, EmulationSpec, parse_rate
     from perfmodel.validate import validate
 
-    if not _can_emulate(args, "emulated"):
+    if not can_emulate(args, "emulated"):
         return
     sc = EMU_SCALE[args.scale]
     model, batch = sc["model"], sc["batch"]
@@ -177,7 +151,7 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
             logs = []
             for algo, ex, *_ in jobs:  # the runs first: the profile then times each link at their sizes
                 log = runs / f"{name}_{algo}{'_' + ex if ex else ''}.jsonl"
-                targs = _run_args(algo, model, batch, ranks, sc["steps"], log)
+                targs = run_args(algo, model, batch, ranks, sc["steps"], log)
                 if algo == "daso":
                     targs[targs.index("--ranks-per-node") + 1] = str(rpn)
                 if ex and _tern_exchange_flag():
@@ -276,7 +250,7 @@ def ompi_choice_table(args: argparse.Namespace, out: Path) -> None:
 
     sc = EMU_SCALE[args.scale]
     layouts = sc.get("ompi_layouts", [])
-    if not layouts or not _can_emulate(args, "ompi-choice"):
+    if not layouts or not can_emulate(args, "ompi-choice"):
         return
     table = ResultTable(out / "emulated_ompi.csv", ("scale", "nodes", "rate", "bytes"))
     for rate in EMU_RATES:

@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from perfmodel.cli import main, parse_gpus
+from perfmodel.cli import main
+from perfmodel.predict_options import parse_gpus
 from perfmodel.stragglers import CVB, GPU_VARIABILITY_CV, sync_slowdown
 
 
@@ -127,14 +128,14 @@ def _presets_copy(tmp_path, repo_root):
     (lambda r: (r / "tensors" / "vgg-a.json").write_text('{"tensors": [["a", 1], '), "is malformed"),
 ])
 def test_bad_preset_files(tmp_path, repo_root, monkeypatch, capsys, edit, message):
-    from perfmodel import presets
+    from perfmodel import preset_toml
 
     root = _presets_copy(tmp_path, repo_root)
     edit(root)
     monkeypatch.setenv("DSGD_PRESETS", str(root))
-    presets._read_toml.cache_clear()
+    preset_toml._read_toml.cache_clear()
     code, _, err = run(capsys, "predict", "--workload", "vgg-a", "--cluster", "terngrad-ethernet", "--gpus", "1,4")
-    presets._read_toml.cache_clear()
+    preset_toml._read_toml.cache_clear()
     assert code == 2 and err.count("\n") == 1 and message in err, err
 
 

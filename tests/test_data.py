@@ -16,8 +16,9 @@ import pytest
 import torch
 
 from trainers import data
-from trainers.data import (DATASETS, ENV_ROOT, DatasetError, batches, crop_flip, load_dataset,
-                           md5sum, shard_indices, synthetic)
+from trainers.batching import batches, crop_flip, shard_indices
+from trainers.data import DATASETS, ENV_ROOT, DatasetError, load_dataset, md5sum
+from trainers.synthetic_data import synthetic
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"  # ../shared beside the checkout
 MNIST_DIR = SHARED / "mnist"

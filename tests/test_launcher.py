@@ -116,7 +116,8 @@ def test_reproduce_runs_start_through_the_launcher(monkeypatch: pytest.MonkeyPat
     if shutil.which("mpiexec") is None:
         pytest.skip("mpiexec not found")
     from reproduce.common import ReproduceError
-    from reproduce.runs import mpi_command, use_launcher
+    from reproduce.launch_setting import use_launcher
+    from reproduce.runs import mpi_command
 
     monkeypatch.setenv(LAUNCHER_ENV, "mpiexec --bind-to none")
     try:

@@ -74,7 +74,7 @@ def test_a_profile_without_communication_is_refused_as_a_link(tmp_path, capsys):
     # the one-process profile: nothing measured between ranks
     import dataclasses
 
-    from perfmodel.profile.schema import load_profile, save_profile
+    from perfmodel.profile.profile_file import load_profile, save_profile
 
     one = dataclasses.replace(load_profile(PROFILE), comm=())
     save_profile(one, tmp_path / "one.json")

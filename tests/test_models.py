@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from trainers import models
+from trainers.nets import cifar_resnets, layers, small_cnns
 from trainers.models import (MODELS, ModelInfo, build_model, input_shape, model_names,
                              tensor_sizes, tensors_record)
 
@@ -182,7 +183,7 @@ def test_depths_match_names():
 def test_resnet20_option_a_shortcut_is_parameter_free_and_exact():
     names = [n for n, _ in tensor_sizes("resnet20")]
     assert not any("shortcut" in n or "downsample" in n for n in names)
-    block = models._CifarBasicBlock(16, 32, 2)
+    block = cifar_resnets._CifarBasicBlock(16, 32, 2)
     x = torch.randn(2, 16, 8, 8)
     s = block._shortcut(x)
     assert s.shape == (2, 32, 4, 4)
@@ -225,13 +226,13 @@ def test_model_info_frozen_and_validated():
     with pytest.raises(dataclasses.FrozenInstanceError):
         info.num_classes = 3
     with pytest.raises(ValueError, match="input_shape"):
-        ModelInfo("x", models.lenet, (28, 28), 10, "mnist", "s")
+        ModelInfo("x", small_cnns.lenet, (28, 28), 10, "mnist", "s")
     with pytest.raises(ValueError, match="num_classes"):
-        ModelInfo("x", models.lenet, (1, 28, 28), 0, "mnist", "s")
+        ModelInfo("x", small_cnns.lenet, (1, 28, 28), 0, "mnist", "s")
 
 
 def test_cifarnet_on_uncropped_32x32():
-    model = models.cifarnet(10, image_size=32)
+    model = small_cnns.cifarnet(10, image_size=32)
     assert sum(p.numel() for p in model.parameters()) == (
         conv(3, 64, 5) + conv(64, 64, 5) + fc(8 * 8 * 64, 384) + fc(384, 192) + fc(192, 10))
     assert model(torch.randn(2, 3, 32, 32)).shape == (2, 10)
@@ -255,14 +256,14 @@ def _tf_same_maxpool_reference(x: np.ndarray, k: int, s: int) -> np.ndarray:
 @pytest.mark.parametrize("size", [24, 12, 7, 5])
 def test_tf_same_maxpool_matches_reference(size):
     x = torch.randn(2, 3, size, size)
-    got = models._TFSameMaxPool(3, 2)(x).numpy()
+    got = layers.TFSameMaxPool(3, 2)(x).numpy()
     np.testing.assert_array_equal(got, _tf_same_maxpool_reference(x.numpy(), 3, 2))
 
 
 def test_cifarnet_lrn_is_tensorflow_lrn():
     """tf.nn.lrn(depth_radius=4, bias=1, alpha=0.001/9, beta=0.75) written out per channel."""
     x = torch.randn(2, 64, 3, 3)
-    lrn = models.cifarnet().lrn1
+    lrn = small_cnns.cifarnet().lrn1
     xs = x.numpy().astype(np.float64)
     ref = np.empty_like(xs)
     for d in range(64):

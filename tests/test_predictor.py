@@ -11,7 +11,8 @@ import pytest
 from perfmodel.cli import main
 from perfmodel.profile.linkfile import load_links
 from perfmodel.profile.predictor import Layout, after_exchange_bytes
-from perfmodel.profile.schema import load_profile, profile_workload
+from perfmodel.profile.profile_file import load_profile
+from perfmodel.profile.to_specs import profile_workload
 from perfmodel.specs import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +128,7 @@ def test_validate_says_when_the_load_differed_from_the_profiles(tmp_path):
 def test_gpu_ranks_are_not_stretched_by_the_cores(tmp_path):
     import dataclasses
 
-    from perfmodel.profile.schema import save_profile
+    from perfmodel.profile.profile_file import save_profile
 
     prof = load_profile(PROFILE)
     gpu = dataclasses.replace(prof, compute=dataclasses.replace(prof.compute, device="cuda"),
@@ -148,7 +149,8 @@ def test_a_link_that_timed_the_step_after_its_exchange_scales_the_node_step(tmp_
     rank sends (read at the link's Allreduce that sends as much: on 2 ranks, n)."""
     import dataclasses
 
-    from perfmodel.profile.schema import ConcurrentCompute, save_profile
+    from perfmodel.profile.profile_file import save_profile
+    from perfmodel.profile.schema import ConcurrentCompute
 
     node = load_profile(PROFILE)
     link = load_links([NCCL])

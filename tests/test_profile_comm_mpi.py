@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from perfmodel.profile.cli import mpiexec_command, run_comm
-from perfmodel.profile.schema import ProfileError, comm_profile_from_dict, load_profile, profile_cluster, profile_links
+from perfmodel.profile.profile_file import comm_profile_from_dict, load_profile
+from perfmodel.profile.schema import ProfileError
+from perfmodel.profile.to_specs import profile_cluster, profile_links
 
 ROOT = Path(__file__).resolve().parents[1]
 MPIEXEC = shutil.which("mpiexec")

@@ -13,7 +13,9 @@ torch = pytest.importorskip("torch")
 
 from perfmodel.profile.cli import main as profile_main  # noqa: E402
 from perfmodel.profile.compute import load_callable_model, load_workload_model, profile_compute  # noqa: E402
-from perfmodel.profile.schema import ProfileError, load_profile, profile_workload  # noqa: E402
+from perfmodel.profile.profile_file import load_profile  # noqa: E402
+from perfmodel.profile.schema import ProfileError  # noqa: E402
+from perfmodel.profile.to_specs import profile_workload  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

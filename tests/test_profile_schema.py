@@ -13,11 +13,11 @@ import pytest
 from perfmodel import collectives
 from perfmodel.profile.comm import summarize
 from perfmodel.profile.fit import fit_affine
+from perfmodel.profile.profile_file import load_profile, profile_from_dict, profile_to_dict, save_profile
 from perfmodel.profile.schema import (BUSBW_FACTORS, PS_ROUNDS, SCHEMA_VERSION, CodecTimes, CommProfile,
                                       ComputeProfile, ComputeRow, ConcurrentCompute, CopyTimes, Machine, ModelInfo,
-                                      Profile, ProfileError, Stats,
-                                      device_key, load_profile, profile_cluster, profile_from_dict, profile_links,
-                                      op_blocks, profile_op_links, profile_to_dict, profile_workload, save_profile)
+                                      Profile, ProfileError, Stats, device_key, op_blocks)
+from perfmodel.profile.to_specs import profile_cluster, profile_links, profile_op_links, profile_workload
 from perfmodel.specs import Cluster, Link
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -500,6 +500,7 @@ def test_records_validate_on_creation():
 
 def test_importing_the_profile_package_stays_light():
     code = ("import sys, perfmodel, perfmodel.profile, perfmodel.profile.schema, perfmodel.profile.fit, "
+            "perfmodel.profile.profile_file, perfmodel.profile.to_specs, "
             "perfmodel.profile.comm, perfmodel.profile.cli; "
             "bad = [m for m in ('torch', 'mpi4py') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

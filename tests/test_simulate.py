@@ -76,7 +76,7 @@ def test_batch_stream_covers_the_shard_in_order() -> None:
     s = BatchStream(train, cfg, 2)
     assert s.batches_per_epoch == 4  # 25 images: 8 + 8 + 8 + 1
     ys = torch.cat([s.next()[1] for _ in range(4)])
-    from trainers.data import shard_indices
+    from trainers.batching import shard_indices
 
     assert torch.equal(ys, train.labels[torch.from_numpy(shard_indices(100, 2, 4, cfg.seed, 0))])
 

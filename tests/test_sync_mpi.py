@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from trainers.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from trainers.data import synthetic
+from trainers.synthetic_data import synthetic
 from trainers.log import read_run_log
 from trainers.models import build_model, tensor_sizes
 from trainers.sync import (DasoSchedule, DasoScheduleConfig, PlateauDetector, batch_indices, epoch_permutation,

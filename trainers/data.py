@@ -1,4 +1,5 @@
-"""MNIST and CIFAR-10/100 readers with checksums, a synthetic dataset, sharding and batching.
+"""MNIST and CIFAR-10/100 readers with checksums (a synthetic dataset: trainers.synthetic_data; sharding
+and batching: trainers.batching).
 
 Files are read in their official formats (MNIST: the four idx ``.gz`` files; CIFAR: the
 "python version" pickles) and verified: MNIST against the official gzip md5s; CIFAR per batch
@@ -15,8 +16,7 @@ and inside the root a few known sub-folders (``mnist/``, ``MNIST/raw/``, ``cifar
 Example::
 
     >>> ds = load_dataset("mnist", root="../shared/datasets")
-    >>> idx = shard_indices(len(ds), rank=0, world=4, seed=1, epoch=0)
-    >>> for x, y in batches(ds, idx, 64): ...   # x float32 normalised (B, 1, 28, 28), y int64
+    >>> ds.info.checksum   # "official"
 
 CLI::
 
@@ -30,7 +30,6 @@ import argparse
 import copy
 import gzip
 import hashlib
-import math
 import os
 import pickle
 import shutil
@@ -40,7 +39,7 @@ import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -57,11 +56,7 @@ __all__ = [
     "ENV_ROOT",
     "data_root",
     "load_dataset",
-    "synthetic",
     "download",
-    "shard_indices",
-    "batches",
-    "crop_flip",
     "md5sum",
     "main",
 ]
@@ -497,56 +492,6 @@ def load_dataset(name: str, root: str | os.PathLike | None = None, train: bool =
                    spec.mean, spec.std, info)
 
 
-# --------------------------------------------------------------------------- synthetic data
-
-# pixel = 0.6 * template + 0.4 * noise, both U(0, 1): mean 0.5, std sqrt((0.36 + 0.16) / 12).
-_SYN_WEIGHT = 0.6
-_SYN_MEAN = 0.5
-_SYN_STD = math.sqrt((_SYN_WEIGHT ** 2 + (1 - _SYN_WEIGHT) ** 2) / 12.0)
-
-
-def synthetic(model: str | Sequence[int], n: int = 1024, num_classes: int | None = None,
-              seed: int = 0, train: bool = True) -> Dataset:
-    """A learnable synthetic dataset shaped like `model`'s input, deterministic by `seed`.
-
-    model: a registered model name (shape and class count from trainers.models) or a
-    (C, H, W) shape. Each class has a fixed random template (shared by the train and test
-    splits of one seed); an image is 0.6 * template + 0.4 * uniform noise, stored as uint8, so
-    a network can learn it and the normalised pixels have mean 0 and std 1.
-    """
-    if isinstance(model, str):
-        from trainers.models import MODELS, input_shape  # lazy: keeps the import graph flat
-        shape = input_shape(model)
-        if num_classes is None:
-            num_classes = MODELS[model].num_classes
-    else:
-        shape = tuple(int(v) for v in model)
-        if len(shape) != 3 or min(shape) < 1:
-            raise ValueError(f"model must be a model name or a (C, H, W) shape, got {model!r}")
-        num_classes = 10 if num_classes is None else num_classes
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
-    if not isinstance(num_classes, int) or num_classes < 2:
-        raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}")
-    if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    rng = np.random.default_rng([seed, 1 if train else 2])
-    labels = rng.integers(0, num_classes, size=n)
-    noise = rng.random((n, *shape), dtype=np.float32)
-    pixels = (1 - _SYN_WEIGHT) * noise
-    for k in np.unique(labels):  # class k's template depends on (seed, k) only
-        template = np.random.default_rng([seed, 0, int(k)]).random(shape, dtype=np.float32)
-        pixels[labels == k] += _SYN_WEIGHT * template
-    images = np.rint(pixels * 255.0).astype(np.uint8)
-    info = DatasetInfo(name="synthetic", split="train" if train else "test", n=n, official_n=n,
-                       subset=False, num_classes=num_classes, shape=shape,
-                       path=f"synthetic(seed={seed})", checksum="synthetic",
-                       classes=tuple(str(i) for i in range(num_classes)))
-    c = shape[0]
-    return Dataset(torch.from_numpy(images), torch.from_numpy(labels.astype(np.int64)),
-                   (_SYN_MEAN,) * c, (_SYN_STD,) * c, info)
-
-
 # --------------------------------------------------------------------------- download
 
 def _fetch(url: str, dest: Path, md5: str, timeout: float = 60.0) -> None:
@@ -601,71 +546,6 @@ def download(name: str, root: str | os.PathLike | None = None) -> Path:
         else:  # pragma: no cover - Python without extraction filters
             tar.extractall(base)
     return base / spec.subdirs[0]
-
-
-# --------------------------------------------------------------------------- sharding/batching
-
-def shard_indices(n: int, rank: int, world: int, seed: int, epoch: int) -> np.ndarray:
-    """This rank's sample indices for one epoch: a permutation of range(n) seeded by
-    (seed, epoch), cut into `world` equal shards of n // world (the remainder is dropped so
-    that every rank runs the same number of steps). Returns int64 indices."""
-    for arg, value in (("n", n), ("rank", rank), ("world", world), ("seed", seed),
-                       ("epoch", epoch)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{arg} must be a non-negative int, got {value!r}")
-    if world < 1:
-        raise ValueError(f"world must be >= 1, got {world}")
-    if not rank < world:
-        raise ValueError(f"rank must be in 0..{world - 1}, got {rank}")
-    if n < world:
-        raise ValueError(f"n ({n}) must be >= world ({world}) so every rank gets a sample")
-    per = n // world
-    perm = np.random.default_rng([int(seed), int(epoch)]).permutation(n)
-    return perm[rank * per:(rank + 1) * per].astype(np.int64)
-
-
-def batches(dataset: Dataset, indices: Sequence[int] | np.ndarray | torch.Tensor,
-            batch_size: int, drop_last: bool = False
-            ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Yield (x float32 normalised (B, C, H, W), y int64 (B,)) over `indices` in order."""
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    idx = torch.as_tensor(np.asarray(indices), dtype=torch.int64)
-    if idx.dim() != 1:
-        raise ValueError(f"indices must be one-dimensional, got shape {tuple(idx.shape)}")
-    stop = len(idx) - (len(idx) % batch_size if drop_last else 0)
-    for start in range(0, stop, batch_size):
-        yield dataset[idx[start:start + batch_size]]
-
-
-def crop_flip(x: torch.Tensor, size: int, *, pad: int = 0,
-              generator: torch.Generator | None = None, flip: bool = False) -> torch.Tensor:
-    """Crop a batch (B, C, H, W) to size x size pixels: the centre without a generator, else a
-    random window per image (after zero-padding by `pad` pixels), with a random horizontal
-    flip per image when flip is True. E.g. CifarNet's 24x24 crops, ResNet's pad-4 crops."""
-    if x.dim() != 4:
-        raise ValueError(f"x must be (B, C, H, W), got shape {tuple(x.shape)}")
-    if pad < 0:
-        raise ValueError(f"pad must be >= 0, got {pad}")
-    if pad:
-        x = torch.nn.functional.pad(x, (pad, pad, pad, pad))
-    b, c, h, w = x.shape
-    if not 1 <= size <= min(h, w):
-        raise ValueError(f"size must be in 1..{min(h, w)}, got {size}")
-    if generator is None:
-        top, left = (h - size) // 2, (w - size) // 2
-        out = x[:, :, top:top + size, left:left + size]
-        return out.flip(-1) if flip else out
-    top = torch.randint(0, h - size + 1, (b,), generator=generator)
-    left = torch.randint(0, w - size + 1, (b,), generator=generator)
-    ar = torch.arange(size)
-    rows = (top[:, None] + ar)[:, None, :, None]
-    cols = (left[:, None] + ar)[:, None, None, :]
-    out = x[torch.arange(b)[:, None, None, None], torch.arange(c)[None, :, None, None], rows, cols]
-    if flip:
-        mask = torch.rand(b, generator=generator) < 0.5
-        out[mask] = out[mask].flip(-1)
-    return out
 
 
 # --------------------------------------------------------------------------- CLI

@@ -36,8 +36,8 @@ from perfmodel.specs import SpecError
 
 from ..emulate import ENV_MPIEXEC_ARGS
 from .comm import int_list
-from .schema import (COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION, comm_profile_from_dict,
-                     load_profile, save_profile)
+from .profile_file import comm_profile_from_dict, load_profile, save_profile
+from .schema import COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION
 
 __all__ = ["add_profile_parser", "run_profile_command", "format_summary", "main", "mpiexec_command"]
 
@@ -496,7 +496,7 @@ def add_show_parser(subparsers: Any, name: str = "show") -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m perfmodel.profile.cli [profile] ...`` or ``... show FILE``; exit 2 on bad input."""
-    from ..cli import run_guarded
+    from ..cli_guard import run_guarded
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in ("profile", "show", "-h", "--help"):

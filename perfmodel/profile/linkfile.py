@@ -30,8 +30,8 @@ import re
 from pathlib import Path
 
 from .fit import fit_alpha_beta
-from .schema import (BUSBW_FACTORS, SCHEMA_VERSION, CommProfile, Machine, OpProfile, Profile, ProfileError,
-                     profile_from_dict)
+from .profile_file import profile_from_dict
+from .schema import BUSBW_FACTORS, SCHEMA_VERSION, CommProfile, Machine, OpProfile, Profile, ProfileError
 
 __all__ = ["load_links", "parse_nccl_tests", "parse_osu"]
 

@@ -52,8 +52,8 @@ import numpy as np
 from ..compression import aggregate_bits, levels_lane_bits, ps_shard_elems, ternary_split
 from ..scaling import Prediction, predict
 from ..specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload
-from .schema import (ConcurrentCompute, ModelInfo, Profile, ProfileError, nonblocking_factor, profile_cluster,
-                     profile_links, profile_workload)
+from .schema import ConcurrentCompute, ModelInfo, Profile, ProfileError
+from .to_specs import nonblocking_factor, profile_cluster, profile_links, profile_workload
 
 __all__ = ["Layout", "Point", "predict_point", "exchange_message", "exchange_blocks", "global_sync_message",
            "read_sizes", "after_exchange_bytes", "optimizer_step_s", "FIXABLE"]

@@ -29,7 +29,8 @@ from typing import Any
 
 from perfmodel.stragglers import CVB_KINDS
 from trainers.asynchronous.gem import GEM_CODES, WORKERS
-from trainers.asynchronous.masters import GAP_MODES, RULES
+from trainers.asynchronous.masters import RULES
+from trainers.asynchronous.rule_hypers import GAP_MODES
 from trainers.data import Dataset
 from trainers.errors import TrainerError
 from trainers.validators import check_choice, check_int, check_milestones, check_number

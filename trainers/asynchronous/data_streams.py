@@ -12,7 +12,9 @@ from torch import Tensor
 
 from perfmodel.stragglers import CVB
 from trainers.asynchronous.config import NO_MODEL, AsyncConfig
-from trainers.data import Dataset, crop_flip, load_dataset, shard_indices, synthetic
+from trainers.batching import crop_flip, shard_indices
+from trainers.data import Dataset, load_dataset
+from trainers.synthetic_data import synthetic
 from trainers.errors import TrainerError
 
 __all__ = ["step_seed", "load_data", "BatchStream", "DelaySchedule", "crop_size"]

@@ -11,7 +11,8 @@ from torch import Tensor
 from trainers.asynchronous.config import AsyncConfig
 from trainers.asynchronous.data_streams import crop_size
 from trainers.asynchronous.flat_model import FlatModel, NullModel
-from trainers.data import Dataset, batches, crop_flip
+from trainers.batching import batches, crop_flip
+from trainers.data import Dataset
 
 __all__ = ["evaluate"]
 

@@ -13,7 +13,8 @@ from torch import Tensor
 
 from trainers.asynchronous.config import NO_MODEL, AsyncConfig
 from trainers.asynchronous.gem import make_worker
-from trainers.asynchronous.masters import RULES, MasterRule, make_rule
+from trainers.asynchronous.master_rule import MasterRule
+from trainers.asynchronous.masters import RULES, make_rule
 from trainers.errors import TrainerError
 from trainers.schedules import LRSchedule
 

@@ -13,7 +13,7 @@ import torch
 
 from trainers.asynchronous.config import AsyncConfig, Plan
 from trainers.asynchronous.flat_model import FlatModel, NullModel
-from trainers.asynchronous.masters import MasterRule
+from trainers.asynchronous.master_rule import MasterRule
 from trainers.data import Dataset, data_root
 
 __all__ = ["versions", "StepWindow", "WindowStats", "rule_summary", "header_fields"]

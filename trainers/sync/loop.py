@@ -27,8 +27,9 @@ import torch.nn.functional as F
 from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, host_copy, load_checkpoint, restore_rng,
                                  rng_state, save_checkpoint)
 from trainers.collectives import open_collectives, resolve_backend
-from trainers.data import (Dataset, DatasetError, batches, crop_flip, data_root, load_dataset, shard_indices,
-                           synthetic)
+from trainers.batching import batches, crop_flip, shard_indices
+from trainers.data import Dataset, DatasetError, data_root, load_dataset
+from trainers.synthetic_data import synthetic
 from trainers.device import describe as describe_device, select_device, set_numerics, timing_events
 from trainers import interrupts
 from trainers.errors import DivergenceError, TrainerError, UsageError
