@@ -518,7 +518,7 @@ def test_divergence_check_is_one_multi_tensor_call_and_exact(monkeypatch: pytest
 def test_a_dataset_moves_to_a_device_whole_and_leaves_the_original() -> None:
     """A GPU trainer keeps a small training set on its device (trainers.sync.loop): Dataset.to moves
     images, labels and the normalisation together; the host copy is left as it was."""
-    from trainers.data import synthetic
+    from trainers.synthetic_data import synthetic
 
     host = synthetic("lenet", n=32, seed=0)
     moved = host.to("meta")  # a device without a GPU
