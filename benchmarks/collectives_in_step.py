@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from perfmodel.compression import levels_lane_bits, resolve_level_lanes
+    from perfmodel.compression import resolve_level_lanes
+    from perfmodel.wire import levels_lane_bits
     from perfmodel.profile.compute import grads_into
     from trainers import comm as tcomm
     from trainers.compress import TernGradCodec, encode_codes, level_dtype

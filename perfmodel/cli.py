@@ -15,7 +15,7 @@ from pathlib import Path
 from .overlap_causes import parse_slowdown
 from .predict_output import csv_text as _csv, format_table
 from .specs import (ALL_STRATEGIES, OVERLAP_EFFICIENCY, Strategy, STRATEGIES, ALLREDUCE_ALGORITHMS, DASO_PROGRESS, PS_PLACEMENTS,
-                    STAGINGS, TERNGRAD_EXCHANGES, TERNGRAD_LANES, daso_strategy_fields)
+                    STAGINGS, DEFAULT_TERNGRAD_EXCHANGE, TERNGRAD_EXCHANGES, TERNGRAD_LANES, daso_strategy_fields)
 from .stragglers import GPU_VARIABILITY_CV
 from .memory import with_memory
 from .plan_cli import add_plan_parser
@@ -623,7 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="elements (W x shard) per second of the ps exchange's own work on each rank: the "
                         "shards' sum, its packing, the sums' unpacking (0: two decodes, or the profile's "
                         "measurement)")
-    p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels",
+    p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default=DEFAULT_TERNGRAD_EXCHANGE,
                    help="levels (integer allreduce), ps (sharded parameter server) or allgather "
                         "(does not scale); the trainer's exchanges")
     p.add_argument("--terngrad-lanes", choices=TERNGRAD_LANES, default="int8",

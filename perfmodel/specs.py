@@ -297,7 +297,13 @@ ALL_STRATEGIES = STRATEGIES + SHARDED_STRATEGIES
 DASO_PROGRESS = ("async", "wait")
 ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical", "nccl",
                         "reduce-broadcast", "basic-linear", "ompi")
-TERNGRAD_EXCHANGES = ("levels", "ps", "allgather")
+#: TernGrad's exchanges of the ternary codes, the names the trainer's registry (trainers.exchanges) and
+#: every model-side table (perfmodel.wire, compression, codec_memory, scaling) are keyed by: levels
+#: (integer allreduce), ps (sharded parameter server), allgather (every rank's packed codes)
+TERNGRAD_LEVELS, TERNGRAD_PS, TERNGRAD_ALLGATHER = "levels", "ps", "allgather"
+TERNGRAD_EXCHANGES = (TERNGRAD_LEVELS, TERNGRAD_PS, TERNGRAD_ALLGATHER)
+#: The exchange a TernGrad run and a TernGrad prediction use unless told otherwise
+DEFAULT_TERNGRAD_EXCHANGE = TERNGRAD_LEVELS
 TERNGRAD_LANES = ("int8", "packed")
 STAGINGS = ("device", "host")
 PS_PLACEMENTS = ("colocated", "dedicated")
@@ -397,7 +403,7 @@ class Strategy:
     terngrad_decode_elems_per_s: float = 0.0
     terngrad_convert_elems_per_s: float = 0.0
     terngrad_ps_aggregate_elems_per_s: float = 0.0
-    terngrad_exchange: str = "levels"
+    terngrad_exchange: str = DEFAULT_TERNGRAD_EXCHANGE
     terngrad_lanes: str = "int8"
     daso_B: int = 4
     daso_W: int = 1
@@ -446,7 +452,7 @@ class Strategy:
                             f"got {self.terngrad_exchange!r}")
         if self.terngrad_lanes not in TERNGRAD_LANES:
             raise SpecError(f"terngrad_lanes must be one of {', '.join(TERNGRAD_LANES)}, got {self.terngrad_lanes!r}")
-        if self.name == "terngrad" and self.allreduce == "paper" and self.terngrad_exchange == "allgather":
+        if self.name == "terngrad" and self.allreduce == "paper" and self.terngrad_exchange == TERNGRAD_ALLGATHER:
             raise SpecError("terngrad_exchange allgather cannot run on allreduce paper (the paper's form "
                             "charges its parameter server: push 2 bits, pull log2(2p+1) bits); use levels "
                             "or ps, or another allreduce")

@@ -49,9 +49,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..compression import aggregate_bits, levels_lane_bits, ps_shard_elems, ternary_split
+from ..compression import ternary_split
 from ..scaling import Prediction, predict
 from ..specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload
+from ..wire import aggregate_bits, levels_lane_bits, ps_shard_elems
 from .schema import (ConcurrentCompute, ModelInfo, Profile, ProfileError, nonblocking_factor, profile_cluster,
                      profile_links, profile_workload)
 
