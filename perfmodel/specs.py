@@ -361,14 +361,14 @@ class Strategy:
     the W gathered sums), W x shard elements at this rate, in place of its two decodes (0: not
     measured, two decodes); elements per second; 0 means not measured: the GPU's memory traffic
     (perfmodel.codec_memory) where the cluster has its memory bandwidth, else free; inf is free. terngrad_exchange: the trainer's
-    exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
+    exchanges (trainers.exchanges; their bytes: perfmodel.wire): levels allreduces the integer sum (int8 up to 127 workers,
     then int16; in 4-bit lanes at 2..7 workers when terngrad_lanes is "packed", which needs a transport
-    with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.compression.levels_lane_bits;
-    terngrad_lanes "int8", the default, is what NCCL and gloo sum), "ps" pushes 2-bit shards (alltoall)
+    with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.wire.levels_lane_bits;
+    terngrad_lanes "int8", the default, is what NCCL and gloo sum), ps pushes 2-bit shards (alltoall)
     and pulls ceil(log2(2p+1))-bit sums (allgather),
-    "allgather" gathers every worker's 2-bit gradient (does not scale); with allreduce "paper" the
-    paper's own parameter server is charged (|theta| = the pull, log2(2p+1) bits per element) and "allgather" is
-    refused.
+    allgather gathers every worker's 2-bit gradient (does not scale); with allreduce "paper" the
+    paper's own parameter server is charged (|theta| = the pull, log2(2p+1) bits per element) and allgather
+    is refused.
     daso_B: global sync every B batches; daso_W: batches the non-blocking global sync is overlapped with
     (0 = blocking, bf16 on the wire). daso_progress: "async" if the non-blocking sync moves while the
     GPUs compute (NCCL, RDMA: it costs only what W batches of compute do not hide), "wait" if it moves
