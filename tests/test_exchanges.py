@@ -5,6 +5,8 @@ against hand counts and against the model's prediction (perfmodel.scaling)."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -20,28 +22,47 @@ from trainers.run import RunConfig
 SIZES = [37, 1000, 5, 2003]  # 3045 elements; uneven: shards and packed blocks do not line up
 
 
-class SameRanks:
-    """mpi4py-style Allgather/Alltoall of ``size`` ranks that all send what this one sends."""
+class Ranks:
+    """mpi4py-style Allgather and Alltoall of ``size`` ranks run as threads of this process (one
+    ``comm(rank)`` each): every rank's buffers meet in shared slots between two barriers."""
 
     def __init__(self, size: int) -> None:
         self.size = size
+        self.slots: list = [None] * size
+        self.barrier = threading.Barrier(size, timeout=60)
+
+    def comm(self, rank: int) -> "_RankComm":
+        return _RankComm(self, rank)
+
+
+class _RankComm:
+    def __init__(self, ranks: Ranks, rank: int) -> None:
+        self.ranks, self.rank = ranks, rank
 
     def Get_size(self) -> int:  # noqa: N802
-        return self.size
+        return self.ranks.size
 
     def Get_rank(self) -> int:  # noqa: N802
-        return 0
+        return self.rank
+
+    def _meet(self, mine, take) -> None:
+        self.ranks.slots[self.rank] = np.array(mine, copy=True)
+        self.ranks.barrier.wait()
+        take(list(self.ranks.slots))
+        self.ranks.barrier.wait()
 
     def Allgather(self, send, recv) -> None:  # noqa: N802
-        recv[...] = send.reshape(1, -1)
+        self._meet(send, lambda all_: recv.__setitem__(..., np.stack(all_).reshape(recv.shape)))
 
     def Alltoall(self, send, recv) -> None:  # noqa: N802
-        recv[...] = send.reshape(self.size, -1)[0]
+        w = self.ranks.size
+        self._meet(send, lambda all_: recv.__setitem__(
+            ..., np.stack([a.reshape(w, -1)[self.rank] for a in all_]).reshape(recv.shape)))
 
 
-def _make(name: str, world: int, lane_bits: int = 8, bucket_bytes: int = 4 * 1100):
-    return exchange_class(name)(SameRanks(world), [(n,) for n in SIZES], key=7, bucket_bytes=bucket_bytes,
-                                lane_bits=lane_bits)
+def _make(name: str, world: int, lane_bits: int = 8, bucket_bytes: int = 4 * 1100, comm=None):
+    return exchange_class(name)(comm or Ranks(world).comm(0), [(n,) for n in SIZES], key=7,
+                                bucket_bytes=bucket_bytes, lane_bits=lane_bits)
 
 
 def test_registry_is_the_models_names_and_one_default():
@@ -55,23 +76,48 @@ def test_registry_is_the_models_names_and_one_default():
 
 
 @pytest.mark.parametrize("name,world", [("ps", 3), ("ps", 4), ("allgather", 3), ("levels", 1)])
-def test_decoded_mean_of_identical_ranks_is_s_times_the_codes(name, world):
-    ex = _make(name, world)
-    g = np.random.default_rng(0).standard_normal(sum(SIZES)).astype(np.float32)
-    for v, a, b in zip(ex.views, np.cumsum([0] + SIZES[:-1]), np.cumsum(SIZES)):
-        v.copy_(torch.from_numpy(g[a:b]))
+def test_decoded_mean_is_the_float_mean_of_every_ranks_codes(name, world):
+    # W ranks as threads, each with its own gradient and key; the reference recomputes every rank's
+    # codes from the counter-based stream (the whole gradient at once: the same words)
+    ranks = Ranks(world)
+    grads = [np.random.default_rng(r).standard_normal(sum(SIZES)).astype(np.float32) for r in range(world)]
     shared = np.array([0.5, 1.0, 3.0, 2.0])
-    sent = 0.0
-    for part in range(ex.parts):
-        ex.encode(part, shared, 11)
-        sent += ex.exchange(part)
-        ex.decode(part, shared)
     starts = np.concatenate([[0], np.cumsum(SIZES)]).astype(np.int64)
-    codes = encode_codes(g, starts, shared, 7, 11)  # the whole gradient at once: the same stream
-    got = torch.cat([v.reshape(-1) for v in ex.views]).numpy()
-    np.testing.assert_allclose(got, codes * np.repeat(shared, SIZES), rtol=2**-22, atol=0)
-    assert np.abs(codes).max() == 1 and (codes == 0).any()
-    assert sent == ex.wire_bytes() == (0.0 if world == 1 else sent)
+    out, sent = [None] * world, [0.0] * world
+    errors = [None] * world
+
+    def rank(r: int) -> None:
+        try:
+            run(r)
+        except Exception as e:  # noqa: BLE001 - reported by the test's thread
+            errors[r] = e
+            ranks.barrier.abort()
+
+    def run(r: int) -> None:
+        ex = exchange_class(name)(ranks.comm(r), [(n,) for n in SIZES], key=100 + r, bucket_bytes=4 * 1100,
+                                  lane_bits=8)
+        for v, a, b in zip(ex.views, starts[:-1], starts[1:]):
+            v.copy_(torch.from_numpy(grads[r][a:b]))
+        for part in range(ex.parts):
+            ex.encode(part, shared, 11)
+            sent[r] += ex.exchange(part)
+            ex.decode(part, shared)
+        assert sent[r] == ex.wire_bytes()
+        out[r] = torch.cat([v.reshape(-1) for v in ex.views]).numpy().astype(np.float64)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    total = sum(encode_codes(grads[r], starts, shared, 100 + r, 11).astype(np.int64) for r in range(world))
+    expected = total * np.repeat(shared, SIZES) / world
+    assert not [e for e in errors if e is not None], errors
+    assert world == 1 or np.abs(total).max() >= 2  # sums of several ranks' codes: several levels
+    for r in range(world):  # every rank decodes the same mean, within float32 rounding
+        np.testing.assert_allclose(out[r], expected, rtol=3 * 2.0**-24, atol=0)
+        assert np.array_equal(out[r], out[0])
+    assert len(set(sent)) == 1
 
 
 def test_parts_follow_the_buckets():
