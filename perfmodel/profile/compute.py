@@ -394,7 +394,7 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     named_sizes; the ternarized ones get their gradients as views of the codec's one buffer, as the
     trainers' gradient buckets do, so that ``between`` (then a forward and backward) writes the
     gradients the codec reads, still in the caches as in the trainer; without, random gradients in a
-    buffer of its own. The encoding is timed in the trainer's order: the scalers right after
+    buffer of its own (from the second round on, the mean the first decoded into it). The encoding is timed in the trainer's order: the scalers right after
     ``between``, then ``after_scalers`` untimed (e.g. the scalers' Allreduce), then the ternarizing and
     packing. (On 2 emulated nodes LeNet's encoding took 0.72 ms so, 1.02 ms on a buffer of its own
     after a whole training step, and 1.55 ms with the scalers also timed after their Allreduce, as an
