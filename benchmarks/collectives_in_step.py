@@ -45,10 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from perfmodel.compression import levels_lane_bits, resolve_level_lanes
+    from perfmodel.compression import resolve_level_lanes
+    from perfmodel.wire import levels_lane_bits
     from perfmodel.profile.compute import grads_into
     from trainers import comm as tcomm
     from trainers.compress import TernGradCodec, encode_codes, level_dtype
+    from trainers.exchanges.levels import allreduce_lanes4, allreduce_levels
     from trainers.level_lanes import lanes_nbytes, pack_lanes4, unpack_lanes4
 
     comm, model, opt, loss_fn, inputs, _ = mpi_training(args.model, args.batch)
@@ -74,9 +76,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def codes_allreduce() -> None:
         if lanes is None:
-            tcomm.allreduce_levels(comm, codes)
+            allreduce_levels(comm, codes)
         else:
-            tcomm.allreduce_lanes4(comm, lanes)
+            allreduce_lanes4(comm, lanes)
 
     def fp32_allreduce() -> None:
         comm.Allreduce(fp32, fp32_sum)

@@ -10,7 +10,7 @@ Times, on the same random ternary codes (medians of --repeats, after one warm-up
               MPI operation's body, called through numpy);
   pack+unpack the extra encode/decode work of the packed lanes per step (pack_lanes4, unpack_lanes4).
 Under mpiexec with more than one rank (at most 7), also the Allreduce itself: int8 SUM of --elems
-bytes against the lane op on --elems / 2 bytes (trainers.comm.allreduce_levels / allreduce_lanes4).
+bytes against the lane op on --elems / 2 bytes (trainers.exchanges.levels.allreduce_levels / allreduce_lanes4).
 Ends with the line ``swar/int8 add ratio X``. Timings on a shared machine are noisy.
 """
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if "OMPI_COMM_WORLD_SIZE" in __import__("os").environ:
         from mpi4py import MPI
 
-        from trainers import comm as tcomm
+        from trainers.exchanges.levels import allreduce_lanes4, allreduce_levels
 
         world = MPI.COMM_WORLD
         if 1 < world.Get_size() <= 7:
@@ -58,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
                     world.Barrier()
                     fn()
                 return run
-            mpi_rows = [("allreduce int8", median_seconds(sync(lambda: tcomm.allreduce_levels(world, buf8)),
+            mpi_rows = [("allreduce int8", median_seconds(sync(lambda: allreduce_levels(world, buf8)),
                                                           args.repeats)),
-                        ("allreduce lanes4", median_seconds(sync(lambda: tcomm.allreduce_lanes4(world, buf4)),
+                        ("allreduce lanes4", median_seconds(sync(lambda: allreduce_lanes4(world, buf4)),
                                                             args.repeats))]
         if world.Get_rank() != 0:
             return 0

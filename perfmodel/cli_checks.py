@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from .specs import DEFAULT_TERNGRAD_EXCHANGE
 from .stragglers import MAX_STRAGGLER_CV, combined_cv
 
 MAX_STEP_COMPUTE_S = 86_400.0
@@ -31,7 +32,7 @@ STRATEGY_OPTIONS: tuple[tuple[str, str, object, tuple[str, ...]], ...] = (
     ("--terngrad-decode-rate", "terngrad_decode_rate", 0.0, ("terngrad",)),
     ("--terngrad-convert-rate", "terngrad_convert_rate", 0.0, ("terngrad",)),
     ("--terngrad-ps-aggregate-rate", "terngrad_ps_aggregate_rate", 0.0, ("terngrad",)),
-    ("--terngrad-exchange", "terngrad_exchange", "levels", ("terngrad",)),
+    ("--terngrad-exchange", "terngrad_exchange", DEFAULT_TERNGRAD_EXCHANGE, ("terngrad",)),
     ("--terngrad-lanes", "terngrad_lanes", "int8", ("terngrad",)),
     ("--sync-wait-ms", "sync_wait_ms", None, ("terngrad",)),
 )

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import math
 
+from .specs import TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS
+
 # A memory-copy kernel reaches 785 GB/s on a V100 SXM2 (900 GB/s peak: 0.872) and 1536 GB/s on an A100
 # 80GB (2039 GB/s: 0.753), github.com/AnjaliSandip/FastIceFlo output/EffectiveMemoryThroughput.md
 # (scripts/memcopy.cu); the mean of the two, 0.81, is used for every GPU.
 MEMORY_EFFICIENCY = 0.81
-ENCODE_BYTES = {"levels": 9.0, "ps": 8.25, "allgather": 8.25}
-DECODE_BYTES = {"levels": 0.0, "ps": 8.25, "allgather": 8.25}
-CONVERT_BYTES = {"levels": 13.0, "ps": 16.0, "allgather": 16.0}
+ENCODE_BYTES = {TERNGRAD_LEVELS: 9.0, TERNGRAD_PS: 8.25, TERNGRAD_ALLGATHER: 8.25}
+DECODE_BYTES = {TERNGRAD_LEVELS: 0.0, TERNGRAD_PS: 8.25, TERNGRAD_ALLGATHER: 8.25}
+CONVERT_BYTES = {TERNGRAD_LEVELS: 13.0, TERNGRAD_PS: 16.0, TERNGRAD_ALLGATHER: 16.0}
 
 
 def memory_rate(memory_Bps: float, bytes_per_element: float, efficiency: float = MEMORY_EFFICIENCY) -> float:

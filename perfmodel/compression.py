@@ -7,12 +7,13 @@ authors' code keeps both; so do the trainers by default). With scaler sharing th
 ternary tensors has at most 2p+1 levels, so a summed aggregate needs ceil(log2(2p+1)) bits per element
 (the paper: "the server-to-worker communication reduces by a factor of 32/log2(1+2N)").
 
-Per element on the wire, by exchange (trainers.sync.terngrad.TernGrad sends exactly these):
-    levels     the integer sum, allreduced, in lanes of ``levels_lane_bits(p, user_ops)`` bits: 4 bits
-               (two elements per byte) for 2 <= p <= 7 when the transport has user-defined reduction
-               operations (MPI: trainers.comm.allreduce_lanes4), else the smallest signed integer
-               holding -p..p: 1 byte up to 127 workers, 2 up to 32767, then 4 (``level_bytes``);
-    ps         push 2 bits, pull ceil(log2(2p+1)) bits, over shards of ``ps_shard_elems`` elements
+Per element on the wire, by exchange (the formulas: perfmodel.wire, which the trainer's exchange
+objects, trainers.exchanges, count their bytes with too):
+    levels     the integer sum, allreduced, in lanes of ``wire.levels_lane_bits(p, user_ops)`` bits: 4
+               bits (two elements per byte) for 2 <= p <= 7 when the transport has user-defined
+               reduction operations (MPI: ``resolve_level_lanes``), else the smallest signed integer
+               holding -p..p: 1 byte up to 127 workers, 2 up to 32767, then 4 (``wire.level_bytes``);
+    ps         push 2 bits, pull ceil(log2(2p+1)) bits, over shards of ``wire.ps_shard_elems`` elements
                (ceil(n/p) rounded up to 8, so both packings end on a byte);
     allgather  2 bits per element, ceil(n_k/4) bytes per tensor k, from every worker to every worker.
 """
@@ -23,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .specs import SpecError, Workload
+from .specs import TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, SpecError, Workload
+from .wire import SCALER_BYTES, ps_shard_elems
 
-SCALER_BYTES = 4
 _ELEMENT_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0}
 
 
@@ -70,18 +71,6 @@ def terngrad_bytes(split: TernarySplit, bits_per_elem: float | np.ndarray = 2.0)
             + 4.0 * split.fp32_elems)
 
 
-def aggregate_bits(workers: float | np.ndarray) -> np.ndarray:
-    """Bits per element to carry the sum of p ternary tensors with shared scalers: ceil(log2(2p+1))."""
-    p = np.asarray(workers, dtype=float)
-    return np.ceil(np.log2(2 * p + 1))
-
-
-def level_bytes(workers: float | np.ndarray) -> np.ndarray:
-    """Bytes per element of the levels exchange in native integer lanes: the smallest signed integer
-    holding -p..p (1 up to 127 workers, 2 up to 32767, else 4)."""
-    return np.asarray(levels_lane_bits(np.asarray(workers, dtype=float), False), dtype=float) / 8.0
-
-
 LEVEL_LANES = ("auto", "packed", "int8")
 """Lane choices of the levels exchange: packed (4-bit lanes where they hold the sum; needs user-defined
 reduction operations), int8 (the smallest native integer type), auto (packed when the backend can)."""
@@ -106,34 +95,9 @@ def resolve_level_lanes(requested: str, backend: str) -> str:
     return requested
 
 
-def levels_lane_bits(world: int | np.ndarray, user_ops: bool) -> int | np.ndarray:
-    """Bits per element of the levels exchange's integer sum of ``world`` ternary codes (-W..W).
-
-    With user-defined reduction operations (``user_ops``), 4 for 2 <= W <= 7: a 4-bit two's-complement
-    lane holds -W..W when 2W+1 <= 16, partial sums wrapping modulo 16 (trainers.level_lanes). Otherwise
-    (and at W = 1, where nothing is sent and packing would be wasted work) the smallest native signed
-    integer: 8 up to 127 workers, 16 up to 32767, else 32. An int for an int ``world``, a float array
-    for an array (the model's sweep). Used by the trainer and the model alike, so both count the same
-    bytes."""
-    w = np.asarray(world)
-    if w.size and np.any(w < 1):
-        raise SpecError(f"world must be >= 1, got {world!r}")
-    bits = np.where(w <= 127, 8, np.where(w <= 32767, 16, 32))
-    if user_ops:
-        bits = np.where((w >= 2) & (2 * w + 1 <= 16), 4, bits)
-    return int(bits) if bits.ndim == 0 else bits.astype(float)
-
-
-def ps_shard_elems(elems: int, workers: float | np.ndarray) -> np.ndarray:
-    """Elements each worker serves in the sharded parameter-server exchange: ceil(n/p) rounded up to a
-    multiple of 8 (at least 8)."""
-    p = np.asarray(workers, dtype=float)
-    return np.ceil(np.maximum(np.ceil(elems / p), 1.0) / 8.0) * 8.0
-
-
 def ps_aggregate_seconds(ternary_elems: int, workers: float | np.ndarray, rate: float) -> np.ndarray:
     """Seconds of the sharded parameter-server exchange's work on one rank besides its collectives:
-    workers x shard elements (ps_shard_elems) at ``rate`` elements/s (the profile's
+    workers x shard elements (wire.ps_shard_elems) at ``rate`` elements/s (the profile's
     CodecTimes.aggregate; 0: none)."""
     return np.asarray(encode_seconds(np.asarray(workers, dtype=float) * ps_shard_elems(ternary_elems, workers), rate),
                       dtype=float)
@@ -143,7 +107,7 @@ def ps_aggregate_seconds(ternary_elems: int, workers: float | np.ndarray, rate: 
 # codes' exchange after the encoding (ps: its Alltoall, then its Allgather after the shard's sum) and,
 # where some tensors stay fp32, their Allreduce after the decoding. The scalers' Allreduce, the step's
 # first synchronization point, follows the training step's compute and is not counted here.
-_EXCHANGE_SYNCS = {"levels": 1, "allgather": 1, "ps": 2}
+_EXCHANGE_SYNCS = {TERNGRAD_LEVELS: 1, TERNGRAD_ALLGATHER: 1, TERNGRAD_PS: 2}
 
 
 def codec_sync_points(split: TernarySplit, exchange: str) -> int:

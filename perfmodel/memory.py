@@ -31,10 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .compression import level_bytes, ternary_split
+from .compression import ternary_split
 from .preset_toml import PresetError, read_toml
 from .presets import presets_dir
-from .specs import SpecError, Strategy, Workload
+from .specs import TERNGRAD_LEVELS, TERNGRAD_PS, SpecError, Strategy, Workload
+from .wire import level_bytes
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 PRECISIONS = ("fp32", "mixed")
@@ -171,9 +172,9 @@ def strategy_buffers(workload: Workload, strategy: Strategy, gpus, precision: st
         split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
         n = float(split.ternary_elems)
         codes = n + n / 4.0
-        if strategy.terngrad_exchange == "levels":
+        if strategy.terngrad_exchange == TERNGRAD_LEVELS:
             recv = n * level_bytes(w)
-        elif strategy.terngrad_exchange == "ps":
+        elif strategy.terngrad_exchange == TERNGRAD_PS:
             recv = 2.0 * n / 4.0 + n / np.maximum(w, 1.0)
         else:
             recv = w * n / 4.0

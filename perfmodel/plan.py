@@ -21,7 +21,7 @@ import numpy as np
 
 from .memory import Activations, USABLE, fits, format_bytes, memory_per_gpu
 from .scaling import predict, unrunnable
-from .specs import Cluster, SpecError, Strategy, Workload
+from .specs import TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, SpecError, Strategy, Workload
 
 RANKS = ("time", "cost")
 #: strategies whose update equals SSGD's (the same gradient mean every step)
@@ -110,7 +110,7 @@ def candidates(cluster: Cluster, *, allreduce: str = "nccl", buckets=(25.0, 100.
                                      Strategy("ssgd", allreduce=alg, wire=wire, bucket_mb=mb, **base)))
     ring = "ring" if allreduce == "nccl" else allreduce
     out.append(Candidate("daso B=4 W=1", Strategy("daso", allreduce=allreduce, daso_B=4, daso_W=1, **base)))
-    for ex in ("levels", "ps"):
+    for ex in (TERNGRAD_LEVELS, TERNGRAD_PS):
         out.append(Candidate(f"terngrad {ex}", Strategy("terngrad", allreduce=ring, terngrad_exchange=ex, **base)))
     servers = cluster.gpus_per_node
     for wire in wires:

@@ -19,7 +19,8 @@ from .memory import with_memory
 from .predict_options import (add_input_options, add_schedule_options, build_strategies, fixed_fields,
                               parse_gpus, parse_nodes_per_host)
 from .predict_output import csv_text as _csv, format_table
-from .specs import ALLREDUCE_ALGORITHMS, DASO_PROGRESS, STRATEGIES, TERNGRAD_EXCHANGES, TERNGRAD_LANES, Strategy
+from .specs import (ALLREDUCE_ALGORITHMS, DASO_PROGRESS, DEFAULT_TERNGRAD_EXCHANGE, STRATEGIES, TERNGRAD_EXCHANGES,
+                    TERNGRAD_LANES, Strategy)
 from .stragglers import GPU_VARIABILITY_CV
 
 DEFAULT_GPUS = "1-512:x2"
@@ -282,7 +283,7 @@ def add_predict_parser(sub) -> None:
                    help="elements (W x shard) per second of the ps exchange's own work on each rank: the "
                         "shards' sum, its packing, the sums' unpacking (0: two decodes, or the profile's "
                         "measurement)")
-    p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default="levels",
+    p.add_argument("--terngrad-exchange", choices=TERNGRAD_EXCHANGES, default=DEFAULT_TERNGRAD_EXCHANGE,
                    help="levels (integer allreduce), ps (sharded parameter server) or allgather "
                         "(does not scale); the trainer's exchanges")
     p.add_argument("--terngrad-lanes", choices=TERNGRAD_LANES, default="int8",

@@ -75,11 +75,12 @@ from . import collectives as coll
 from .codec_memory import codec_rates
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
 from .overlap_causes import overlap_inputs
-from .compression import (aggregate_bits, codec_sync_points, dense_bytes, encode_seconds, levels_lane_bits,
-                          ps_aggregate_seconds, ps_shard_elems, terngrad_bytes, ternary_split)
+from .compression import (TernarySplit, codec_sync_points, dense_bytes, encode_seconds, ps_aggregate_seconds,
+                          terngrad_bytes, ternary_split)
+from .wire import allgather_sent_bytes, levels_bytes, levels_lane_bits, ps_blocks, ps_sent_bytes
 from .ompi_tuned import per_model_algorithm
 from .sharded import sharded_comm
-from .specs import Cluster, SpecError, Strategy, Workload
+from .specs import TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, SpecError, Strategy, Workload
 from .stragglers import CVB, async_speedup_factor, sync_slowdown
 
 SCALINGS = ("strong", "weak")
@@ -358,6 +359,32 @@ def _allreduce_bytes(algorithm: str, n, w: np.ndarray) -> np.ndarray:
     return 2 * (w - 1) / w * n
 
 
+def _levels_codes(split: TernarySplit, strategy: Strategy, w: np.ndarray, cluster: Cluster):
+    """levels: Allreduce of the integer sums (wire.levels_bytes in lanes of wire.levels_lane_bits)."""
+    n = levels_bytes(split.ternary_elems, levels_lane_bits(w, strategy.terngrad_lanes == "packed"))
+    return (coll.cluster_allreduce(strategy.allreduce, n, w, cluster),), _allreduce_bytes(strategy.allreduce, n, w)
+
+
+def _ps_codes(split: TernarySplit, strategy: Strategy, w: np.ndarray, cluster: Cluster):
+    """ps: Alltoall of 2-bit shards (push), Allgather of the shards' ceil(log2(2W+1))-bit sums (pull)."""
+    push, pull = ps_blocks(split.ternary_elems, w)
+    t = (coll.cluster_alltoall(push, w, cluster), coll.cluster_allgather(pull, w, cluster))
+    return t, ps_sent_bytes(split.ternary_elems, w)
+
+
+def _allgather_codes(split: TernarySplit, strategy: Strategy, w: np.ndarray, cluster: Cluster):
+    """allgather: every rank's 2-bit packed codes to every rank."""
+    return (coll.cluster_allgather(split.packed_bytes, w, cluster),), allgather_sent_bytes(split.packed_bytes, w)
+
+
+#: per TernGrad exchange: (the seconds of each of the codes' collectives, bytes sent per rank), and the decodes of
+#: the codes each rank does per step (levels: none, the Allreduce sums; ps: its shard's sum and the
+#: gathered sums; allgather: every rank's copy)
+_EXCHANGE_COMM = {TERNGRAD_LEVELS: _levels_codes, TERNGRAD_PS: _ps_codes, TERNGRAD_ALLGATHER: _allgather_codes}
+_EXCHANGE_DECODES = {TERNGRAD_LEVELS: np.ones_like, TERNGRAD_PS: lambda w: np.full_like(w, 2.0),
+                     TERNGRAD_ALLGATHER: lambda w: w}
+
+
 def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray):
     split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
     scalers = 4.0 * split.ternary_tensors
@@ -372,9 +399,9 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
                  and strategy.allreduce != "paper" else (0.0, 0.0, 0.0))
     rates = [r if r > 0 else m for r, m in zip(given, by_memory)]
     encode, decode_one, convert = (encode_seconds(split.ternary_elems, r) for r in rates)
-    copies = {"allgather": w, "ps": np.full_like(w, 2.0), "levels": np.ones_like(w)}[exchange]
+    copies = _EXCHANGE_DECODES[exchange](w)
     aggregate = np.zeros_like(w)
-    if exchange == "ps" and strategy.terngrad_ps_aggregate_elems_per_s > 0:  # measured: in place of 2 decodes
+    if exchange == TERNGRAD_PS and strategy.terngrad_ps_aggregate_elems_per_s > 0:  # measured: in place of 2 decodes
         copies = np.zeros_like(w)
         aggregate = ps_aggregate_seconds(split.ternary_elems, w, strategy.terngrad_ps_aggregate_elems_per_s)
     if strategy.allreduce == "paper":
@@ -392,18 +419,10 @@ def _terngrad_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: 
     # scaler sharing (allreduce(max) of one float per ternary tensor) and the fp32 tensors' allreduce
     t = coll.cluster_allreduce(alg, scalers, w, cluster) + coll.cluster_allreduce(alg, fp32, w, cluster)
     sent = _allreduce_bytes(alg, scalers, w) + _allreduce_bytes(alg, fp32, w)
-    if exchange == "levels":
-        n = split.ternary_elems * levels_lane_bits(w, strategy.terngrad_lanes == "packed") / 8.0
-        t = t + coll.cluster_allreduce(alg, n, w, cluster)
-        sent = sent + _allreduce_bytes(alg, n, w)
-    elif exchange == "ps":
-        shard = ps_shard_elems(split.ternary_elems, w)
-        push, pull = shard / 4.0, shard * aggregate_bits(w) / 8.0
-        t = t + coll.cluster_alltoall(push, w, cluster) + coll.cluster_allgather(pull, w, cluster)
-        sent = sent + (w - 1) * (push + pull)
-    else:
-        t = t + coll.cluster_allgather(split.packed_bytes, w, cluster)
-        sent = sent + (w - 1) * split.packed_bytes
+    t_codes, sent_codes = _EXCHANGE_COMM[exchange](split, strategy, w, cluster)
+    for term in t_codes:  # in the exchange's order, as one sum
+        t = t + term
+    sent = sent + sent_codes
     return t + sync_wait, sent, extra, w
 
 

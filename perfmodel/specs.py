@@ -297,7 +297,13 @@ ALL_STRATEGIES = STRATEGIES + SHARDED_STRATEGIES
 DASO_PROGRESS = ("async", "wait")
 ALLREDUCE_ALGORITHMS = ("paper", "ring", "tree", "recursive-doubling", "rabenseifner", "hierarchical", "nccl",
                         "reduce-broadcast", "basic-linear", "ompi")
-TERNGRAD_EXCHANGES = ("levels", "ps", "allgather")
+#: TernGrad's exchanges of the ternary codes, the names the trainer's registry (trainers.exchanges) and
+#: every model-side table (perfmodel.wire, compression, codec_memory, scaling) are keyed by: levels
+#: (integer allreduce), ps (sharded parameter server), allgather (every rank's packed codes)
+TERNGRAD_LEVELS, TERNGRAD_PS, TERNGRAD_ALLGATHER = "levels", "ps", "allgather"
+TERNGRAD_EXCHANGES = (TERNGRAD_LEVELS, TERNGRAD_PS, TERNGRAD_ALLGATHER)
+#: The exchange a TernGrad run and a TernGrad prediction use unless told otherwise
+DEFAULT_TERNGRAD_EXCHANGE = TERNGRAD_LEVELS
 TERNGRAD_LANES = ("int8", "packed")
 STAGINGS = ("device", "host")
 PS_PLACEMENTS = ("colocated", "dedicated")
@@ -355,14 +361,14 @@ class Strategy:
     the W gathered sums), W x shard elements at this rate, in place of its two decodes (0: not
     measured, two decodes); elements per second; 0 means not measured: the GPU's memory traffic
     (perfmodel.codec_memory) where the cluster has its memory bandwidth, else free; inf is free. terngrad_exchange: the trainer's
-    exchanges (perfmodel.compression): "levels" allreduces the integer sum (int8 up to 127 workers,
+    exchanges (trainers.exchanges; their bytes: perfmodel.wire): levels allreduces the integer sum (int8 up to 127 workers,
     then int16; in 4-bit lanes at 2..7 workers when terngrad_lanes is "packed", which needs a transport
-    with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.compression.levels_lane_bits;
-    terngrad_lanes "int8", the default, is what NCCL and gloo sum), "ps" pushes 2-bit shards (alltoall)
+    with user-defined reduction operations: MPI, not NCCL or gloo; perfmodel.wire.levels_lane_bits;
+    terngrad_lanes "int8", the default, is what NCCL and gloo sum), ps pushes 2-bit shards (alltoall)
     and pulls ceil(log2(2p+1))-bit sums (allgather),
-    "allgather" gathers every worker's 2-bit gradient (does not scale); with allreduce "paper" the
-    paper's own parameter server is charged (|theta| = the pull, log2(2p+1) bits per element) and "allgather" is
-    refused.
+    allgather gathers every worker's 2-bit gradient (does not scale); with allreduce "paper" the
+    paper's own parameter server is charged (|theta| = the pull, log2(2p+1) bits per element) and allgather
+    is refused.
     daso_B: global sync every B batches; daso_W: batches the non-blocking global sync is overlapped with
     (0 = blocking, bf16 on the wire). daso_progress: "async" if the non-blocking sync moves while the
     GPUs compute (NCCL, RDMA: it costs only what W batches of compute do not hide), "wait" if it moves
@@ -397,7 +403,7 @@ class Strategy:
     terngrad_decode_elems_per_s: float = 0.0
     terngrad_convert_elems_per_s: float = 0.0
     terngrad_ps_aggregate_elems_per_s: float = 0.0
-    terngrad_exchange: str = "levels"
+    terngrad_exchange: str = DEFAULT_TERNGRAD_EXCHANGE
     terngrad_lanes: str = "int8"
     daso_B: int = 4
     daso_W: int = 1
@@ -446,7 +452,7 @@ class Strategy:
                             f"got {self.terngrad_exchange!r}")
         if self.terngrad_lanes not in TERNGRAD_LANES:
             raise SpecError(f"terngrad_lanes must be one of {', '.join(TERNGRAD_LANES)}, got {self.terngrad_lanes!r}")
-        if self.name == "terngrad" and self.allreduce == "paper" and self.terngrad_exchange == "allgather":
+        if self.name == "terngrad" and self.allreduce == "paper" and self.terngrad_exchange == TERNGRAD_ALLGATHER:
             raise SpecError("terngrad_exchange allgather cannot run on allreduce paper (the paper's form "
                             "charges its parameter server: push 2 bits, pull log2(2p+1) bits); use levels "
                             "or ps, or another allreduce")

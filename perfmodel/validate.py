@@ -35,7 +35,8 @@ import numpy as np
 
 from .compression import encode_seconds, ps_aggregate_seconds, resolve_level_lanes, ternary_split
 from .profile.schema import ModelInfo, ProfileError as ProfileErrorBase
-from .specs import Cluster, Link, SpecError, Strategy, Workload
+from .specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, Link, SpecError, Strategy,
+                    Workload)
 
 
 class ValidateError(ValueError):
@@ -208,7 +209,9 @@ def run_strategy_args(run: RunMeasurement) -> list[tuple[list[str], int]]:
         return [(["--strategy", "ssgd", *overlap], run.steps)]
     if run.algo == "terngrad":
         lanes = resolve_level_lanes(str(cfg.get("tern_lanes", "int8")), run.backend)
-        args = ["--strategy", "terngrad", "--terngrad-exchange", str(cfg.get("tern_exchange", "allgather")),
+        # the field's name before it was terngrad_exchange was tern_exchange (committed logs keep it)
+        exchange = cfg.get("terngrad_exchange", cfg.get("tern_exchange", TERNGRAD_ALLGATHER))
+        args = ["--strategy", "terngrad", "--terngrad-exchange", str(exchange),
                 "--terngrad-lanes", lanes, "--terngrad-min-elems", str(int(cfg.get("tern_min_elems", 1)))]
         if not bool(cfg.get("tern_fp32_last", True)):
             args.append("--terngrad-ternarize-last")
@@ -262,17 +265,22 @@ def command_text(argv: list[str]) -> str:
 def decode_in_comm(workload: Workload, strategy: Strategy, ranks: int) -> float:
     """Seconds of TernGrad decoding the trainer times as communication, where the model counts them as
     compression (perfmodel.scaling, t_compress_s): the Allgather exchange unpacks and sums every rank's
-    copy inside its comm phase (trainers.comm.allgather_packed_sum: W decodes); the ps exchange sums
-    the pushed codes of its shard and unpacks the gathered aggregates there (trainers.comm.ps_levels_sum:
-    2 decodes of all ternary elements, or its own measured work: ps_aggregate_seconds). 0 for the
+    copy inside its comm phase (trainers.exchanges.allgather: W decodes); the ps exchange sums the
+    pushed codes of its shard and unpacks the gathered aggregates there (trainers.exchanges.ps: 2
+    decodes of all ternary elements, or its own measured work: ps_aggregate_seconds). 0 for the
     levels exchange (its sum is the Allreduce's) and for other strategies."""
-    if strategy.name != "terngrad" or strategy.terngrad_exchange not in ("allgather", "ps"):
+    copies = _DECODES_IN_COMM[strategy.terngrad_exchange](ranks) if strategy.name == "terngrad" else 0
+    if not copies:
         return 0.0
     split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
-    if strategy.terngrad_exchange == "ps" and strategy.terngrad_ps_aggregate_elems_per_s > 0:
+    if strategy.terngrad_exchange == TERNGRAD_PS and strategy.terngrad_ps_aggregate_elems_per_s > 0:
         return float(ps_aggregate_seconds(split.ternary_elems, ranks, strategy.terngrad_ps_aggregate_elems_per_s))
-    copies = ranks if strategy.terngrad_exchange == "allgather" else 2
     return copies * encode_seconds(split.ternary_elems, strategy.terngrad_decode_elems_per_s)
+
+
+#: per TernGrad exchange, the decodes of all ternary elements its comm phase does on ``ranks`` ranks
+_DECODES_IN_COMM = {TERNGRAD_LEVELS: lambda ranks: 0, TERNGRAD_PS: lambda ranks: 2,
+                    TERNGRAD_ALLGATHER: lambda ranks: ranks}
 
 
 def trainer_view(record: dict, point, ranks: int) -> dict[str, float]:

@@ -34,6 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from perfmodel.specs import DEFAULT_TERNGRAD_EXCHANGE
 from reproduce.common import ResultTable, atomic_path, progress, settings_text
 from reproduce.runs import mpi_command, run_checked, run_command
 from reproduce.validation_recompute import relative_to_root as _rel
@@ -116,7 +117,7 @@ def planned_run(algo: str, ex: str, nodes: int, rpn: int, sc: dict):
 
     ranks = nodes * rpn
     cfg = {"algo": algo, "model": sc["model"], "batch": sc["batch"], "overlap": True, "bucket_mb": 25.0,
-           "tern_exchange": ex or "levels", "tern_lanes": "auto", "tern_min_elems": 1, "tern_fp32_last": True,
+           "terngrad_exchange": ex or DEFAULT_TERNGRAD_EXCHANGE, "tern_lanes": "auto", "tern_min_elems": 1, "tern_fp32_last": True,
            "ranks_per_node": rpn if algo == "daso" else 1, "daso_b": 2 if algo == "daso" else None,
            "daso_w": 1 if algo == "daso" else None, "threads": 1}
     return RunMeasurement("planned", algo, sc["model"], ranks, sc["batch"], 1, sc["steps"] - sc["skip"], 1.0, 0.0,

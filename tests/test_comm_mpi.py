@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from trainers import comm as tc
-from trainers.compress import TernGradCodec, pack2bit, unpack2bit
+from trainers.compress import TernGradCodec, encode_codes
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "mpi_scripts"
@@ -282,8 +282,9 @@ def test_iallreduce_sum(results: dict) -> None:
 
 
 @mpi
-def test_terngrad_allgather_equals_local_decode(results: dict) -> None:
-    """Recompute every rank's ternary tensors here, pack and unpack them, decode and average."""
+def test_terngrad_allgather_exchange_equals_local_decode(results: dict) -> None:
+    """The allgather exchange object under mpiexec: recompute every rank's ternary codes here (the
+    counter-based stream: tensor k draws from element offset_k of the rank's key), sum and decode."""
     p = results["size"]
     got = results["terngrad"]
     codec = TernGradCodec(min_tensor_elems=inputs.TERNGRAD_MIN_ELEMS)
@@ -293,18 +294,20 @@ def test_terngrad_allgather_equals_local_decode(results: dict) -> None:
     local = np.stack([codec.scalers([g for _, g in nm], plan) for nm in named])
     shared = local.max(axis=0)
     assert np.array_equal(np.array(got["shared"], np.float32), shared)  # allreduce_max
-    terns = [[e for e, t in zip(codec.encode([g for _, g in nm], plan, shared,
-                                             torch.Generator().manual_seed(inputs.terngrad_seed(r))), plan) if t]
-             for r, nm in enumerate(named)]
+    terns = [[g.numpy().reshape(-1) for (_, g), t in zip(nm, plan) if t] for nm in named]
     scal = [float(s) for s, t in zip(shared, plan) if t]
-    sizes = [t.numel() for t in terns[0]]
-    assert got["bytes_sent"] == sum(math.ceil(n / 4) for n in sizes) == 54 + 141 + 9
+    sizes = [t.size for t in terns[0]]
+    # the ring Allgather of every rank's packed codes: p-1 blocks of sum ceil(n_k / 4) bytes sent
+    assert got["bytes_sent"] == got["wire_bytes"] == (p - 1) * sum(math.ceil(n / 4) for n in sizes)
+    assert sum(math.ceil(n / 4) for n in sizes) == 54 + 141 + 9
     assert got["rank_spread"] == 0.0
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
     for k, (s, n) in enumerate(zip(scal, sizes)):
-        decoded = [unpack2bit(pack2bit(terns[r][k]), n).double() * s for r in range(p)]
-        expected = torch.stack(decoded).mean(0).numpy()
+        codes = [encode_codes(terns[r][k], np.array([0, n]), np.array([s]), inputs.terngrad_seed(r), int(offsets[k]))
+                 for r in range(p)]
+        expected = np.sum(codes, axis=0, dtype=np.int64) * s / p
         mean = np.array(got["means"][k])
-        assert got["shapes"][k] == list(terns[0][k].shape)
+        assert got["shapes"][k] == list(named[0][[i for i, t in enumerate(plan) if t][k]][1].shape)
         assert np.all(np.abs(mean - expected) <= 4 * U32 * s)
         levels = mean * p / s  # integers in -p..p: at most 2p+1 levels
         assert np.allclose(levels, np.round(levels), atol=1e-5) and np.abs(np.round(levels)).max() <= p

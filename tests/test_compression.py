@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from perfmodel.compression import (aggregate_bits, codec_sync_points, compression_ratio, dense_bytes,
-                                   encode_seconds, level_bytes, levels_lane_bits, ps_shard_elems,
+from perfmodel.compression import (codec_sync_points, compression_ratio, dense_bytes, encode_seconds,
                                    resolve_level_lanes, terngrad_bytes, ternary_split)
 from perfmodel.specs import ComputeTime, SpecError, Workload
+from perfmodel.wire import aggregate_bits, level_bytes, levels_lane_bits, ps_shard_elems
 
 WL = Workload("w", (1000, 10, 4000, 20, 500, 5), {"g": ComputeTime("linear", t1_s=1e-3)}, classifier_tensors=2)
 

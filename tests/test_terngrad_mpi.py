@@ -1,4 +1,5 @@
-"""TernGrad exchanges under mpiexec: exact against a float reference (tests/mpi_tern/exchange_check.py),
+"""TernGrad exchange objects (trainers.exchanges) under mpiexec: exact against a float reference
+(tests/mpi_tern/exchange_check.py),
 and the trainer's bytes per step equal to the model's for each exchange at 2, 3 and 4 ranks."""
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def test_exchanges_are_exact_against_the_float_reference(ranks: int) -> None:
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert code == 0, out[-3000:]
     assert [r["exchange"] for r in rows] == ["levels", "levels-lanes4", "ps", "allgather"]
+    assert [r["parts"] for r in rows] == [2, 2, 1, 1]  # levels: one part per gradient bucket
     # sums of 2..4 ternary codes reach beyond 1 in magnitude: the lanes carry multi-level values
     assert all(r["max_abs_sum"] >= 2 for r in rows)
     assert all(r["exact"] and r["bytes"] == r["expected_bytes"] for r in rows), rows

@@ -284,9 +284,11 @@ def make_profile_path(tmp_path):
     ("ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),  # shard 168, 9 levels: 4 bits
     ("allgather", 3, 2 * 2 / 3 * (4 * 2 + 4 * 110) + 2 * (160 + 3)),  # ceil(n/4) per tensor, 2 copies
     (None, 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (160 + 3)),  # logs before the option: allgather
+    ("tern_exchange=ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),  # the field's old name
 ])
 def test_bytes_per_step_measured_and_predicted(tmp_path, profile, capsys, exchange, ranks, expect):
-    cfg = {} if exchange is None else {"tern_exchange": exchange}
+    cfg = ({} if exchange is None else {"tern_exchange": exchange.split("=")[1]} if "=" in exchange
+           else {"terngrad_exchange": exchange})
     log = write_log(tmp_path / "t.jsonl", "terngrad", ranks, 32, [0.004] * 6, cfg=cfg,
                     extra={i: {"bytes_sent": expect} for i in range(6)})
     (row,) = validate([log], [profile], skip=1, cores=4)
@@ -307,7 +309,7 @@ def test_bytes_per_step_measured_and_predicted(tmp_path, profile, capsys, exchan
 ])
 def test_levels_lanes_follow_the_logged_option_and_backend(tmp_path, profile, lanes, backend, expect):
     log = write_log(tmp_path / "t.jsonl", "terngrad", 4, 32, [0.004] * 6,
-                    cfg={"tern_exchange": "levels", "tern_lanes": lanes}, header={"backend": backend},
+                    cfg={"terngrad_exchange": "levels", "tern_lanes": lanes}, header={"backend": backend},
                     extra={i: {"bytes_sent": expect} for i in range(6)})
     (row,) = validate([log], [profile], skip=1, cores=4)
     assert row["predicted_bytes_per_step"] == pytest.approx(expect, rel=1e-12)
@@ -344,7 +346,7 @@ def test_terngrad_sync_points_cost_what_the_codecs_loop_measured(tmp_path):
         prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(prof.comm[1], compute=cc)))
         path = tmp_path / f"p{wait}.json"
         save_profile(prof, path)
-        log = write_log(tmp_path / "t.jsonl", "terngrad", 2, 32, [0.01] * 8, cfg={"tern_exchange": "levels"})
+        log = write_log(tmp_path / "t.jsonl", "terngrad", 2, 32, [0.01] * 8, cfg={"terngrad_exchange": "levels"})
         (rows[wait],) = validate([log], [str(path)], skip=2, cores=2)
     assert rows[1.5e-3]["predicted_comm_s"] - rows[None]["predicted_comm_s"] == pytest.approx(2 * 1.5e-3)
     assert rows[1.5e-3]["predicted_step_s"] - rows[None]["predicted_step_s"] == pytest.approx(2 * 1.5e-3)

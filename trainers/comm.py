@@ -1,6 +1,6 @@
 """MPI helpers for the synchronous trainers: fused flat buffers, DASO sub-communicators, bf16 sums,
-non-blocking allreduce, TernGrad exchanges (integer level allreduce, sharded parameter server, packed
-allgather) with their bytes on the wire, abort on error.
+non-blocking allreduce, user-defined reduction operations, bytes on the wire, abort on error.
+TernGrad's exchanges are objects of their own (trainers.exchanges).
 
 Importing this module does not import mpi4py (so it never initializes MPI); each function that needs MPI
 imports it. All tensors are CPU tensors; MPI reads and writes their memory through numpy views.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from trainers.compress import packed_nbytes, pack2bit, ternary_mean, unpack2bit
+from perfmodel.wire import alltoall_bytes, ring_allgather_bytes, ring_allreduce_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from mpi4py import MPI
@@ -40,12 +40,7 @@ __all__ = [
     "BF16_UNIT_ROUNDOFF",
     "FlatBuckets",
     "IallreduceHandle",
-    "TernaryExchange",
     "abort_on_error",
-    "allgather_packed_sum",
-    "allgather_ternary_mean",
-    "allreduce_lanes4",
-    "allreduce_levels",
     "alltoall_bytes",
     "allreduce_bf16_mean",
     "allreduce_max",
@@ -53,10 +48,9 @@ __all__ = [
     "f32_to_bf16_bits",
     "iallreduce_start",
     "node_groups",
-    "ps_levels_sum",
-    "ps_shard_elems",
     "ring_allgather_bytes",
     "ring_allreduce_bytes",
+    "user_op",
 ]
 
 DEFAULT_BUCKET_BYTES = 25 * 2**20
@@ -214,7 +208,7 @@ def _bf16_sum(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
 
 
 @functools.cache
-def _user_op(fn: Callable[[Any, Any, Any], None]) -> Any:
+def user_op(fn: Callable[[Any, Any, Any], None]) -> Any:
     """``fn`` (inbuf, inoutbuf, datatype) as a commutative MPI.Op, created once per process (freed by
     MPI_Finalize)."""
     return _mpi().Op.Create(fn, commute=True)
@@ -222,7 +216,7 @@ def _user_op(fn: Callable[[Any, Any, Any], None]) -> Any:
 
 def _bf16_op(comm: MPI.Comm, bits: np.ndarray) -> np.ndarray:
     out = np.empty_like(bits)
-    comm.Allreduce(bits, out, op=_user_op(_bf16_sum))
+    comm.Allreduce(bits, out, op=user_op(_bf16_sum))
     return bf16_bits_to_f32(out)
 
 
@@ -308,159 +302,14 @@ def allreduce_max(comm: MPI.Comm, values: np.ndarray) -> np.ndarray:
     return out
 
 
-# ----------------------------------------------------------------------------------- TernGrad exchange
-
-
-@dataclass(frozen=True)
-class TernaryExchange:
-    """Result of a TernGrad exchange.
-
-    means: float32 averages s_k * (sum over ranks of t_k) / p, one per ternary tensor, original shapes.
-    bytes_sent: packed bytes this rank contributed (sum of ceil(n_k / 4)); the shared scalers (4 bytes
-        each, sent by allreduce_max) are not included. A ring allgather forwards p-1 such blocks per rank.
-    """
-
-    means: list[torch.Tensor]
-    bytes_sent: int
-
-
-def allgather_ternary_mean(comm: MPI.Comm, ternaries: Sequence[torch.Tensor], scalers: Sequence[float]
-                           ) -> TernaryExchange:
-    """Average ternary tensors over comm: pack 2 bits per value, Allgather, unpack and sum locally.
-
-    Packed ternary codes cannot be summed by an MPI reduction, so every rank receives every rank's
-    packed bytes. ``scalers`` must already be shared (identical on all ranks, e.g. allreduce_max).
-    """
-    if len(ternaries) != len(scalers):
-        raise ValueError(f"got {len(ternaries)} ternary tensors but {len(scalers)} scalers")
-    sizes = [t.numel() for t in ternaries]
-    nbytes = [packed_nbytes(n) for n in sizes]
-    offsets = np.concatenate([[0], np.cumsum(nbytes, dtype=np.int64)])
-    total = int(offsets[-1])
-    send = torch.empty(total, dtype=torch.uint8)
-    for t, lo, nb in zip(ternaries, offsets[:-1], nbytes):
-        send[int(lo):int(lo) + nb] = pack2bit(t)
-    p = comm.Get_size()
-    recv = torch.empty((p, total), dtype=torch.uint8)
-    comm.Allgather(_np_view(send), _np_view(recv))
-    means = []
-    for t, s, lo, nb, n in zip(ternaries, scalers, offsets[:-1], nbytes, sizes):
-        block = recv[:, int(lo):int(lo) + nb].reshape(-1)
-        stacked = unpack2bit(block, p * nb * 4).view(p, nb * 4)[:, :n]
-        means.append(ternary_mean(stacked, float(s)).view(t.shape))
-    return TernaryExchange(means, total)
-
-
-# ------------------------------------------------------------- bytes on the wire, TernGrad exchanges
+# ------------------------------------------------------------------------------------ bytes on the wire
 #
+# ring_allreduce_bytes, ring_allgather_bytes, alltoall_bytes: perfmodel.wire's, imported above.
 # "Bytes per step" (the run log's bytes_sent, the model's bytes_per_gpu): the bytes one rank sends
 # per step on the wire, counting each collective as the algorithm the model charges for it --
 # Allreduce as a ring (reduce-scatter then allgather: 2(p-1)/p of the buffer), Allgather as a ring
 # ((p-1) blocks), Alltoall pairwise ((p-1) blocks) -- over the gradient data and TernGrad's scalers;
 # the 4-byte loss the trainers fuse into a bucket is not counted. One rank sends nothing.
-
-
-def ring_allreduce_bytes(nbytes: float, p: int) -> float:
-    """Bytes one rank sends in a ring allreduce of an nbytes buffer over p ranks: 2(p-1)/p nbytes."""
-    return 2.0 * (p - 1) / p * nbytes if p > 1 else 0.0
-
-
-def ring_allgather_bytes(nbytes_each: float, p: int) -> float:
-    """Bytes one rank sends in a ring allgather of nbytes_each per rank: (p-1) nbytes_each."""
-    return float((p - 1) * nbytes_each)
-
-
-def alltoall_bytes(nbytes_per_peer: float, p: int) -> float:
-    """Bytes one rank sends in an alltoall of nbytes_per_peer to every other rank: (p-1) nbytes_per_peer."""
-    return float((p - 1) * nbytes_per_peer)
-
-
-def allreduce_levels(comm: MPI.Comm, codes: np.ndarray) -> float:
-    """Sum integer ternary codes over comm's ranks in place (MPI Allreduce SUM on codes' integer type,
-    which must hold -p..p: trainers.compress.level_dtype(p)); returns the bytes sent (ring count)."""
-    MPI = _mpi()
-    p = comm.Get_size()
-    if codes.dtype.kind != "i" or np.iinfo(codes.dtype).max < p:
-        raise ValueError(f"codes of dtype {codes.dtype} cannot hold sums of {p} ternary values")
-    if p > 1 and codes.size:
-        comm.Allreduce(MPI.IN_PLACE, codes, op=MPI.SUM)
-    return ring_allreduce_bytes(codes.nbytes, p)
-
-
-def _lanes4_sum(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
-    """MPI user op: inout <- in + inout lane by lane (4-bit lanes, modulo 16; trainers.level_lanes)."""
-    from trainers.level_lanes import swar_add4
-
-    a = np.frombuffer(inbuf, dtype=np.uint8)
-    b = np.frombuffer(inoutbuf, dtype=np.uint8)
-    swar_add4(a, b, out=b)
-
-
-def allreduce_lanes4(comm: MPI.Comm, lanes: np.ndarray) -> float:
-    """Sum 4-bit ternary-code lanes (trainers.level_lanes.pack_lanes4, two per byte) over comm's ranks
-    in place with a user-defined MPI operation that adds lanes modulo 16 without carries between them;
-    exact for 2..7 ranks (2p+1 <= 16: the sum in -p..p is the only value of its residue). The bytes
-    travel as MPI.BYTE, so any segmentation (Open MPI's ring cuts at element = byte boundaries) keeps
-    lanes whole. Returns the bytes sent (ring count of the packed buffer)."""
-    MPI = _mpi()
-    p = comm.Get_size()
-    if lanes.dtype != np.uint8 or lanes.ndim != 1:
-        raise ValueError(f"lanes must be a 1-D uint8 array, got {lanes.dtype} with {lanes.ndim} dims")
-    if 2 * p + 1 > 16:
-        raise ValueError(f"4-bit lanes cannot hold sums of {p} ternary values (2p+1 > 16)")
-    if p > 1 and lanes.size:
-        comm.Allreduce(MPI.IN_PLACE, [lanes, MPI.BYTE], op=_user_op(_lanes4_sum))
-    return ring_allreduce_bytes(lanes.nbytes, p)
-
-
-def ps_shard_elems(n: int, p: int) -> int:
-    """Elements each rank serves in the sharded parameter-server exchange of n ternary elements over p
-    ranks: ceil(n / p) rounded up to a multiple of 8, so 2-bit and b-bit shards end on byte boundaries."""
-    return -(-max(-(-n // p), 1) // 8) * 8
-
-
-def ps_levels_sum(comm: MPI.Comm, push: np.ndarray, shard: int, out: np.ndarray) -> float:
-    """TernGrad's parameter-server exchange with the servers sharded over the workers (rank k serves
-    elements [k*shard, (k+1)*shard)): push = Alltoall of 2-bit packed shards, each rank sums its shard
-    of the p workers' codes, packs the aggregate (offset by p, 0..2p) at ceil(log2(2p+1)) bits, pull =
-    Allgather of the packed aggregates. push: uint8, p*shard/4 bytes (trainers.compress.encode_packed
-    of the flat codes, padding code 1); out: int32 of p*shard, receives the integer sums. Returns the
-    bytes this rank sent."""
-    from trainers.compress import ps_shard_sum, ps_unpack_sums
-
-    p = comm.Get_size()
-    if shard % 8 or push.dtype != np.uint8 or push.size != p * shard // 4:
-        raise ValueError(f"push must be {p * shard // 4} uint8 bytes and shard a multiple of 8, got "
-                         f"{push.size} {push.dtype}, shard {shard}")
-    if out.dtype != np.int32 or out.size != p * shard:
-        raise ValueError(f"out must be an int32 array of {p * shard}")
-    recv = np.empty_like(push).reshape(p, shard // 4)
-    comm.Alltoall(push, recv)
-    packed = ps_shard_sum(recv, shard, p)
-    gathered = np.empty((p, packed.size), dtype=np.uint8)
-    comm.Allgather(packed, gathered)
-    ps_unpack_sums(gathered, shard, p, out)
-    return alltoall_bytes(shard // 4, p) + ring_allgather_bytes(packed.size, p)
-
-
-def allgather_packed_sum(comm: MPI.Comm, send: np.ndarray, sizes: Sequence[int], out: np.ndarray) -> float:
-    """Allgather every rank's 2-bit packed tensors (ceil(n_k/4) bytes each, back to back in send) and
-    sum the p copies into out (int16/int32, sum n_k elements); returns the bytes sent. Each rank
-    receives p-1 copies: the bytes grow with the ranks (the exchange does not scale)."""
-    from trainers.compress import unpack_sum
-
-    p = comm.Get_size()
-    nbytes = [packed_nbytes(n) for n in sizes]
-    if send.dtype != np.uint8 or send.size != sum(nbytes):
-        raise ValueError(f"send must hold {sum(nbytes)} packed bytes")
-    recv = np.empty((p, send.size), dtype=np.uint8)
-    comm.Allgather(send, recv)
-    out[:] = 0
-    lo, at = 0, 0
-    for n, nb in zip(sizes, nbytes):
-        unpack_sum(np.ascontiguousarray(recv[:, lo:lo + nb]), n, out[at:at + n])
-        lo, at = lo + nb, at + n
-    return ring_allgather_bytes(send.size, p)
 
 
 # ------------------------------------------------------------------------------------------------ abort

@@ -1,8 +1,8 @@
 """TernGrad (Wen et al. 2017): per-tensor scalers, stochastic ternarization, 2-bit packing.
 
-No MPI here: this module turns float gradients into ternary tensors and back. The exchanges over MPI
-(scaler sharing with allreduce(max); integer level allreduce, sharded parameter server, allgather of
-packed bytes) live in ``trainers.comm``. Two encoders: ``ternarize`` (torch, a torch.Generator; the
+No MPI here: this module turns float gradients into ternary tensors and back. Scaler sharing (allreduce(max))
+lives in ``trainers.comm``, the exchanges of the codes (integer level allreduce, sharded parameter
+server, allgather of packed bytes) in ``trainers.exchanges``. Two encoders: ``ternarize`` (torch, a torch.Generator; the
 reference) and the trainer's fused ``encode_codes`` / ``encode_packed`` (one pass, numba, a
 counter-based splitmix64 stream; section "fused encode" below), with ``pack_bits`` for the
 ceil(log2(2p+1))-bit sums the parameter server sends back.
@@ -30,6 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from perfmodel.wire import aggregate_bits as level_bits  # ceil(log2(2W+1)) bits of a sum of W codes
+from perfmodel.wire import SCALER_BYTES, levels_lane_bits, packed_nbytes  # ceil(n / 4) bytes of n packed codes
+
 __all__ = [
     "TernGradCodec",
     "dequantize",
@@ -42,8 +45,6 @@ __all__ = [
     "unpack2bit",
 ]
 
-SCALER_BYTES = 4
-"""Bytes of one scaler on the wire (float32)."""
 
 FP32_BYTES = 4
 """Bytes of one float32 gradient element on the wire."""
@@ -123,13 +124,6 @@ def ternary_mean(ternaries: Sequence[torch.Tensor] | torch.Tensor, s: float) -> 
     counts = ternary_counts(ternaries)
     n = ternaries.shape[0] if isinstance(ternaries, torch.Tensor) else len(ternaries)
     return counts.to(torch.float32) * s / n
-
-
-def packed_nbytes(n: int) -> int:
-    """Bytes of n ternary values packed 4 per byte (ceil(n / 4))."""
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    return (n + 3) // 4
 
 
 def pack2bit(t: torch.Tensor) -> torch.Tensor:
@@ -468,21 +462,13 @@ def unpack_sum(packed: np.ndarray, n: int, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def level_bits(workers: int) -> int:
-    """Bits per element of the sum of ``workers`` ternary values offset to 0..2W: ceil(log2(2W+1))."""
-    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
-        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
-    return int(2 * workers).bit_length()
-
-
 def level_dtype(workers: int) -> np.dtype:
     """Smallest signed integer type holding -W..W: int8 up to 127 workers, int16 up to 32767, then int32."""
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
-    for dt in (np.int8, np.int16, np.int32):
-        if workers <= np.iinfo(dt).max:
-            return np.dtype(dt)
-    raise ValueError(f"{workers} workers do not fit a 32-bit level sum")
+    if workers > np.iinfo(np.int32).max:
+        raise ValueError(f"{workers} workers do not fit a 32-bit level sum")
+    return np.dtype(f"int{levels_lane_bits(int(workers), False)}")  # perfmodel.wire's native lanes
 
 
 def pack_bits(values: np.ndarray, bits: int, *, fused: bool = True) -> np.ndarray:
@@ -503,7 +489,7 @@ def pack_bits(values: np.ndarray, bits: int, *, fused: bool = True) -> np.ndarra
 
 
 def ps_shard_sum(recv: np.ndarray, shard: int, workers: int) -> np.ndarray:
-    """The sharded parameter server's sum on one rank (trainers.comm.ps_levels_sum): the ``workers``
+    """The sharded parameter server's sum on one rank (trainers.exchanges.ps): the ``workers``
     2-bit packed shards in the rows of recv ((workers, shard / 4) uint8) summed, offset by workers to
     0..2W and packed at level_bits(workers) bits (uint8, shard * bits / 8 bytes)."""
     mine = np.zeros(shard, dtype=np.int32)

@@ -1,13 +1,13 @@
 """4-bit lanes for TernGrad's levels exchange: pack ternary codes two per byte, add lanes without
 carries between them (SWAR), unpack the lane sums (docs/algorithms.md, TernGrad).
 
-No MPI here (the MPI operation that applies ``swar_add4`` is trainers.comm.allreduce_lanes4).
+No MPI here (the MPI operation that applies ``swar_add4`` is trainers.exchanges.levels.allreduce_lanes4).
 
 The sum of W ternary codes lies in -W..W. A b-bit lane in two's complement holds it exactly when
 2W+1 <= 2**b, even though partial sums may leave -2**(b-1)..2**(b-1)-1 on the way: addition modulo
 2**b is associative and commutative, so whatever order the reduction takes, the final lane equals the
 true sum modulo 2**b, and a value in -W..W is the only one of its residue class in the lane's range.
-With b = 4 that holds up to W = 7 (perfmodel.compression.levels_lane_bits chooses the width).
+With b = 4 that holds up to W = 7 (perfmodel.wire.levels_lane_bits chooses the width).
 
 Layout: element 2i takes the low nibble of byte i, element 2i+1 the high nibble; an odd count leaves
 the last high nibble 0 (a zero code, so padding sums to 0). ``ceil(n / 2)`` bytes for n elements.

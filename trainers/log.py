@@ -20,7 +20,7 @@ Bytes per step (bytes_sent; the model's Prediction.bytes_per_gpu counts the same
 sends per step on the wire, for the algorithm each collective is charged as -- Allreduce as a ring,
 2(p-1)/p of the buffer; Allgather as a ring and Alltoall pairwise, (p-1) blocks -- over gradient data
 and TernGrad scalers (the 4-byte loss a trainer fuses into a bucket is not counted); 0 with one rank.
-The helpers are trainers.comm.ring_allreduce_bytes, ring_allgather_bytes and alltoall_bytes. A float:
+The helpers are perfmodel.wire.ring_allreduce_bytes, ring_allgather_bytes and alltoall_bytes. A float:
 2(p-1)/p of a buffer need not be whole.
 A log is appended to, flushed line by line; a rerun that resumes reads it back, drops a torn last
 line, and continues after the last step it holds, so no logged step is lost or written twice.

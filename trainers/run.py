@@ -47,10 +47,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfmodel.compression import LEVEL_LANES
-from perfmodel.specs import TERNGRAD_EXCHANGES
 from trainers import collectives as _collectives
 from trainers import device as _devices
 from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError
+from trainers.exchanges import DEFAULT_EXCHANGE, EXCHANGES
 from trainers.validators import check_choice, check_int, check_milestones, check_number
 
 __all__ = [
@@ -117,7 +117,6 @@ DATASET_CHOICES = ("mnist", "cifar10", "cifar100", "synthetic")
 DEVICES = _devices.DEVICES
 BACKEND_CHOICES = ("auto", *_collectives.BACKENDS)
 DASO_DTYPES = ("bf16", "fp32")
-TERN_EXCHANGES = TERNGRAD_EXCHANGES  # the model's (perfmodel.specs) names of trainers.sync.terngrad's exchanges
 TERN_LANES = LEVEL_LANES  # perfmodel.compression: lanes of the levels sum (auto, packed, int8)
 
 
@@ -133,8 +132,8 @@ class RunConfig:
     eval_every in steps (0: checkpoint only at the end / evaluate at epoch ends only); bucket_mb in
     MiB; synthetic_n = training images of the synthetic dataset (its test split has a quarter).
     TernGrad: tern_clip (c of s = c*std, None = max|g|), tern_min_elems (smaller tensors travel in
-    fp32), tern_fp32_last (last layer in fp32), tern_exchange (levels, ps or allgather; see
-    trainers.sync.terngrad), tern_lanes (lanes of the levels sum: auto, packed or int8). DASO: ranks_per_node forms the pretend nodes;
+    fp32), tern_fp32_last (last layer in fp32), terngrad_exchange (a name of the
+    trainers.exchanges registry: levels, ps or allgather), tern_lanes (lanes of the levels sum: auto, packed or int8). DASO: ranks_per_node forms the pretend nodes;
     daso_global_dtype is the wire type of the warm-up/cool-down global syncs (cycling-phase syncs
     are fp32, as in HeAT); daso_warmup_epochs / daso_cooldown_epochs default to HeAT's 4 and 4;
     daso_b / daso_w fix B and W in the cycling phase (no plateau cycling); daso_rule = "paper" (halve
@@ -181,7 +180,7 @@ class RunConfig:
     tern_clip: float | None = 2.5
     tern_min_elems: int = 1
     tern_fp32_last: bool = True
-    tern_exchange: str = "levels"
+    terngrad_exchange: str = DEFAULT_EXCHANGE
     tern_lanes: str = "auto"
     ranks_per_node: int = 1
     daso_global_dtype: str = "bf16"
@@ -234,7 +233,7 @@ class RunConfig:
         check_number("bucket_mb", self.bucket_mb, 0.0, lo_open=True)
         check_number("tern_clip", self.tern_clip, 0.0, lo_open=True, none_ok=True)
         check_int("tern_min_elems", self.tern_min_elems, 1)
-        check_choice("tern_exchange", self.tern_exchange, TERN_EXCHANGES)
+        check_choice("terngrad_exchange", self.terngrad_exchange, tuple(EXCHANGES))
         check_choice("tern_lanes", self.tern_lanes, TERN_LANES)
         check_int("ranks_per_node", self.ranks_per_node, 1)
         check_choice("daso_global_dtype", self.daso_global_dtype, DASO_DTYPES)
@@ -377,9 +376,9 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--tern-min-elems", type=_int_arg, default=1, help="TernGrad: smaller tensors travel in fp32")
     a("--tern-ternarize-last", dest="tern_fp32_last", action="store_false",
       help="TernGrad: ternarize the last layer too (default: it travels in fp32)")
-    a("--terngrad-exchange", dest="tern_exchange", default=None, choices=TERN_EXCHANGES,
-      help="TernGrad exchange: levels (integer allreduce, default), ps (sharded parameter server), "
-           "allgather (does not scale)")
+    a("--terngrad-exchange", dest="terngrad_exchange", default=None, choices=tuple(EXCHANGES),
+      help=f"TernGrad exchange (trainers.exchanges; default {DEFAULT_EXCHANGE}): levels (integer allreduce), "
+           "ps (sharded parameter server), allgather (does not scale)")
     a("--terngrad-lanes", dest="tern_lanes", default="auto", choices=TERN_LANES,
       help="lanes of the levels sum: packed (4-bit, two per byte, at 2..7 ranks; needs --backend mpi), "
            "int8 (native integer types) or auto (packed on MPI, int8 on gloo; default)")
@@ -423,10 +422,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     values["lr"], values["momentum"], sources = resolve(values.get("model", "lenet"), values.get("lr"),
                                                         values.get("momentum"))
     values["defaults_from"] = tuple(sources.items())
-    if values.get("tern_exchange") is None:
-        values["tern_exchange"] = "levels"
+    if values.get("terngrad_exchange") is None:
+        values["terngrad_exchange"] = DEFAULT_EXCHANGE
     elif values.get("algo") != "terngrad":
-        raise TrainerError(f"--terngrad-exchange {values['tern_exchange']} needs --algo terngrad (algorithm "
+        raise TrainerError(f"--terngrad-exchange {values['terngrad_exchange']} needs --algo terngrad (algorithm "
                        f"{values.get('algo')} has no ternary exchange)")
     return RunConfig(**values)
 

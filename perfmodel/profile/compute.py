@@ -23,6 +23,7 @@ import importlib
 import time
 from typing import Any, Callable, Sequence
 
+from ..wire import packed_nbytes
 from .schema import CodecTimes, ComputeProfile, ComputeRow, CopyTimes, ModelInfo, ProfileError, Stats, device_key
 
 __all__ = ["resolve_device", "profile_compute", "concurrent_compute", "time_copies", "model_info", "load_workload_model",
@@ -329,9 +330,9 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
 
 
 def _packed_bytes(named_sizes: Sequence[tuple[str, int]]) -> int:
-    """Bytes of the 2-bit packed codes of the tensors TernGrad ternarizes (trainers.compress), at least 4."""
+    """Bytes of the 2-bit packed codes of the tensors TernGrad ternarizes (perfmodel.wire), at least 4."""
     try:
-        from trainers.compress import TernGradCodec, packed_nbytes
+        from trainers.compress import TernGradCodec
     except ImportError:
         return 4
     plan = TernGradCodec().plan(list(named_sizes))
@@ -367,18 +368,39 @@ def _allreduce_of(comm: Any, nbytes: int) -> Callable[[], None]:
     return lambda: comm.Allreduce(send, recv)
 
 
+class _Loopback:
+    """mpi4py-style Allgather and Alltoall of ``workers`` ranks that all send what this rank sends: the
+    receive buffers as the exchange objects' collectives would leave them, without the network."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def Get_size(self) -> int:  # noqa: N802 - mpi4py's names
+        return self.workers
+
+    def Get_rank(self) -> int:  # noqa: N802
+        return 0
+
+    def Allgather(self, send: Any, recv: Any) -> None:  # noqa: N802
+        recv[...] = send.reshape(1, -1)
+
+    def Alltoall(self, send: Any, recv: Any) -> None:  # noqa: N802
+        recv[...] = send.reshape(self.workers, -1)[0]
+
+
 def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int = 10, workers: int = 4,
                         seed: int = 0, between: Callable[[], Any] | None = None,
                         after_scalers: Callable[[], Any] | None = None,
                         before_decode: Callable[[], Any] | None = None,
                         params: Sequence[Any] | None = None, barrier: Callable[[], Any] | None = None,
                         mean_over_ranks: Callable[[float], float] | None = None) -> CodecTimes | None:
-    """Time the MPI trainer's TernGrad path on gradients of these tensor sizes (trainers.compress, with
-    the trainer's defaults: 2.5-sigma clipping, last layer in fp32): encode = scalers + the fused
-    counter-based ternarize-and-pack (encode_packed) of the flat gradient; decode = the integer sum of
-    ``workers`` packed copies (unpack_sum) and its conversion to the float mean, s * sum / p, as the
-    trainer's allgather exchange decodes; convert = that conversion alone, timed apart (the trainer's
-    ``_decode``: a multiply by s and a divide by p per tensor, once per step however many copies). The
+    """Time the MPI trainer's TernGrad path on gradients of these tensor sizes with the trainer's own
+    exchange objects (trainers.exchanges, the trainer's codec defaults: 2.5-sigma clipping, last layer in
+    fp32): encode = scalers + the allgather exchange's ``encode`` (the fused counter-based
+    ternarize-and-pack of each tensor); decode = its ``sum_copies`` of ``workers`` packed copies and its
+    ``decode`` to the float mean, s * sum / p, in the gradient buffer; convert = that ``decode`` alone,
+    timed apart (a multiply by s and a divide by p per tensor, once per step however many copies). The
+    objects' collectives run on a stand-in for the ranks (every rank sends this rank's codes), untimed. The
     trainers' codec runs on host memory (numba or numpy), on CPU and GPU runs alike. ``between`` (e.g.
     one training step) runs untimed before each timed round, so that the codec meets the caches as a
     training step leaves them, as in the trainer (in a bare loop its buffers stay cached: LeNet's
@@ -387,16 +409,16 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     named_sizes; the ternarized ones get their gradients as views of the codec's one buffer, as the
     trainers' gradient buckets do, so that ``between`` (then a forward and backward) writes the
     gradients the codec reads, still in the caches as in the trainer; without, random gradients in a
-    buffer of its own. The encoding is timed in the trainer's order: the scalers right after
+    buffer of its own (from the second round on, the mean the first decoded into it). The encoding is timed in the trainer's order: the scalers right after
     ``between``, then ``after_scalers`` untimed (e.g. the scalers' Allreduce), then the ternarizing and
     packing. (On 2 emulated nodes LeNet's encoding took 0.72 ms so, 1.02 ms on a buffer of its own
     after a whole training step, and 1.55 ms with the scalers also timed after their Allreduce, as an
     earlier version did; the trainer's own sequence took about 0.85 ms.)
     ``before_decode`` (e.g. the exchange) runs untimed between
     the encoding and the decoding of each round, as the trainer decodes right after its exchange.
-    aggregate = the sharded parameter-server exchange's own work on one rank of ``workers``
-    (trainers.compress.ps_shard_sum of the workers' shards, then ps_unpack_sums of every rank's packed
-    sums), timed after ``before_decode`` too: the ps exchange's sum follows its Alltoall.
+    aggregate = the ps exchange's own work on one rank of ``workers`` (its ``aggregate``: the sum of the
+    workers' shards, packed; ``pull`` and ``unpack`` of every rank's packed sums), timed after
+    ``before_decode`` too: the ps exchange's sum follows its Alltoall.
     ``barrier`` and ``mean_over_ranks`` (a Barrier of the ranks, and the mean of a number over them),
     with ``before_decode``: the synchronization points' cost, ``CodecTimes.sync_wait_s``. Before the
     codec's rounds, ``before_decode`` is timed on its own after ``barrier``, round after round, as
@@ -412,8 +434,9 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
         import numpy as np
         import torch
 
-        from trainers.comm import ps_shard_elems
-        from trainers.compress import TernGradCodec, encode_packed, packed_nbytes, ps_shard_sum, ps_unpack_sums, unpack_sum
+        from trainers.compress import TernGradCodec
+        from trainers.exchanges.allgather import AllgatherExchange
+        from trainers.exchanges.ps import PsExchange
     except ImportError:
         return None
     codec = TernGradCodec()
@@ -421,22 +444,20 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     sizes = [n for (_, n), t in zip(named_sizes, plan) if t]
     if not sizes:
         return None
-    gen = torch.Generator().manual_seed(seed)
-    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    bucket = torch.randn(int(starts[-1]), generator=gen) * 1e-2  # one buffer, as the trainers' gradient buckets
-    grads = [bucket[a:b] for a, b in zip(starts[:-1], starts[1:])]
+    # the trainer's exchange objects, on a stand-in for the ranks that leaves in each receive buffer
+    # what the collectives would if every rank sent this rank's codes (their cost is before_decode's)
+    loop = _Loopback(workers)
+    shapes = [(n,) for n in sizes]
+    gather = AllgatherExchange(loop, shapes, key=seed, bucket_bytes=4 * sum(sizes), lane_bits=8)
+    ps = PsExchange(loop, shapes, key=seed, bucket_bytes=4 * sum(sizes), lane_bits=8)
+    bucket = gather.buckets[0]  # one buffer, as the trainers' gradient buckets
     if params is not None:  # backward writes into the buffer
         grads_into(bucket, [p for p, t in zip(params, plan) if t])
-    flat = bucket.numpy()
-    n = flat.size
-    packed = np.empty(packed_nbytes(n), dtype=np.uint8)
-    scratch = np.empty(n, dtype=np.int8)
-    sums = np.empty(n, dtype=np.int32)
-    mean = torch.empty(n)
-    # the ps exchange's shards as its Alltoall leaves them (rows of 2-bit codes), and its sums
-    shard = ps_shard_elems(n, workers)
-    shards = np.empty((workers, shard // 4), dtype=np.uint8)
-    ps_sums = np.empty(workers * shard, dtype=np.int32)
+    else:
+        bucket.copy_(torch.randn(bucket.numel(), generator=torch.Generator().manual_seed(seed)) * 1e-2)
+    grads = gather.views
+    n = bucket.numel()
+    common = min(gather.send.size, ps.send.size)
     sync = before_decode is not None and barrier is not None and mean_over_ranks is not None
     in_loop, after_barrier = [], []  # the exchange's calls: between the codec's phases, after a barrier
     for it in range(repeats + 2 if sync else 0):  # its own time, as perfmodel profile's links time it
@@ -455,28 +476,26 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
         if after_scalers is not None:
             after_scalers()
         t0c = time.perf_counter()
-        encode_packed(flat, starts, shared, seed, it * n, packed, scratch)
+        gather.encode(0, shared, it * n)
         t1 = time.perf_counter()
-        received = np.tile(packed, (workers, 1))  # what an Allgather leaves in the receive buffer
-        sums[:] = 0
+        gather.gather()  # what its Allgather leaves: W copies
         t1a = time.perf_counter()
         if before_decode is not None:
             before_decode()
         t1b = time.perf_counter()
-        unpack_sum(received, n, sums)
+        gather.sum_copies()
         t1c = time.perf_counter()
-        for k in range(len(sizes)):  # as trainers.sync.terngrad's _decode: times s, then over p
-            a, b = int(starts[k]), int(starts[k + 1])
-            torch.mul(torch.from_numpy(sums[a:b]), float(shared[k]), out=mean[a:b])
-            mean[a:b].div_(float(workers))
+        gather.decode(0, shared)  # the conversion to the mean, into the gradients, as the trainer's
         t2 = time.perf_counter()
-        shards[:] = np.resize(packed, shard // 4)  # this round's codes, as the Alltoall leaves them
+        ps.send[:common] = gather.send[:common]  # this round's codes
+        ps.push()  # what its Alltoall leaves
         t2a = time.perf_counter()
         if before_decode is not None:  # the ps exchange's sum follows its Alltoall
             before_decode()
         t3 = time.perf_counter()
-        mine = ps_shard_sum(shards, shard, workers)
-        ps_unpack_sums(np.tile(mine, (workers, 1)), shard, workers, ps_sums)  # what its Allgather leaves
+        ps.aggregate()
+        ps.pull()  # what its Allgather leaves
+        ps.unpack()
         t4 = time.perf_counter()
         if it >= 2:
             enc_t.append((t0b - t0) + (t1 - t0c))
@@ -488,6 +507,7 @@ def time_terngrad_codec(named_sizes: Sequence[tuple[str, int]], *, repeats: int 
     wait = None
     if sync:  # every rank's excess, averaged over the ranks (a collective: every rank calls it)
         wait = max(0.0, float(mean_over_ranks(float(np.mean(in_loop) - np.mean(after_barrier)))))
+    shard = ps.shard
     return CodecTimes(elements=int(n), encode=Stats.of(enc_t), decode=Stats.of(dec_t), workers=workers,
                       convert=Stats.of(conv_t), aggregate=Stats.of(agg_t), aggregate_elements=int(workers * shard),
                       sync_wait_s=wait)

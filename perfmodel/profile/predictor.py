@@ -49,9 +49,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..compression import aggregate_bits, levels_lane_bits, ps_shard_elems, ternary_split
+from ..compression import ternary_split
 from ..scaling import Prediction, predict
-from ..specs import Cluster, ComputeTime, Link, SpecError, Strategy, Workload
+from ..specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, ComputeTime, Link, SpecError, Strategy,
+                     Workload)
+from ..wire import aggregate_bits, levels_lane_bits, ps_shard_elems
 from .schema import ConcurrentCompute, ModelInfo, Profile, ProfileError
 from .to_specs import nonblocking_factor, profile_cluster, profile_links, profile_workload
 
@@ -122,7 +124,7 @@ def exchange_message(strategy: Strategy, ranks: int, model: Workload | ModelInfo
         return "iallreduce", min(grad, float(strategy.bucket_mb) * 2**20)
     if strategy.name == "terngrad":
         split = ternary_split(model, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
-        if strategy.terngrad_exchange == "levels":
+        if strategy.terngrad_exchange == TERNGRAD_LEVELS:
             bits = levels_lane_bits(ranks, strategy.terngrad_lanes == "packed")
             return "iallreduce", split.ternary_elems * float(bits) / 8
         return "iallreduce", float(split.packed_bytes)
@@ -138,9 +140,9 @@ def exchange_blocks(strategy: Strategy, ranks: int, model: Workload | ModelInfo)
     if strategy.name != "terngrad" or ranks < 2:
         return {}
     split = ternary_split(model, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
-    if strategy.terngrad_exchange == "allgather":
+    if strategy.terngrad_exchange == TERNGRAD_ALLGATHER:
         return {"allgather": float(split.packed_bytes)}
-    if strategy.terngrad_exchange == "ps":
+    if strategy.terngrad_exchange == TERNGRAD_PS:
         shard = float(ps_shard_elems(split.ternary_elems, ranks))
         return {"alltoall": shard / 4.0, "allgather": shard * float(aggregate_bits(ranks)) / 8.0}
     return {}

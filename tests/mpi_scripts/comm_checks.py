@@ -18,6 +18,7 @@ from mpi4py import MPI
 import mpi_inputs as inputs
 from trainers import comm as tc
 from trainers.compress import TernGradCodec
+from trainers.exchanges import exchange_class
 
 
 def _spread(comm: MPI.Comm, arrays: list[np.ndarray]) -> float:
@@ -80,20 +81,26 @@ def check_iallreduce(comm: MPI.Comm) -> dict[str, Any]:
 
 
 def check_terngrad(comm: MPI.Comm) -> dict[str, Any]:
+    """The allgather exchange object (trainers.exchanges) on the codec's plan and shared scalers."""
     rank = comm.Get_rank()
     named = [(n, torch.from_numpy(g)) for n, g in inputs.terngrad_grads(rank)]
     codec = TernGradCodec(min_tensor_elems=inputs.TERNGRAD_MIN_ELEMS)
     grads = [g for _, g in named]
     plan = codec.plan(named)
     shared = tc.allreduce_max(comm, codec.scalers(grads, plan))
-    encoded = codec.encode(grads, plan, shared, torch.Generator().manual_seed(inputs.terngrad_seed(rank)))
-    tern = [e for e, t in zip(encoded, plan) if t]
-    scal = [float(s) for s, t in zip(shared, plan) if t]
-    ex = tc.allgather_ternary_mean(comm, tern, scal)
-    return {"plan": list(plan), "shared": shared.tolist(), "bytes_sent": ex.bytes_sent,
-            "shapes": [list(m.shape) for m in ex.means],
-            "means": [m.numpy().reshape(-1).tolist() for m in ex.means],
-            "rank_spread": _spread(comm, [m.numpy() for m in ex.means])}
+    tern = [g for g, t in zip(grads, plan) if t]
+    scal = np.array([s for s, t in zip(shared, plan) if t])
+    ex = exchange_class("allgather")(comm, [g.shape for g in tern], key=inputs.terngrad_seed(rank),
+                                     bucket_bytes=tc.DEFAULT_BUCKET_BYTES, lane_bits=8)
+    for v, g in zip(ex.views, tern):
+        v.copy_(g)
+    ex.encode(0, scal, 0)
+    sent = ex.exchange(0)
+    ex.decode(0, scal)
+    return {"plan": list(plan), "shared": shared.tolist(), "bytes_sent": sent, "wire_bytes": ex.wire_bytes(),
+            "shapes": [list(m.shape) for m in ex.views],
+            "means": [m.numpy().reshape(-1).tolist() for m in ex.views],
+            "rank_spread": _spread(comm, [m.numpy() for m in ex.views])}
 
 
 CHECKS: dict[str, Callable[[MPI.Comm], dict[str, Any]]] = {

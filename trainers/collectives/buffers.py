@@ -1,7 +1,7 @@
 """mpi4py's buffer calls on top of any :class:`~trainers.collectives.base.Collectives` group.
 
-The MPI exchanges of trainers.comm (FlatBuckets.allreduce_mean, allreduce_max, TernGrad's
-allreduce_levels, ps_levels_sum, allgather_packed_sum) call ``comm.Allreduce``, ``comm.Allgather`` and
+The MPI exchanges of trainers.comm (FlatBuckets.allreduce_mean, allreduce_max) and TernGrad's
+exchange objects (trainers.exchanges: levels, ps, allgather) call ``comm.Allreduce``, ``comm.Allgather`` and
 ``comm.Alltoall`` on numpy arrays. :class:`BufferComm` gives them those calls -- with mpi4py's
 signatures, ``MPI.IN_PLACE`` and the ``MPI.SUM``/``MPI.MAX`` operations -- carried out by a collectives
 group (gloo on CPU ranks), so every exchange runs unchanged on every backend. The arrays are CPU numpy
