@@ -208,7 +208,8 @@ def run_strategy_args(run: RunMeasurement) -> list[tuple[list[str], int]]:
         return [(["--strategy", "ssgd", *overlap], run.steps)]
     if run.algo == "terngrad":
         lanes = resolve_level_lanes(str(cfg.get("tern_lanes", "int8")), run.backend)
-        args = ["--strategy", "terngrad", "--terngrad-exchange", str(cfg.get("tern_exchange", "allgather")),
+        exchange = cfg.get("terngrad_exchange", cfg.get("tern_exchange", "allgather"))  # tern_exchange: older logs
+        args = ["--strategy", "terngrad", "--terngrad-exchange", str(exchange),
                 "--terngrad-lanes", lanes, "--terngrad-min-elems", str(int(cfg.get("tern_min_elems", 1)))]
         if not bool(cfg.get("tern_fp32_last", True)):
             args.append("--terngrad-ternarize-last")

@@ -58,7 +58,7 @@ class TernGrad:
         cfg = tr.cfg
         # the exchanges work on host numpy buffers: MPI directly, other backends through BufferComm
         self.comm = tr.comm if tr.coll.name == "mpi" else BufferComm(tr.coll)
-        self.exchange = cfg.tern_exchange
+        self.exchange = cfg.terngrad_exchange
         self.codec = TernGradCodec(clip=cfg.tern_clip, min_tensor_elems=cfg.tern_min_elems,
                                    keep_last_layer_fp32=cfg.tern_fp32_last)
         self.plan = self.codec.plan([(k, p.numel()) for k, p in tr.named_params])
