@@ -278,15 +278,18 @@ def make_profile_path(tmp_path):
     return str(path)
 
 
-@pytest.mark.parametrize("exchange,ranks,expect", [
+@pytest.mark.parametrize("key,exchange,ranks,expect", [
     # tiny model: ternary 0.weight, 0.bias (650 elements, 2 scalers); fc in fp32 (110 elements)
-    ("levels", 4, 2 * 3 / 4 * (650 * 1 + 4 * 2 + 4 * 110)),  # int8 sums, ring allreduce
-    ("ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),  # shard 168, 9 levels: 4 bits
-    ("allgather", 3, 2 * 2 / 3 * (4 * 2 + 4 * 110) + 2 * (160 + 3)),  # ceil(n/4) per tensor, 2 copies
-    (None, 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (160 + 3)),  # logs before the option: allgather
+    ("tern_exchange", "levels", 4, 2 * 3 / 4 * (650 * 1 + 4 * 2 + 4 * 110)),  # int8 sums, ring allreduce
+    ("tern_exchange", "ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),  # 9 levels: 4 bits
+    ("tern_exchange", "allgather", 3, 2 * 2 / 3 * (4 * 2 + 4 * 110) + 2 * (160 + 3)),  # ceil(n/4), 2 copies
+    (None, None, 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (160 + 3)),  # logs before the option: allgather
+    # the field's name since trainers.config (logs also carry the former key; either alone is read)
+    ("terngrad_exchange", "levels", 4, 2 * 3 / 4 * (650 * 1 + 4 * 2 + 4 * 110)),
+    ("terngrad_exchange", "ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),
 ])
-def test_bytes_per_step_measured_and_predicted(tmp_path, profile, capsys, exchange, ranks, expect):
-    cfg = {} if exchange is None else {"tern_exchange": exchange}
+def test_bytes_per_step_measured_and_predicted(tmp_path, profile, capsys, key, exchange, ranks, expect):
+    cfg = {} if exchange is None else {key: exchange}
     log = write_log(tmp_path / "t.jsonl", "terngrad", ranks, 32, [0.004] * 6, cfg=cfg,
                     extra={i: {"bytes_sent": expect} for i in range(6)})
     (row,) = validate([log], [profile], skip=1, cores=4)
