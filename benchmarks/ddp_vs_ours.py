@@ -73,10 +73,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _ours(args: argparse.Namespace, comm, n: int, log: Path) -> list[float]:
     from trainers.log import read_run_log
-    from trainers.run import RunConfig
-    from trainers.sync import SSGD, Trainer
+    from trainers.config import SyncConfig
+    from trainers.sync.loop import Trainer
+    from trainers.sync.ssgd import SSGD
 
-    cfg = RunConfig(algo="ssgd", model=args.model, dataset="synthetic", synthetic_n=n, batch=args.batch,
+    cfg = SyncConfig(algo="ssgd", model=args.model, dataset="synthetic", synthetic_n=n, batch=args.batch,
                     steps=args.warmup + args.steps, lr=0.01, momentum=0.9, seed=0, progress=False,
                     log=str(log), eval_batch=args.batch, mpi_yield=not args.mpi_busy_poll, device=args.device,
                     backend=args.backend, overlap=args.overlap == "on", bucket_mb=args.bucket_mb)
@@ -97,7 +98,7 @@ def _ddp(args: argparse.Namespace, comm, n: int, device) -> list[float]:
 
     from trainers.synthetic_data import synthetic
     from trainers.models import build_model
-    from trainers.sync import batch_indices, epoch_permutation
+    from trainers.sync.loop import batch_indices, epoch_permutation
 
     rank, world = comm.Get_rank(), comm.Get_size()
     ds = synthetic(args.model, n=n, seed=0, train=True)

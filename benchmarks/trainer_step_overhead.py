@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from trainers.models import build_model
     from trainers.run import build_run_parser, config_from_args, make_parser
-    from trainers.sync import algorithm
+    from trainers.sync.runner import algorithm
     from trainers.sync.loop import Trainer
 
     torch.set_num_threads(1)

@@ -38,9 +38,9 @@ TRAIN = {
     "smoke": dict(model="cifar10-quick", dataset="synthetic", synthetic_n=256, batch=16, lr=0.02, momentum=0.9,
                   weight_decay=5e-4, steps=32, eval_every=0.0, eval_limit=128),
     "small": dict(model="cifar10-quick", dataset="cifar10", batch=32, lr=0.02, momentum=0.9, weight_decay=5e-4,
-                  warmup_epochs=0.5, milestones=(6.0, 9.0), epochs=12, eval_every=0.0),
+                  lr_warmup_epochs=0.5, lr_milestones=(6.0, 9.0), epochs=12, eval_every=0.0),
     "paper": dict(model="resnet20", dataset="cifar10", batch=128, lr=0.1, momentum=0.9, weight_decay=5e-4,
-                  warmup_epochs=5.0, milestones=(80.0, 120.0), epochs=160, eval_every=10.0, augment=True),
+                  lr_warmup_epochs=5.0, lr_milestones=(80.0, 120.0), epochs=160, eval_every=10.0, augment=True),
 }
 WORKERS = {"smoke": (4,), "small": (4, 8, 16), "paper": (4, 8, 12, 16, 20, 24, 28, 32, 40, 48)}
 SEEDS = {"smoke": (0,), "small": (0, 1), "paper": (0, 1, 2, 3, 4)}  # the paper reports the mean of 5 runs

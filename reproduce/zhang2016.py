@@ -50,7 +50,7 @@ FIG3 = {
                   eval_limit=128),
     "small": dict(workers=8, dataset="cifar10", batch=16, lr=0.01, momentum=0.9, epochs=12, eval_every=1.0),
     "paper": dict(workers=30, dataset="cifar10", batch=4, lr=0.001, momentum=0.9, epochs=140,
-                  milestones=(120.0, 130.0), eval_every=5.0),
+                  lr_milestones=(120.0, 130.0), eval_every=5.0),
 }
 FIG3_N = {"smoke": (1, 4), "small": (1, 2, 4, 8), "paper": (1, 2, 4, 10, 15, 30)}
 FIG3_SEEDS = {"smoke": (0,), "small": (0, 1), "paper": (0,)}

@@ -268,13 +268,15 @@ def test_nccl_and_host_staged_mpi_on_gpus(tmp_path: Path) -> None:
 
 
 def test_run_config_takes_device_backend_overlap_and_refuses_other_backends_for_the_parameter_server() -> None:
-    from trainers.run import RunConfig
+    from trainers.config import AsyncConfig, SyncConfig
+    from trainers.run import build_run_parser, config_from_args, make_parser
 
-    cfg = RunConfig(algo="ssgd", device="cpu", backend="gloo", overlap=False)
+    cfg = SyncConfig(algo="ssgd", device="cpu", backend="gloo", overlap=False)
     assert (cfg.device, cfg.backend, cfg.overlap) == ("cpu", "gloo", False)
-    assert RunConfig(algo="ssgd").to_dict()["backend"] == "auto"
+    assert SyncConfig(algo="ssgd").to_dict()["backend"] == "auto"
     with pytest.raises(ValueError, match="backend must be one of"):
-        RunConfig(algo="ssgd", backend="ucc")
-    with pytest.raises(ValueError, match="parameter server"):
-        RunConfig(algo="gem", backend="gloo")  # its transport is MPI point-to-point
-    assert RunConfig(algo="ga", device="cuda").device == "cuda"  # workers on GPUs, the server on the CPU
+        SyncConfig(algo="ssgd", backend="ucc")
+    parser = build_run_parser(make_parser("t"))
+    with pytest.raises(ValueError, match="parameter server"):  # its transport is MPI point-to-point
+        config_from_args(parser.parse_args(["--algo", "gem", "--backend", "gloo"]))
+    assert AsyncConfig(algo="ga", device="cuda", steps=1).device == "cuda"  # workers on GPUs, the server on the CPU

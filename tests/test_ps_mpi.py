@@ -63,7 +63,7 @@ def _base(**kw) -> AsyncConfig:
 # (dana-ga), gradients buffered c at a time (softsync), worker-side rescaling with a round trip for
 # the central parameters (gem); and weight decay, a schedule, heterogeneous delays.
 REPLAY = {
-    "ga": _base(algo="ga", weight_decay=1e-3, delays="heterogeneous", warmup_epochs=0.5, milestones=(1.0,)),
+    "ga": _base(algo="ga", weight_decay=1e-3, delays="heterogeneous", lr_warmup_epochs=0.5, lr_milestones=(1.0,)),
     "dana-ga": _base(algo="dana-ga", delays="heterogeneous"),
     "softsync": _base(algo="softsync", n=1, momentum=0.5),
     "gem": _base(algo="gem", delays="heterogeneous"),

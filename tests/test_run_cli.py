@@ -100,17 +100,17 @@ def test_algorithm_registry_is_lazy_and_resolves() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True, text=True,
                          timeout=60).stdout.splitlines()
     assert out[0] == "False False False"  # nothing heavy is imported until an algorithm runs
-    from trainers import sync
     from trainers.asynchronous import ps
-    from trainers.asynchronous.config import ALGOS
+    from trainers.asynchronous.algos import ALGOS
+    from trainers.sync import SYNC_ALGORITHMS, runner
 
     known = tr.algorithms()
-    assert set(known) == set(sync.SYNC_ALGORITHMS) | set(ALGOS)  # the two families' own registries
-    for name in sync.SYNC_ALGORITHMS:
-        assert tr.resolve_algorithm(name) is sync.run
-        assert sync.algorithm(name).name == name  # the registered class says the same name
+    assert set(known) == set(SYNC_ALGORITHMS) | set(ALGOS)  # the two families' own registries
+    for name in SYNC_ALGORITHMS:
+        assert tr.resolve_algorithm(name) is runner.run
+        assert runner.algorithm(name).name == name  # the registered class says the same name
     for name in ALGOS:
-        assert tr.resolve_algorithm(name) is ps.run_from_run_config
+        assert tr.resolve_algorithm(name) is ps.run_from_config
     with pytest.raises(UsageError, match="unknown algorithm"):
         tr.resolve_algorithm("nope")
 

@@ -295,7 +295,7 @@ def test_trainers_cli_registers_every_async_algorithm_and_simulate() -> None:
     from trainers.asynchronous.config import ALGOS
 
     for name in ALGOS:
-        assert run.resolve_algorithm(name) is ps.run_from_run_config
+        assert run.resolve_algorithm(name) is ps.run_from_config
     module, function, _ = run.COMMANDS["simulate"]
     assert (module, function) == ("trainers.asynchronous.simulate", "simulate_main")
     assert run.main(["simulate", "--rule", "softsync", "--n", "9", "--workers", "4", "--steps", "5"]) == 2
@@ -303,17 +303,49 @@ def test_trainers_cli_registers_every_async_algorithm_and_simulate() -> None:
 
 @pytest.mark.parametrize("size,options,needle", [
     (1, (), "at least 2 MPI ranks"),
-    (3, (("n", "2"),), "does not take it"),
-    (3, (("bogus", "1"),), "unknown --opt 'bogus'"),
-    (3, (("delay_mean", "fast"),), "expected float"),
+    (3, ("--opt", "n=2"), "does not take it"),
+    (3, ("--opt", "bogus=1"), "unknown --opt 'bogus'"),
+    (3, ("--opt", "delay_mean=fast"), "expected float"),
+    (3, ("--opt", "poll=often"), "expected float"),
 ])
-def test_run_config_bad_input_is_a_usage_error(size: int, options: tuple, needle: str) -> None:
-    from trainers.asynchronous.ps import run_from_run_config
-    from trainers.errors import UsageError
-    from trainers.run import RunConfig
+def test_run_arguments_of_the_parameter_server_bad_input_is_one_error(
+        monkeypatch: pytest.MonkeyPatch, size: int, options: tuple, needle: str) -> None:
+    from trainers.run import build_run_parser, config_from_args, make_parser
 
-    with pytest.raises(UsageError, match=needle):
-        run_from_run_config(RunConfig(algo="ga", dataset="synthetic", model="gem-cnn", options=options), _Comm(size))
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", str(size))
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    args = build_run_parser(make_parser("t")).parse_args(["--algo", "ga", "--dataset", "synthetic", "--model",
+                                                          "gem-cnn", *options])
+    with pytest.raises(ValueError, match=needle):
+        config_from_args(args)
+
+
+def test_run_arguments_build_the_parameter_servers_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trainers run --algo <async>`` gives an AsyncConfig: the shared fields by name, workers = ranks - 1,
+    the server's defaults, --eval-every in gradients, --opt into fields or kept for the server; the
+    server's options and the failure injection reach PSOptions; a wrong rank count is a UsageError."""
+    from trainers.asynchronous.ps import run_from_config
+    from trainers.config import PS_DEFAULTS, AsyncConfig, ps_options
+    from trainers.errors import UsageError
+    from trainers.run import build_run_parser, config_from_args, make_parser
+
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "4")
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    argv = ["--algo", "softsync", "--dataset", "synthetic", "--model", "gem-cnn", "--lr", "0.03", "--batch", "8",
+            "--lr-milestones", "2,3", "--lr-gamma", "0.5", "--eval-every", "7", "--opt", "n=3", "--opt", "poll=0.01",
+            "--opt", "replay_order=order.json", "--fail-rank", "2", "--fail-at-step", "5", "--threads", "2"]
+    cfg = config_from_args(build_run_parser(make_parser("t")).parse_args(argv))
+    assert isinstance(cfg, AsyncConfig)
+    assert (cfg.algo, cfg.workers, cfg.lr, cfg.batch, cfg.n, cfg.threads) == ("softsync", 3, 0.03, 8, 3, 2)
+    assert (cfg.lr_milestones, cfg.lr_gamma, cfg.eval_every_steps, cfg.epochs) == ((2.0, 3.0), 0.5, 7, 1.0)
+    assert (cfg.delays, cfg.delay_mean) == (PS_DEFAULTS["delays"], PS_DEFAULTS["delay_mean"])
+    assert cfg.options == (("poll", "0.01"), ("replay_order", "order.json"))
+    opt = ps_options(cfg)
+    assert (opt.poll_s, opt.replay_order, opt.fail_worker, opt.fail_after) == (0.01, "order.json", 1, 5)
+    with pytest.raises(UsageError, match="number of MPI ranks minus one"):
+        run_from_config(cfg, _Comm(3))
+    with pytest.raises(UsageError, match="at least 2 MPI ranks"):
+        run_from_config(cfg, _Comm(1))
 
 
 def test_softsync_constant_rate_option_reaches_the_rule():

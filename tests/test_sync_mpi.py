@@ -25,8 +25,8 @@ from trainers.checkpoint import CheckpointError, load_checkpoint, save_checkpoin
 from trainers.synthetic_data import synthetic
 from trainers.log import read_run_log
 from trainers.models import build_model, tensor_sizes
-from trainers.sync import (DasoSchedule, DasoScheduleConfig, PlateauDetector, batch_indices, epoch_permutation,
-                           steps_per_epoch)
+from trainers.sync.daso_schedule import DasoSchedule, DasoScheduleConfig, PlateauDetector
+from trainers.sync.loop import batch_indices, epoch_permutation, steps_per_epoch
 
 REPO = Path(__file__).resolve().parents[1]
 DUMP_SCRIPT = REPO / "tests" / "mpi_sync" / "train_dump.py"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.profile.profile_file import save_profile
+from perfmodel.profile.schema import save_profile
 from perfmodel.validate import ValidateError, error_pct, mape, measure_run, median_ape, validate
 from test_profile_schema import ALPHA_OP, BW_OP, make_profile
 
@@ -225,7 +225,7 @@ def test_daso_sync_on_cpu_is_paid_at_the_wait_with_the_measured_nonblocking_fact
     (2 ranks = 2 nodes of one rank, B=4, W=1) is charged 3 allreduces every 4 steps, nothing hidden."""
     import dataclasses
 
-    from perfmodel.profile.to_specs import nonblocking_factor, profile_daso
+    from perfmodel.profile.schema import nonblocking_factor, profile_daso
     from test_profile_schema import _op
 
     prof = make_profile()
@@ -253,7 +253,7 @@ def test_daso_global_sync_is_charged_at_its_groups_measured_iallreduce(tmp_path)
     times at the fp32 gradient; the all-ranks Iallreduce's factor no longer applies."""
     import dataclasses
 
-    from perfmodel.profile.to_specs import nonblocking_factor
+    from perfmodel.profile.schema import nonblocking_factor
     from test_profile_schema import _op, _with_global_group
 
     paths = []
@@ -278,17 +278,18 @@ def make_profile_path(tmp_path):
     return str(path)
 
 
-@pytest.mark.parametrize("exchange,ranks,expect", [
+@pytest.mark.parametrize("key,exchange,ranks,expect", [
     # tiny model: ternary 0.weight, 0.bias (650 elements, 2 scalers); fc in fp32 (110 elements)
-    ("levels", 4, 2 * 3 / 4 * (650 * 1 + 4 * 2 + 4 * 110)),  # int8 sums, ring allreduce
-    ("ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),  # shard 168, 9 levels: 4 bits
-    ("allgather", 3, 2 * 2 / 3 * (4 * 2 + 4 * 110) + 2 * (160 + 3)),  # ceil(n/4) per tensor, 2 copies
-    (None, 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (160 + 3)),  # logs before the option: allgather
-    ("tern_exchange=ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),  # the field's old name
+    ("tern_exchange", "levels", 4, 2 * 3 / 4 * (650 * 1 + 4 * 2 + 4 * 110)),  # int8 sums, ring allreduce
+    ("tern_exchange", "ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),  # 9 levels: 4 bits
+    ("tern_exchange", "allgather", 3, 2 * 2 / 3 * (4 * 2 + 4 * 110) + 2 * (160 + 3)),  # ceil(n/4), 2 copies
+    (None, None, 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (160 + 3)),  # logs before the option: allgather
+    # the field's name since trainers.config (logs also carry the former key; either alone is read)
+    ("terngrad_exchange", "levels", 4, 2 * 3 / 4 * (650 * 1 + 4 * 2 + 4 * 110)),
+    ("terngrad_exchange", "ps", 4, 2 * 3 / 4 * (4 * 2 + 4 * 110) + 3 * (168 // 4 + 168 * 4 // 8)),
 ])
-def test_bytes_per_step_measured_and_predicted(tmp_path, profile, capsys, exchange, ranks, expect):
-    cfg = ({} if exchange is None else {"tern_exchange": exchange.split("=")[1]} if "=" in exchange
-           else {"terngrad_exchange": exchange})
+def test_bytes_per_step_measured_and_predicted(tmp_path, profile, capsys, key, exchange, ranks, expect):
+    cfg = {} if exchange is None else {key: exchange}
     log = write_log(tmp_path / "t.jsonl", "terngrad", ranks, 32, [0.004] * 6, cfg=cfg,
                     extra={i: {"bytes_sent": expect} for i in range(6)})
     (row,) = validate([log], [profile], skip=1, cores=4)
@@ -309,7 +310,7 @@ def test_bytes_per_step_measured_and_predicted(tmp_path, profile, capsys, exchan
 ])
 def test_levels_lanes_follow_the_logged_option_and_backend(tmp_path, profile, lanes, backend, expect):
     log = write_log(tmp_path / "t.jsonl", "terngrad", 4, 32, [0.004] * 6,
-                    cfg={"terngrad_exchange": "levels", "tern_lanes": lanes}, header={"backend": backend},
+                    cfg={"tern_exchange": "levels", "tern_lanes": lanes}, header={"backend": backend},
                     extra={i: {"bytes_sent": expect} for i in range(6)})
     (row,) = validate([log], [profile], skip=1, cores=4)
     assert row["predicted_bytes_per_step"] == pytest.approx(expect, rel=1e-12)
@@ -346,7 +347,7 @@ def test_terngrad_sync_points_cost_what_the_codecs_loop_measured(tmp_path):
         prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(prof.comm[1], compute=cc)))
         path = tmp_path / f"p{wait}.json"
         save_profile(prof, path)
-        log = write_log(tmp_path / "t.jsonl", "terngrad", 2, 32, [0.01] * 8, cfg={"terngrad_exchange": "levels"})
+        log = write_log(tmp_path / "t.jsonl", "terngrad", 2, 32, [0.01] * 8, cfg={"tern_exchange": "levels"})
         (rows[wait],) = validate([log], [str(path)], skip=2, cores=2)
     assert rows[1.5e-3]["predicted_comm_s"] - rows[None]["predicted_comm_s"] == pytest.approx(2 * 1.5e-3)
     assert rows[1.5e-3]["predicted_step_s"] - rows[None]["predicted_step_s"] == pytest.approx(2 * 1.5e-3)
@@ -354,7 +355,7 @@ def test_terngrad_sync_points_cost_what_the_codecs_loop_measured(tmp_path):
 
 
 def test_terngrad_decoding_is_timed_as_communication():
-    from perfmodel.profile.to_specs import profile_workload
+    from perfmodel.profile.schema import profile_workload
     from perfmodel.specs import Strategy
     from perfmodel.validate import decode_in_comm as _decode_in_comm
 

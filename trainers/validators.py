@@ -1,5 +1,5 @@
-"""The number and choice checks of every trainers configuration (RunConfig, AsyncConfig, PSOptions,
-the master rules' and GEM's hyperparameters, the DASO schedule). Each raises
+"""The number and choice checks of every trainers configuration (trainers.config: SyncConfig, AsyncConfig,
+PSOptions; the master rules' and GEM's hyperparameters, the DASO schedule). Each raises
 :class:`trainers.errors.TrainerError` with one line naming the field, what is allowed and the value.
 
 Integers are Python or numpy integers (``numbers.Integral``), never bools; numbers are finite ints or

@@ -12,16 +12,15 @@ import sys
 
 from mpi4py import MPI
 
-from trainers.asynchronous.ps import PSOptions, run_ps
-from trainers.asynchronous.config import AsyncConfig
+from trainers.asynchronous.ps import run_ps
+from trainers.config import AsyncConfig, PSOptions
 
 
 def main() -> None:
     jobs = json.loads(open(sys.argv[1]).read())
     for job in jobs:
-        cfg = AsyncConfig(**job["config"])
-        opt = PSOptions(log=job.get("log"), replay_order=job.get("replay_order"), save_params=job["save_params"],
-                        worker_timeout=60.0)
+        cfg = AsyncConfig(**{**job["config"], "log": job.get("log")})
+        opt = PSOptions(replay_order=job.get("replay_order"), save_params=job["save_params"], worker_timeout=60.0)
         result = run_ps(cfg, MPI.COMM_WORLD, opt)
         if result is not None:
             print(json.dumps({"job": job["save_params"], "gradients": result.summary["gradients"]}), flush=True)

@@ -18,7 +18,8 @@ from mpi4py import MPI
 
 from trainers.comm import abort_on_error
 from trainers.run import build_run_parser, config_from_args, make_parser
-from trainers.sync import DASO, Trainer
+from trainers.sync.daso import DASO
+from trainers.sync.loop import Trainer
 
 SENT = (1.0, 100.0, 3.0, 300.0)  # ranks 1 and 3 are not in the sending group: their values never travel
 LOCAL = (10.0, 1000.0, 30.0, 3000.0)

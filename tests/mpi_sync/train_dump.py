@@ -16,7 +16,8 @@ from mpi4py import MPI
 from trainers.comm import abort_on_error
 from trainers.run import build_run_parser, config_from_args, make_parser
 from trainers.faults import install_step_failure
-from trainers.sync import Trainer, algorithm
+from trainers.sync.loop import Trainer
+from trainers.sync.runner import algorithm
 
 
 def main() -> None:

@@ -122,6 +122,6 @@ def build_worker_rule(cfg: AsyncConfig) -> Any:
 
 
 def build_schedule(cfg: AsyncConfig) -> LRSchedule:
-    """Warm-up from lr/N over warmup_epochs, then x lr_decay at each milestone."""
-    return LRSchedule(base_lr=cfg.lr, n_workers=cfg.workers, warmup_epochs=cfg.warmup_epochs,
-                      milestones=cfg.milestones, gamma=cfg.lr_decay)
+    """Warm-up from lr/N over lr_warmup_epochs, then x lr_gamma at each of lr_milestones."""
+    return LRSchedule(base_lr=cfg.lr, n_workers=cfg.workers, warmup_epochs=cfg.lr_warmup_epochs,
+                      milestones=cfg.lr_milestones, gamma=cfg.lr_gamma)

@@ -57,6 +57,7 @@ from trainers.device import DEVICES
 from trainers.log import RunLog
 from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args, parse_or_status
 from trainers.asynchronous.config import AsyncConfig, Plan, make_plan
+from trainers.config import defaults
 from trainers.asynchronous.data_streams import BatchStream, DelaySchedule, load_data, step_seed
 from trainers.asynchronous.evaluate import evaluate
 from trainers.asynchronous.flat_model import FlatModel, build_rule, build_schedule, build_worker_rule
@@ -313,7 +314,7 @@ def _fill_parser(p: argparse.ArgumentParser) -> None:
                    help="print the simulated async-over-sync speedup for these worker counts and exit")
     p.add_argument("--speedup-steps", type=int, default=100, help="gradients per worker in --speedup-table runs")
     p.add_argument("--speedup-seeds", type=int, default=3, help="seeds per --speedup-table entry")
-    p.add_argument("--device", default="cpu", choices=DEVICES,
+    p.add_argument("--device", default=defaults(AsyncConfig)["device"], choices=DEVICES,
                    help="where gradients are computed: cpu (default; bitwise replayable by trainers.asynchronous.ps), "
                         "cuda, auto")
 
@@ -338,7 +339,7 @@ def simulate_from_args(args: argparse.Namespace) -> int:
         return _print_speedup_table(args)
     try:
         cfg = config_from_args(args)
-        result = simulate(cfg, log_path=args.log, device=getattr(args, "device", "cpu"),
+        result = simulate(cfg, log_path=cfg.log, device=cfg.device,
                           header={"defaults_from": getattr(args, "defaults_from", {})})
     except TrainerError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -351,9 +352,9 @@ def simulate_from_args(args: argparse.Namespace) -> int:
 
         atomic_write_text(args.record_order, json.dumps({"config": cfg.to_dict(), "order": result.order}))
     s = result.summary
-    if s["diverged"] and not args.allow_divergence:
+    if s["diverged"] and not cfg.allow_divergence:
         print(f"{PROG}: error: training diverged: non-finite loss or gradient in gradient {s['diverged_at']} (after "
-              f"{s['gradients']} applied); stopped" + (f", run log {args.log}" if args.log else "")
+              f"{s['gradients']} applied); stopped" + (f", run log {cfg.log}" if cfg.log else "")
               + "; pass --allow-divergence to accept it", file=sys.stderr)
         return DIVERGED_STATUS
     gap = f" gap_mean={s['gap_mean']:.3f}" if "gap_mean" in s else ""

@@ -30,13 +30,13 @@ step function)::
               followed by a broadcast of the group member's parameters to its node. B and W follow
               :class:`DasoSchedule` (plateau cycling, paper rule or the authors' code rule).
 
-Layout: trainers.sync.loop (the :class:`Trainer` every algorithm shares, batch indexing),
-trainers.sync.ssgd, trainers.sync.terngrad, trainers.sync.daso (one algorithm each) and
+Layout: trainers.sync.registry (``SYNC_ALGORITHMS``, the one list of the family's names, pure data;
+re-exported here), trainers.sync.runner (``run``, the run function ``trainers run`` registers for each
+name, and ``algorithm(name)``), trainers.sync.loop (the :class:`Trainer` every algorithm shares, batch
+indexing), trainers.sync.ssgd, trainers.sync.terngrad, trainers.sync.daso (one algorithm each),
 trainers.sync.daso_schedule (DASO's B/W schedule, pure Python) and trainers.sync.optimizers (the local
-optimizers by name). ``SYNC_ALGORITHMS`` below is the one
-list of the family's names (``trainers run`` reads it); :func:`run` is the run function it registers
-for each. Importing this package imports neither torch nor mpi4py: the names exported below load their
-module on first use.
+optimizers by name). The configuration is trainers.config.SyncConfig. Importing this package imports
+neither torch nor mpi4py (import the modules above for their names).
 
 BatchNorm running statistics stay per rank while training (like the parameters of DASO's nodes) and
 are averaged over all ranks at every evaluation point (epoch ends, --eval-every, the last step);
@@ -57,77 +57,6 @@ algorithm extras; eval lines (test_loss, test_acc, train_loss at epoch ends); a 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from trainers.sync.registry import SYNC_ALGORITHMS
 
-__all__ = [
-    "SYNC_ALGORITHMS",
-    "algorithm",
-    "gpu_ready_algorithms",
-    "run",
-    # loop
-    "Trainer",
-    "StepPosition",
-    "StepResult",
-    "SyncAlgorithm",
-    "steps_per_epoch",
-    "epoch_permutation",
-    "batch_indices",
-    # algorithms
-    "SSGD",
-    "TernGrad",
-    "DASO",
-    # DASO schedule
-    "PlateauDetector",
-    "DasoScheduleConfig",
-    "DasoSchedule",
-    "DASO_RULES",
-    "OPTIMIZERS",
-]
-
-SYNC_ALGORITHMS: dict[str, tuple[str, str]] = {
-    "ssgd": ("trainers.sync.ssgd", "SSGD"),
-    "terngrad": ("trainers.sync.terngrad", "TernGrad"),
-    "daso": ("trainers.sync.daso", "DASO"),
-}
-"""Algorithm name -> (module, class); the class is a :class:`SyncAlgorithm` built as ``cls(trainer)``."""
-
-_EXPORTS = {
-    **{name: "trainers.sync.loop" for name in ("Trainer", "StepPosition", "StepResult", "SyncAlgorithm",
-                                               "steps_per_epoch", "epoch_permutation", "batch_indices")},
-    **{cls: module for module, cls in SYNC_ALGORITHMS.values()},
-    **{name: "trainers.sync.daso_schedule" for name in ("PlateauDetector", "DasoScheduleConfig", "DasoSchedule",
-                                                        "DASO_RULES")},
-    "OPTIMIZERS": "trainers.sync.optimizers",
-}
-
-
-def __getattr__(name: str) -> Any:  # PEP 562: load a module on first use of one of its names
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def algorithm(name: str) -> Any:
-    """The SyncAlgorithm class registered as ``name`` (KeyError for an unknown one)."""
-    module, cls = SYNC_ALGORITHMS[name]
-    return getattr(importlib.import_module(module), cls)
-
-
-def gpu_ready_algorithms() -> tuple[str, ...]:
-    """The algorithms that run on any --device with any --backend (their class says ``gpu_ready``)."""
-    return tuple(name for name in SYNC_ALGORITHMS if getattr(algorithm(name), "gpu_ready", False))
-
-
-def run(cfg: Any, comm: Any) -> None:
-    """``trainers run --algo <ssgd|terngrad|daso>``: train cfg.algo (a trainers.run.RunConfig) on comm (every
-    rank calls it), with the test-only failure of --fail-at-step installed when given (trainers.faults)."""
-    from trainers.errors import UsageError
-    from trainers.faults import install_step_failure
-    from trainers.sync.loop import Trainer
-
-    if cfg.algo not in SYNC_ALGORITHMS:
-        raise UsageError(f"trainers.sync.run got a config for algo {cfg.algo!r}; it runs {', '.join(SYNC_ALGORITHMS)}")
-    trainer = Trainer(cfg, comm, algorithm(cfg.algo))
-    install_step_failure(trainer)
-    trainer.run()
+__all__ = ["SYNC_ALGORITHMS"]

@@ -28,6 +28,7 @@ from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, host_c
                                  rng_state, save_checkpoint)
 from trainers.collectives import open_collectives, resolve_backend
 from trainers.batching import batches, crop_flip, shard_indices
+from trainers.config import SyncConfig
 from trainers.data import Dataset, DatasetError, data_root, load_dataset
 from trainers.synthetic_data import synthetic
 from trainers.device import describe as describe_device, select_device, set_numerics, timing_events
@@ -35,7 +36,6 @@ from trainers import interrupts
 from trainers.errors import DivergenceError, TrainerError, UsageError
 from trainers.log import RunLog, RunLogError, read_run_log
 from trainers.models import build_model, input_shape
-from trainers.run import RunConfig
 from trainers.schedules import LRSchedule
 from trainers.sync.optimizers import OPTIMIZERS
 from trainers.timers import StepTimer
@@ -171,7 +171,7 @@ class Trainer:
     timer, total_epochs, steps_per_epoch.
     """
 
-    def __init__(self, cfg: RunConfig, comm: Any, factory: Callable[["Trainer"], SyncAlgorithm]) -> None:
+    def __init__(self, cfg: SyncConfig, comm: Any, factory: Callable[["Trainer"], SyncAlgorithm]) -> None:
         self.cfg, self.comm = cfg, comm
         self.gpu_ready = bool(getattr(factory, "gpu_ready", False))
         self.rank, self.world = comm.Get_rank(), comm.Get_size()
@@ -226,11 +226,9 @@ class Trainer:
         """--device and --backend: (this rank's device, its trainers.collectives world group)."""
         cfg = self.cfg
         gpu_ready = self.gpu_ready
-        if not gpu_ready and cfg.device == "cuda":
-            from trainers.sync import gpu_ready_algorithms
-
-            raise UsageError(f"--algo {cfg.algo} runs on CPU ranks so far (its encoder works on host memory); "
-                             f"--device cuda: {', '.join(gpu_ready_algorithms())}")
+        if not gpu_ready and cfg.device == "cuda":  # trainers.sync.runner names the algorithms that do
+            raise UsageError(f"--algo {cfg.algo} runs on CPU ranks so far (its encoder works on host memory): "
+                             f"--device cpu")
         if not gpu_ready and cfg.backend == "nccl":
             raise UsageError(f"--algo {cfg.algo} exchanges host memory: --backend mpi or gloo")
         device = select_device(cfg.device if gpu_ready else "cpu", self.comm)

@@ -1,6 +1,6 @@
 """The local optimizers of the synchronous trainers (``trainers run --optimizer``), by name.
 
-Each entry builds a torch optimizer from the parameters and a trainers.run.RunConfig (lr, momentum,
+Each entry builds a torch optimizer from the parameters and a trainers.config.SyncConfig (lr, momentum,
 nesterov, weight_decay). This table is the one list of the names: ``trainers run`` reads its keys
 without importing torch (the builders import it when called).
 """
