@@ -5,7 +5,7 @@ import json
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.profile.schema import save_profile
+from perfmodel.profile.profile_file import save_profile
 from perfmodel.validate import ValidateError, error_pct, mape, measure_run, median_ape, validate
 from test_profile_schema import ALPHA_OP, BW_OP, make_profile
 
@@ -225,7 +225,7 @@ def test_daso_sync_on_cpu_is_paid_at_the_wait_with_the_measured_nonblocking_fact
     (2 ranks = 2 nodes of one rank, B=4, W=1) is charged 3 allreduces every 4 steps, nothing hidden."""
     import dataclasses
 
-    from perfmodel.profile.schema import nonblocking_factor, profile_daso
+    from perfmodel.profile.to_specs import nonblocking_factor, profile_daso
     from test_profile_schema import _op
 
     prof = make_profile()
@@ -253,7 +253,7 @@ def test_daso_global_sync_is_charged_at_its_groups_measured_iallreduce(tmp_path)
     times at the fp32 gradient; the all-ranks Iallreduce's factor no longer applies."""
     import dataclasses
 
-    from perfmodel.profile.schema import nonblocking_factor
+    from perfmodel.profile.to_specs import nonblocking_factor
     from test_profile_schema import _op, _with_global_group
 
     paths = []
@@ -355,7 +355,7 @@ def test_terngrad_sync_points_cost_what_the_codecs_loop_measured(tmp_path):
 
 
 def test_terngrad_decoding_is_timed_as_communication():
-    from perfmodel.profile.schema import profile_workload
+    from perfmodel.profile.to_specs import profile_workload
     from perfmodel.specs import Strategy
     from perfmodel.validate import decode_in_comm as _decode_in_comm
 
