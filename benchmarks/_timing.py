@@ -33,7 +33,7 @@ def mpi_training(model_name: str, batch: int) -> tuple[Any, Any, Any, Any, dict,
     import torch
     from mpi4py import MPI
 
-    from perfmodel.profile.compute import _training, load_workload_model
+    from perfmodel.lab.profile.compute import _training, load_workload_model
 
     torch.set_num_threads(1)
     comm = MPI.COMM_WORLD

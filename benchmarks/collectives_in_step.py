@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from perfmodel.compression import resolve_level_lanes
     from perfmodel.wire import levels_lane_bits
-    from perfmodel.profile.compute import grads_into
+    from perfmodel.lab.profile.compute import grads_into
     from trainers import comm as tcomm
     from trainers.compress import TernGradCodec, encode_codes, level_dtype
     from trainers.exchanges.levels import allreduce_lanes4, allreduce_levels

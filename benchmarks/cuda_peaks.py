@@ -1,7 +1,7 @@
 """torch.cuda.max_memory_allocated of one training step (after a warm-up step) of the papers' networks
 (trainers.models), standalone: needs only torch and trainers/, so it runs on a machine that has a CUDA torch
 but not this project's perfmodel. Writes [[model, batch, optimizer, peak bytes], ...] to the JSON path given.
-The same step as perfmodel.profile.memory_peak (SGD momentum 0.9 or Adam, zero_grad(set_to_none=False)).
+The same step as perfmodel.lab.profile.memory_peak (SGD momentum 0.9 or Adam, zero_grad(set_to_none=False)).
 Compare with the estimate: python benchmarks/cuda_peaks.py --compare results/plan/memory_peaks_h200.json
 Usage: python benchmarks/cuda_peaks.py OUT.json | --compare IN.json
 """
@@ -53,7 +53,7 @@ def measure(path: str) -> None:
 
 def compare(path: str) -> None:
     from perfmodel.memory import load_activations
-    from perfmodel.profile.memory_peak import estimated_bytes
+    from perfmodel.lab.profile.memory_peak import estimated_bytes
 
     with open(path) as f:
         data = json.load(f)

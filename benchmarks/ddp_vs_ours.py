@@ -5,7 +5,7 @@ Usage::
     python benchmarks/ddp_vs_ours.py [--ranks 2] [--model lenet] [--batch 64] [--steps 40] [--repeats 3]
         [--backend gloo|mpi] [--overlap on|off] [--bucket-mb 25] [--launcher "srun --mpi=pmix"]
 
-It starts its ranks itself (on itself, with ``--worker``) with perfmodel.launcher (``--launcher``,
+It starts its ranks itself (on itself, with ``--worker``) with perfmodel.lab.launcher (``--launcher``,
 ``$DSGD_LAUNCHER``, else mpiexec). Under that one launch every rank:
 
 1. trains with our real SSGD trainer (trainers.sync.Trainer + trainers.sync.ssgd.SSGD: backward into fused float32
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
               "--warmup >= 0", file=sys.stderr)
         return 2
     sys.path.insert(0, str(REPO))
-    from perfmodel.launcher import resolve_launcher
+    from perfmodel.lab.launcher import resolve_launcher
     from perfmodel.specs import SpecError
 
     try:
@@ -276,10 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"MPI waits: {'busy-poll' if env.get('OMPI_MCA_mpi_yield_when_idle', '0') == '0' else 'yield'}",
           flush=True)
     # the ranks' output streams through; their stderr is held back so that a failure shows the ranks'
-    # own error line and not mpiexec's banner after it (perfmodel.launcher)
+    # own error line and not mpiexec's banner after it (perfmodel.lab.launcher)
     proc = subprocess.run(cmd, env=env, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
-        from perfmodel.launcher import error_line
+        from perfmodel.lab.launcher import error_line
 
         print(f"ddp_vs_ours: error: the MPI job failed (exit {proc.returncode}): {error_line(proc.stderr)}",
               file=sys.stderr)

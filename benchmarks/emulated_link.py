@@ -1,4 +1,4 @@
-"""How an emulated link (perfmodel.emulate) times a ring Allreduce: back to back, after idle, blocking or not.
+"""How an emulated link (perfmodel.lab.emulate) times a ring Allreduce: back to back, after idle, blocking or not.
 
 Run it under MPI on an emulated cluster, e.g.::
 

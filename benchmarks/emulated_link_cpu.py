@@ -1,4 +1,4 @@
-"""What an emulated link (perfmodel.emulate) costs the machine's CPUs: kernel time per second of traffic.
+"""What an emulated link (perfmodel.lab.emulate) costs the machine's CPUs: kernel time per second of traffic.
 
 Run it under MPI on an emulated cluster of 2 nodes, e.g.::
 

@@ -1,6 +1,6 @@
 """perfmodel.memory's estimate against torch's measured peak memory of one training step, per model and batch.
 
-CPU: torch's memory profiler (perfmodel.profile.memory_peak); CUDA: torch.cuda.max_memory_allocated.
+CPU: torch's memory profiler (perfmodel.lab.profile.memory_peak); CUDA: torch.cuda.max_memory_allocated.
 Models: the papers' networks of trainers.models, and torchvision's where it imports (its constructors
 only; put a torchvision wheel's directory on PYTHONPATH). Prints one row per model x batch x optimizer
 and, last, the largest |error|.
@@ -14,7 +14,7 @@ import json
 import time
 
 from perfmodel.memory import load_activations
-from perfmodel.profile.memory_peak import check
+from perfmodel.lab.profile.memory_peak import check
 
 DEFAULT = ["lenet:32,128", "cifarnet:32,128", "resnet20:16,64", "wrn-16-4:16,64", "alexnet:4,16", "googlenet:2,8",
            "vgg-a:2,8"]

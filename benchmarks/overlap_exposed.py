@@ -6,7 +6,7 @@ Usage::
         [--bucket-mb 0.25] [--backend gloo] [--repeats 2] [--launcher "srun --mpi=pmix"]
 
 It runs ``trainers run --algo ssgd`` on synthetic data with ``--overlap on`` and ``--overlap off``
-(alternating ``--repeats`` times, started by perfmodel.launcher: ``--launcher``, ``$DSGD_LAUNCHER`` or
+(alternating ``--repeats`` times, started by perfmodel.lab.launcher: ``--launcher``, ``$DSGD_LAUNCHER`` or
 mpiexec), drops ``--warmup`` steps of each run, and prints rank 0's medians per step of
 
     t_step, t_compute            the step and its compute phases (seconds)
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         print("overlap_exposed: error: --ranks, --batch, --steps, --repeats must be >= 1, 0 <= --warmup < --steps, "
               "--bucket-mb > 0", file=sys.stderr)
         return 2
-    from perfmodel.launcher import resolve_launcher
+    from perfmodel.lab.launcher import resolve_launcher
     from perfmodel.specs import SpecError
 
     try:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 def without_sync_wait(profile_path: Path, out: Path) -> Path:
     """A copy of the profile in which no codec timing carries a sync wait."""
-    from perfmodel.profile.profile_file import load_profile, save_profile
+    from perfmodel.lab.profile.profile_file import load_profile, save_profile
 
     prof = load_profile(profile_path)
     comm = tuple(dataclasses.replace(run, compute=dataclasses.replace(
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import pandas as pd
 
-    from perfmodel.validate import validate
+    from perfmodel.lab.validate import validate
 
     base = Path(args.dir)
     table = pd.read_csv(base / f"{args.table}.csv")

@@ -75,7 +75,7 @@ if val is not None and "comm_error_pct" in val:
 # ## The emulated cluster: where communication matters
 #
 # `python -m reproduce.validation --only emulated` builds an emulated cluster on this machine
-# (`perfmodel.emulate`: one network namespace per node with its own hostname, veth links on a bridge
+# (`perfmodel.lab.emulate`: one network namespace per node with its own hostname, veth links on a bridge
 # shaped by a token bucket to 1 Gbit/s or 250 Mbit/s), profiles its links with `perfmodel profile` placed
 # on the emulated nodes, runs the trainers on it and validates each run against that profile. Open MPI
 # is made to run the ring Allreduce and ring Allgather (`perfmodel.mpi_algorithms`), the algorithms the

@@ -33,7 +33,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .validate import format_rows, mape, rows_json, validate
+    from .lab.validate import format_rows, mape, rows_json, validate
 
     if not args.profile:
         raise CLIError("validate needs --profile (from `perfmodel profile`), one per model trained")
@@ -64,7 +64,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
-    from .emulate import EmulationSpec, cleanup_stale, parse_rate, run_in_cluster
+    from .lab.emulate import EmulationSpec, cleanup_stale, parse_rate, run_in_cluster
 
     if args.cleanup:
         removed = cleanup_stale()
@@ -122,11 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_emulate)
 
     try:
-        from .profile.cli import add_profile_parser
+        from .lab.profile.cli import add_profile_parser
     except ImportError:  # pragma: no cover - the profile hooks ship with the package
         add_profile_parser = None
     if add_profile_parser is not None:
-        from .profile.cli import add_show_parser
+        from .lab.profile.cli import add_show_parser
 
         add_profile_parser(sub)
         add_show_parser(sub, "show-profile")

@@ -235,7 +235,7 @@ def ps_exchange(n: ArrayLike, gpus: ArrayLike, cluster: Cluster, servers: int) -
     workers, CPU->GPU copy. The server side: S servers, each receiving one push while it sends the
     previous pull (full duplex), so one exchange occupies (alpha_ps + n beta_ps) / S seconds of them,
     on the cluster's own "ps" link (``Cluster.network_ops``: the parameter-server exchange a profile
-    timed, perfmodel.profile.schema.op_blocks), else n / (S B_network) on the network link (no alpha:
+    timed, perfmodel.lab.profile.schema.op_blocks), else n / (S B_network) on the network link (no alpha:
     the pushes queue behind each other, their latencies overlap).
     """
     _, g = placement(gpus, cluster)

@@ -4,7 +4,7 @@ Open MPI 5 picks an algorithm per call in its ``tuned`` collective component fro
 of communicator size and message size (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c, tuned on
 UTK clusters), unless ``coll_tuned_use_dynamic_rules`` is 1 and ``coll_tuned_<op>_algorithm`` names
 one; on several hosts its ``han`` component (hierarchical: intra-node, then inter-node) comes first.
-What these choices cost on shaped 1 Gbit/s links between two emulated nodes (perfmodel.emulate),
+What these choices cost on shaped 1 Gbit/s links between two emulated nodes (perfmodel.lab.emulate),
 measured here on 2026-11-23, one rank per node (float32; wire time of n bytes: n / 121 MB/s):
 
     Allreduce 40 MB:  ring 0.67 s, basic linear 0.67 s, rabenseifner 0.69 s, recursive doubling 0.40 s

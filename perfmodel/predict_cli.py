@@ -1,8 +1,8 @@
 """`perfmodel predict`: its options, and everything it computes and prints from them.
 
-``predict_result`` is the command's whole computation (what perfmodel.validate runs for each run log);
+``predict_result`` is the command's whole computation (what perfmodel.lab.validate runs for each run log);
 ``cmd_predict`` prints it as a table, CSV or JSON. With ``--profile`` and no preset cluster each point is
-predicted from the profile on its own (perfmodel.profile.predictor); otherwise from the cluster and
+predicted from the profile on its own (perfmodel.lab.profile.predictor); otherwise from the cluster and
 workload the options describe (perfmodel.scaling). Bad input raises CLIError, SpecError or ProfileError.
 """
 
@@ -72,12 +72,12 @@ def resolve_workload_cluster(args: argparse.Namespace):
     wopts = _compute_options(args, args.batch)
     profile = None
     if getattr(args, "profile", None):
-        from .profile.profile_file import load_profile
+        from .lab.profile.profile_file import load_profile
 
         profile = load_profile(args.profile)
     settings = WorkloadSettings()
     if profile is not None:
-        from .profile.to_specs import profile_cluster, profile_daso, profile_workload
+        from .lab.profile.to_specs import profile_cluster, profile_daso, profile_workload
 
         base = None if args.cluster in (None, "local") else resolve_cluster(args.cluster, copts)
         # the local cluster also carries the link measured on DASO's global group, where profiled
@@ -135,7 +135,7 @@ def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[in
 @dataclass(frozen=True)
 class PredictResult:
     """What `perfmodel predict` computes: its records, its notes, the table's header lines, and for a
-    prediction from a profile on its own cluster the points (perfmodel.profile.predictor.Point)."""
+    prediction from a profile on its own cluster the points (perfmodel.lab.profile.predictor.Point)."""
 
     records: list
     notes: list
@@ -145,14 +145,14 @@ class PredictResult:
 
 def _profiled_result(args: argparse.Namespace, gpus: list[int]) -> PredictResult:
     """`perfmodel predict --profile P [--link-from L] [--cluster local]`: each strategy and GPU count
-    predicted from the profile on its own (perfmodel.profile.predictor), as `perfmodel validate` does."""
+    predicted from the profile on its own (perfmodel.lab.profile.predictor), as `perfmodel validate` does."""
     from dataclasses import replace
 
     from .cluster_input import apply_overrides
-    from .profile.linkfile import load_links
-    from .profile.predictor import Layout, profiled_records
-    from .profile.profile_file import load_profile
-    from .profile.to_specs import profile_cluster
+    from .lab.profile.linkfile import load_links
+    from .lab.profile.predictor import Layout, profiled_records
+    from .lab.profile.profile_file import load_profile
+    from .lab.profile.to_specs import profile_cluster
     from .specs import Cluster, Link
     from .workload_input import resolve_workload
 
@@ -323,7 +323,7 @@ def add_predict_parser(sub) -> None:
 
 
 def predict_parser() -> argparse.ArgumentParser:
-    """A `perfmodel` parser that knows the predict subcommand alone: what perfmodel.validate parses its
+    """A `perfmodel` parser that knows the predict subcommand alone: what perfmodel.lab.validate parses its
     `perfmodel predict` commands with."""
     parser = OneLineParser(prog="perfmodel")
     add_predict_parser(parser.add_subparsers(dest="command", parser_class=OneLineParser))

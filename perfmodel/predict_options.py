@@ -269,7 +269,7 @@ def parse_nodes_per_host(text: str | None, linked: bool) -> int:
 
 def fixed_fields(args: argparse.Namespace) -> frozenset[str]:
     """The Strategy fields the command line set, which a profile must not replace
-    (perfmodel.profile.predictor.FIXABLE)."""
+    (perfmodel.lab.profile.predictor.FIXABLE)."""
     out = set()
     if args.stragglers is not None:
         out.add("straggler_cv")

@@ -493,6 +493,6 @@ class Strategy:
 
 def daso_strategy_fields(daso: dict | None) -> dict:
     """DASO's non-blocking sync as measured on a machine ({"progress": ..., "nonblocking_factor": ...},
-    perfmodel.profile.to_specs.profile_daso) as Strategy keyword arguments; a key it lacks keeps
+    perfmodel.lab.profile.to_specs.profile_daso) as Strategy keyword arguments; a key it lacks keeps
     Strategy's default."""
     return {f"daso_{k}": v for k, v in (daso or {}).items()}

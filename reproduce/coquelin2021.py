@@ -182,7 +182,7 @@ def _timing_cfg(algo: str, batch: int, steps: int, smoke: bool) -> dict:
 def daso_timing(args: argparse.Namespace, out: Path) -> None:
     import numpy as np
 
-    from perfmodel.validate import validate
+    from perfmodel.lab.validate import validate
     from reproduce.runs import mpi_command, require_data, run_checked, run_command, train_args
 
     sc = TIMING[args.scale]

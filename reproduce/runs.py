@@ -1,5 +1,5 @@
 """Real runs for the reproduce scripts: start `trainers run` with the launcher (``--launcher``,
-``$DSGD_LAUNCHER``, else mpiexec: perfmodel.launcher), reuse finished run logs, read what the logs measured.
+``$DSGD_LAUNCHER``, else mpiexec: perfmodel.lab.launcher), reuse finished run logs, read what the logs measured.
 
 A run is skipped when its log is complete (summary and final evaluation present) and its header
 configuration equals the one wanted, so an interrupted reproduce script redoes only unfinished runs.
@@ -68,8 +68,8 @@ def log_matches(path: Path, want: dict) -> bool:
 def run_checked(cmd: list[str], timeout_s: float, what: str) -> float:
     """Run ``cmd`` with one torch/BLAS thread; its wall seconds. A failure or time-out raises
     ReproduceError with one line naming ``what`` and the command's own error line (mpiexec's banner,
-    which follows it in the captured output, is left out: perfmodel.launcher)."""
-    from perfmodel.launcher import error_line
+    which follows it in the captured output, is left out: perfmodel.lab.launcher)."""
+    from perfmodel.lab.launcher import error_line
 
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     t0 = time.perf_counter()
@@ -109,7 +109,7 @@ def mpi_command(ranks: int, train_args: list[str], entry: tuple[str, ...] = ("tr
     emulated cluster's placement); ReproduceError when the launcher is missing."""
     from dataclasses import replace
 
-    from perfmodel.launcher import resolve_launcher
+    from perfmodel.lab.launcher import resolve_launcher
     from perfmodel.specs import SpecError
 
     try:

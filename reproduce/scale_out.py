@@ -1,6 +1,6 @@
 """Out of sample: profile one node and one link, freeze every prediction, then run the emulated cluster.
 
-The ``scale-out`` table of ``python -m reproduce.validation`` (root; perfmodel.emulate). For each remake:
+The ``scale-out`` table of ``python -m reproduce.validation`` (root; perfmodel.lab.emulate). For each remake:
 
 1. profile one node (this machine; its ranks on shared memory under the emulated runs' MPI settings):
    compute at 1..R ranks at once, the codec loop, the node's own Allreduce; `perfmodel profile`;
@@ -8,10 +8,10 @@ The ``scale-out`` table of ``python -m reproduce.validation`` (root; perfmodel.e
    per node), each operation also timed at the message sizes the planned runs send (they follow from the
    model and the layouts alone, no run is read), and the training step on both ranks right after an
    Allreduce over the link of what each planned run sends per rank (the slowdown a network exchange
-   leaves to the step after it: perfmodel.profile.predictor);
+   leaves to the step after it: perfmodel.lab.profile.predictor);
 3. write every row's prediction to ``scale_out_predictions_<scale>_r<remake>.json`` with the code's
    revision and the profiles' sha256, before the first training run starts: the `perfmodel predict`
-   command of each planned run (perfmodel.validate.predict_commands on the run's planned configuration)
+   command of each planned run (perfmodel.lab.validate.predict_commands on the run's planned configuration)
    and what it printed;
 4. run every layout (nodes x ranks per node) at every rate, and write one row per run to
    ``scale_out.csv``: what the run measured against the frozen prediction. A row whose run was configured
@@ -113,7 +113,7 @@ def _train_args(algo: str, ex: str, rpn: int, ranks: int, sc: dict, log: Path) -
 def planned_run(algo: str, ex: str, nodes: int, rpn: int, sc: dict):
     """The RunMeasurement a planned run's log will give, as far as its prediction reads it (its
     configuration, ranks, batch and steps; no times): what the frozen prediction is made from."""
-    from perfmodel.validate import RunMeasurement
+    from perfmodel.lab.validate import RunMeasurement
 
     ranks = nodes * rpn
     cfg = {"algo": algo, "model": sc["model"], "batch": sc["batch"], "overlap": True, "bucket_mb": 25.0,
@@ -127,7 +127,7 @@ def planned_run(algo: str, ex: str, nodes: int, rpn: int, sc: dict):
 def _node_args() -> list[str]:
     """mpiexec arguments of the one-node profile: the emulated runs' settings on one machine (shared
     memory, ranks yield the shared cores, the forced ring algorithms)."""
-    from perfmodel.emulate import eager_args
+    from perfmodel.lab.emulate import eager_args
     from perfmodel.mpi_algorithms import mca_args
 
     return ["--bind-to", "none", "--mca", "mpi_yield_when_idle", "1", "--mca", "btl", "self,sm", *eager_args(),
@@ -136,8 +136,8 @@ def _node_args() -> list[str]:
 
 def _read_sizes(sc: dict) -> dict[str, list[int]]:
     """op -> the sizes (bytes) the planned runs' predictions read the link at."""
-    from perfmodel.profile.compute import load_workload_model
-    from perfmodel.validate import run_read_sizes
+    from perfmodel.lab.profile.compute import load_workload_model
+    from perfmodel.lab.validate import run_read_sizes
 
     info = load_workload_model(sc["model"])[1]
     sizes: dict[str, set[int]] = {}
@@ -149,16 +149,16 @@ def _read_sizes(sc: dict) -> dict[str, list[int]]:
 
 def _after_sizes(sc: dict, ranks: int | None = None) -> list[int]:
     """The Allreduce sizes after which a profile times the concurrent step: what each planned synchronous
-    run's prediction reads it at (perfmodel.profile.predictor.after_exchange_bytes of the model's bytes
+    run's prediction reads it at (perfmodel.lab.profile.predictor.after_exchange_bytes of the model's bytes
     per step, on the run's ranks; ``ranks`` 2: on the link's two ranks, where an Allreduce of n sends n),
     from the model and the layouts alone."""
     import numpy as np
 
-    from perfmodel.profile.compute import load_workload_model
-    from perfmodel.profile.predictor import after_exchange_bytes
+    from perfmodel.lab.profile.compute import load_workload_model
+    from perfmodel.lab.profile.predictor import after_exchange_bytes
     from perfmodel.scaling import predict
     from perfmodel.specs import Cluster, ComputeTime, Link, Workload
-    from perfmodel.validate import run_strategies
+    from perfmodel.lab.validate import run_strategies
 
     info = load_workload_model(sc["model"])[1]
     wl = Workload(name=info.name, tensor_sizes=tuple(info.tensor_sizes), tensor_names=tuple(info.tensor_names),
@@ -178,7 +178,7 @@ def _after_sizes(sc: dict, ranks: int | None = None) -> list[int]:
 
 def _profiles(out: Path, scale: str, sc: dict, remake: int) -> tuple[Path, dict[str, Path]]:
     """The one-node profile and each rate's link profile of one remake, made unless they exist."""
-    from perfmodel.emulate import EmulatedCluster, EmulationSpec, parse_rate
+    from perfmodel.lab.emulate import EmulatedCluster, EmulationSpec, parse_rate
 
     node = out / f"profile_scaleout_node_{sc['model']}_{scale}_r{remake}.json"
     if not node.exists():
@@ -208,9 +208,9 @@ def _profiles(out: Path, scale: str, sc: dict, remake: int) -> tuple[Path, dict[
 
 def freeze_predictions(path: Path, sc: dict, node: Path, links: dict[str, Path]) -> dict:
     """Every planned run's prediction, written to ``path`` (atomically) unless it exists; the frozen set."""
-    from perfmodel.validate import Scenario, predict_run
+    from perfmodel.lab.validate import Scenario, predict_run
 
-    from perfmodel.profile.profile_file import load_profile
+    from perfmodel.lab.profile.profile_file import load_profile
 
     if path.exists():
         return json.loads(path.read_text())
@@ -232,8 +232,8 @@ def freeze_predictions(path: Path, sc: dict, node: Path, links: dict[str, Path])
 
 def scale_out_table(args: argparse.Namespace, out: Path) -> None:
     """Profile one node and the 2x1 link, freeze the predictions, run the layouts (module docstring)."""
-    from perfmodel.emulate import EmulatedCluster, EmulationSpec, parse_rate
-    from perfmodel.validate import ValidateError, validate
+    from perfmodel.lab.emulate import EmulatedCluster, EmulationSpec, parse_rate
+    from perfmodel.lab.validate import ValidateError, validate
     from reproduce.validation_runs import can_emulate
 
     if not can_emulate(args, "scale-out"):

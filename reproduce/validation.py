@@ -4,7 +4,7 @@ Tables (results/validation/<table>.csv):
   validate   one row per run: algorithm (ssgd, terngrad, daso; asgd, the parameter server, from 3 ranks:
              rank 0 serves, the others work), model, ranks; measured and predicted step time and
              throughput and their errors; the MAPE is in the notebook paper/validation.py.
-  emulated   the same on emulated clusters (perfmodel.emulate: nodes x ranks per node, two link rates),
+  emulated   the same on emulated clusters (perfmodel.lab.emulate: nodes x ranks per node, two link rates),
              each with a profile made on it, every component's error (emulated.csv).
   ompi-choice  MPI_Allreduce under Open MPI's own algorithm choice on emulated nodes, over message sizes,
              against the model's ``--allreduce ompi`` on the forced-ring profile's link (emulated_ompi.csv;
@@ -50,7 +50,7 @@ MIN_RANKS = {"asgd": 3}
 
 
 def validate_table(args: argparse.Namespace, out: Path) -> None:
-    from perfmodel.validate import validate
+    from perfmodel.lab.validate import validate
 
     sc = SCALE[args.scale]
     runs = out / "runs" / args.scale
@@ -82,7 +82,7 @@ def validate_table(args: argparse.Namespace, out: Path) -> None:
         table.add(row)
 
 
-# ---------------------------------------------------------------- emulated cluster (perfmodel.emulate)
+# ---------------------------------------------------------------- emulated cluster (perfmodel.lab.emulate)
 
 #: Link rates of the emulated table, a decade below the papers' 1 and 10 Gbit/s Ethernet: the 2 cores
 #: here also do every rank's compute and the kernel's TCP work for all the links. Measured on 2026-11-23
@@ -123,11 +123,11 @@ def _emu_jobs(sc: dict) -> list[tuple[str, str, int, int, str]]:
 
 
 def emulated_table(args: argparse.Namespace, out: Path) -> None:
-    """Runs on an emulated cluster (perfmodel.emulate): per (nodes, ranks per node, rate) each
+    """Runs on an emulated cluster (perfmodel.lab.emulate): per (nodes, ranks per node, rate) each
     algorithm's run, then one profile of its links made on it (each operation also timed at the
     message sizes the runs are read at), against which every run is validated."""
-    from perfmodel.emulate import EmulatedCluster, EmulationSpec, parse_rate
-    from perfmodel.validate import validate
+    from perfmodel.lab.emulate import EmulatedCluster, EmulationSpec, parse_rate
+    from perfmodel.lab.validate import validate
 
     if not can_emulate(args, "emulated"):
         return
@@ -178,8 +178,8 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
 
 def _cluster_runs(runs: Path, name: str, skip: int) -> list:
     """The complete run logs of one emulated cluster (``runs``/``name``_*.jsonl), measured
-    (perfmodel.validate.measure_run); unfinished or foreign logs are left out."""
-    from perfmodel.validate import ValidateError, measure_run
+    (perfmodel.lab.validate.measure_run); unfinished or foreign logs are left out."""
+    from perfmodel.lab.validate import ValidateError, measure_run
 
     out = []
     for log in sorted(runs.glob(f"{name}_*.jsonl")):
@@ -191,10 +191,10 @@ def _cluster_runs(runs: Path, name: str, skip: int) -> list:
 
 
 def _read_sizes(runs: list, model: str) -> dict[str, list[int]]:
-    """op -> the sizes (bytes) at which perfmodel.validate reads it for these runs
-    (perfmodel.validate.run_read_sizes)."""
-    from perfmodel.profile.compute import load_workload_model
-    from perfmodel.validate import run_read_sizes
+    """op -> the sizes (bytes) at which perfmodel.lab.validate reads it for these runs
+    (perfmodel.lab.validate.run_read_sizes)."""
+    from perfmodel.lab.profile.compute import load_workload_model
+    from perfmodel.lab.validate import run_read_sizes
 
     info = load_workload_model(model)[1] if runs else None
     sizes: dict[str, set[int]] = {}
@@ -206,9 +206,9 @@ def _read_sizes(runs: list, model: str) -> dict[str, list[int]]:
 
 def _compute_after(runs: list) -> list[int]:
     """The Allreduce sizes (bytes) after which the profile times the concurrent step, so that validate
-    reads it at each synchronous run's bytes per step (perfmodel.profile.predictor.after_exchange_bytes) without
+    reads it at each synchronous run's bytes per step (perfmodel.lab.profile.predictor.after_exchange_bytes) without
     interpolating; parameter-server runs are not read there."""
-    from perfmodel.profile.predictor import after_exchange_bytes
+    from perfmodel.lab.profile.predictor import after_exchange_bytes
 
     return sorted({-(-int(after_exchange_bytes(r.bytes_per_step, r.ranks)) // 4) * 4
                    for r in runs if not r.workers and r.ranks > 1 and r.bytes_per_step > 0})
@@ -245,8 +245,8 @@ def ompi_choice_table(args: argparse.Namespace, out: Path) -> None:
     """Open MPI's own Allreduce algorithm choice (perfmodel.ompi_tuned, ``--allreduce ompi``) on the
     emulated clusters with one rank per node: MPI_Allreduce timed over message sizes without forcing
     an algorithm, against the model's ``ompi`` allreduce on the link of the forced-ring profile."""
-    from perfmodel.emulate import EmulatedCluster, EmulationSpec, parse_rate
-    from perfmodel.validate import validate_allreduce_choice
+    from perfmodel.lab.emulate import EmulatedCluster, EmulationSpec, parse_rate
+    from perfmodel.lab.validate import validate_allreduce_choice
 
     sc = EMU_SCALE[args.scale]
     layouts = sc.get("ompi_layouts", [])

@@ -2,7 +2,7 @@
 
     python -m reproduce.validation_recompute [--dir results/validation] [--table validate,emulated]
 
-Each row is validated again (perfmodel.validate) from its log (``log``, relative to the folder) and its
+Each row is validated again (perfmodel.lab.validate) from its log (``log``, relative to the folder) and its
 profile (``profile``, else ``profile_<model>_<scale>.json``) with the row's warm-up skip; the measured
 columns stay, the predicted ones, their errors, the `perfmodel predict` command and its notes are
 replaced; the table is rewritten atomically. The commands name the profiles relative to the checkout,
@@ -38,7 +38,7 @@ def relative_to_root(path: Path) -> str:
 
 def recompute(base: Path, table: str) -> int:
     """Recompute ``base/<table>.csv`` in place; the number of rows."""
-    from perfmodel.validate import validate
+    from perfmodel.lab.validate import validate
 
     path = base / f"{table}.csv"
     frame = pd.read_csv(path, keep_default_na=False)

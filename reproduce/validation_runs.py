@@ -21,9 +21,9 @@ def run_args(algo: str, model: str, batch: int, ranks: int, steps: int, log: Pat
 
 
 def can_emulate(args: argparse.Namespace, table: str) -> bool:
-    """Whether this host can emulate a cluster (perfmodel.emulate.check_host). If not: the error when the
+    """Whether this host can emulate a cluster (perfmodel.lab.emulate.check_host). If not: the error when the
     table was asked for by name (--only), else a line on stderr and False (the table is skipped)."""
-    from perfmodel.emulate import EmulateError, check_host
+    from perfmodel.lab.emulate import EmulateError, check_host
 
     try:
         check_host()

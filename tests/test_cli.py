@@ -140,7 +140,7 @@ def test_bad_preset_files(tmp_path, repo_root, monkeypatch, capsys, edit, messag
 
 
 def test_import_is_light_and_console_script_runs():
-    code = ("import sys, perfmodel, perfmodel.cli, perfmodel.scaling, perfmodel.presets, perfmodel.profile; "
+    code = ("import sys, perfmodel, perfmodel.cli, perfmodel.scaling, perfmodel.presets, perfmodel.lab.profile; "
             "perfmodel.cli.build_parser(); "
             "bad = [m for m in ('torch', 'mpi4py') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

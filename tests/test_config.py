@@ -133,7 +133,7 @@ def test_run_arguments_of_an_async_algorithm_match_the_parameter_servers_own_com
 
 def test_the_log_config_keeps_the_keys_its_readers_use() -> None:
     read = ("algo", "model", "batch", "threads", "bucket_mb", "overlap", "tern_lanes", "tern_exchange",
-            "tern_min_elems", "tern_fp32_last", "daso_b", "daso_w", "ranks_per_node")  # perfmodel.validate
+            "tern_min_elems", "tern_fp32_last", "daso_b", "daso_w", "ranks_per_node")  # perfmodel.lab.validate
     d = SyncConfig(algo="terngrad", terngrad_exchange="ps", threads=2).to_dict()
     assert set(read) <= set(d)
     assert d["tern_exchange"] == d["terngrad_exchange"] == "ps" and d["threads"] == 2

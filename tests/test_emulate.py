@@ -1,4 +1,4 @@
-"""perfmodel.emulate: rates, specs and Open MPI flags in-process; as root, an emulated cluster set up
+"""perfmodel.lab.emulate: rates, specs and Open MPI flags in-process; as root, an emulated cluster set up
 and torn down (also when its command fails, is interrupted or is killed) and ranks placed on its nodes."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel import emulate as em
+from perfmodel.lab import emulate as em
 from perfmodel.mpi_algorithms import TUNED_IDS, mca_args
 from perfmodel.specs import SpecError
 

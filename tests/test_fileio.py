@@ -1,4 +1,4 @@
-"""perfmodel.fileio: atomic writes with the umask's permissions; perfmodel.launcher: mpiexec's banner."""
+"""perfmodel.fileio: atomic writes with the umask's permissions; perfmodel.lab.launcher: mpiexec's banner."""
 
 import os
 import stat
@@ -6,7 +6,7 @@ import stat
 import pytest
 
 from perfmodel.fileio import atomic_open, atomic_path, atomic_write_text, package_version, umask_mode
-from perfmodel.launcher import error_line
+from perfmodel.lab.launcher import error_line
 
 
 def _mode(p):

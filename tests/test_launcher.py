@@ -1,4 +1,4 @@
-"""perfmodel.launcher: the command lines it builds for mpiexec (Open MPI, MPICH), srun and others, from
+"""perfmodel.lab.launcher: the command lines it builds for mpiexec (Open MPI, MPICH), srun and others, from
 --launcher, DSGD_LAUNCHER or the default, with and without a hostfile."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel.launcher import LAUNCHER_ENV, Launcher, flavor_of, resolve_launcher
+from perfmodel.lab.launcher import LAUNCHER_ENV, Launcher, flavor_of, resolve_launcher
 from perfmodel.specs import SpecError
 
 PROG = ["python", "-m", "trainers.run", "run", "--algo", "ssgd"]
@@ -106,7 +106,7 @@ def test_real_mpiexec_is_found_and_recognised() -> None:
 
 
 def test_import_pulls_in_neither_torch_nor_mpi4py() -> None:
-    code = "import sys, perfmodel.launcher; print('torch' in sys.modules, 'mpi4py' in sys.modules)"
+    code = "import sys, perfmodel.lab.launcher; print('torch' in sys.modules, 'mpi4py' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.split() == ["False", "False"], out.stderr
@@ -170,7 +170,7 @@ def test_stop_group_ends_the_whole_group_not_only_its_leader(tmp_path: Path, shu
     shutting down (1 s) or ignores SIGTERM; stop_group returns only when that child is gone too."""
     import time
 
-    from perfmodel.launcher import stop_group
+    from perfmodel.lab.launcher import stop_group
 
     script = tmp_path / "member.py"
     script.write_text(_MEMBER)

@@ -21,8 +21,7 @@ PACKAGES = ("perfmodel", "trainers", "reproduce")
 MAX_LINES = 600
 
 #: perfmodel's lab: measuring, launching, emulating, validating (it may import trainers and the model).
-#: When the lab moves into perfmodel/lab/, this tuple becomes ("perfmodel.lab",).
-LAB = ("perfmodel.profile", "perfmodel.validate", "perfmodel.emulate", "perfmodel.launcher")
+LAB = ("perfmodel.lab",)
 #: perfmodel's command-line modules: they may import both the model and the lab.
 CLI = ("perfmodel.cli", "perfmodel.cli_guard", "perfmodel.predict_cli", "perfmodel.plan_cli")
 
@@ -179,16 +178,17 @@ def test_model_module_importing_trainers_or_the_lab_is_reported(tmp_path):
     _write(tmp_path, {
         "perfmodel/__init__.py": "",
         "perfmodel/scaling.py": "def f():\n    import trainers.models\n",
-        "perfmodel/specs.py": "from .profile.schema import load\n",
-        "perfmodel/cli.py": "from .profile import schema\nimport trainers\n",  # a CLI module may
-        "perfmodel/profile/__init__.py": "",
-        "perfmodel/profile/schema.py": "import trainers.models\n",  # the lab may
+        "perfmodel/specs.py": "from .lab.profile.schema import load\n",
+        "perfmodel/cli.py": "from .lab.profile import schema\nimport trainers\n",  # a CLI module may
+        "perfmodel/lab/__init__.py": "",
+        "perfmodel/lab/profile/__init__.py": "",
+        "perfmodel/lab/profile/schema.py": "import trainers.models\n",  # the lab may
         "trainers/__init__.py": "",
         "trainers/models.py": "",
     })
     graph = import_graph(tmp_path, ("perfmodel", "trainers"))
-    assert model_violations(graph, lab=("perfmodel.profile",), cli=("perfmodel.cli",)) == [
-        ("perfmodel.scaling", "trainers.models"), ("perfmodel.specs", "perfmodel.profile.schema")]
+    assert model_violations(graph, lab=("perfmodel.lab",), cli=("perfmodel.cli",)) == [
+        ("perfmodel.scaling", "trainers.models"), ("perfmodel.specs", "perfmodel.lab.profile.schema")]
 
 
 # ---------------------------------------------------------------- the real tree

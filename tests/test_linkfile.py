@@ -1,4 +1,4 @@
-"""perfmodel.profile.linkfile: nccl-tests and OSU outputs (tests/data/links, written from their documented
+"""perfmodel.lab.profile.linkfile: nccl-tests and OSU outputs (tests/data/links, written from their documented
 formats) and `perfmodel profile --link` files as the link between nodes of `perfmodel predict --link-from`."""
 
 import subprocess
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.profile.linkfile import load_links, parse_nccl_tests, parse_osu
-from perfmodel.profile.schema import ProfileError
+from perfmodel.lab.profile.linkfile import load_links, parse_nccl_tests, parse_osu
+from perfmodel.lab.profile.schema import ProfileError
 
 ROOT = Path(__file__).resolve().parents[1]
 LINKS = ROOT / "tests" / "data" / "links"
@@ -74,7 +74,7 @@ def test_a_profile_without_communication_is_refused_as_a_link(tmp_path, capsys):
     # the one-process profile: nothing measured between ranks
     import dataclasses
 
-    from perfmodel.profile.profile_file import load_profile, save_profile
+    from perfmodel.lab.profile.profile_file import load_profile, save_profile
 
     one = dataclasses.replace(load_profile(PROFILE), comm=())
     save_profile(one, tmp_path / "one.json")

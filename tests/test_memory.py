@@ -96,7 +96,7 @@ def test_bad_choices_raise():
 @pytest.mark.parametrize("name,batches", [("lenet", (32, 128)), ("resnet20", (16, 64))])
 def test_estimate_within_15pct_of_torch_measured_peak(name, batches):
     pytest.importorskip("torch")
-    from perfmodel.profile.memory_peak import check
+    from perfmodel.lab.profile.memory_peak import check
 
     acts = load_activations(name)
     for b in batches:

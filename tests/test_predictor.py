@@ -1,4 +1,4 @@
-"""perfmodel.profile.predictor: the one path from a profile (and a link) to a prediction, checked by hand
+"""perfmodel.lab.profile.predictor: the one path from a profile (and a link) to a prediction, checked by hand
 against the profile's own measurements."""
 
 import contextlib
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.profile.linkfile import load_links
-from perfmodel.profile.predictor import Layout, after_exchange_bytes
-from perfmodel.profile.profile_file import load_profile
-from perfmodel.profile.to_specs import profile_workload
+from perfmodel.lab.profile.linkfile import load_links
+from perfmodel.lab.profile.predictor import Layout, after_exchange_bytes
+from perfmodel.lab.profile.profile_file import load_profile
+from perfmodel.lab.profile.to_specs import profile_workload
 from perfmodel.specs import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,7 +112,7 @@ def test_bad_layouts_are_one_line_exit_2(capsys, args, needle):
 
 
 def test_validate_says_when_the_load_differed_from_the_profiles(tmp_path):
-    from perfmodel.validate import RunMeasurement, load_note
+    from perfmodel.lab.validate import RunMeasurement, load_note
 
     prof = load_profile(PROFILE)
     before = min(c.load_avg[0] for c in prof.comm if c.load_avg)
@@ -128,7 +128,7 @@ def test_validate_says_when_the_load_differed_from_the_profiles(tmp_path):
 def test_gpu_ranks_are_not_stretched_by_the_cores(tmp_path):
     import dataclasses
 
-    from perfmodel.profile.profile_file import save_profile
+    from perfmodel.lab.profile.profile_file import save_profile
 
     prof = load_profile(PROFILE)
     gpu = dataclasses.replace(prof, compute=dataclasses.replace(prof.compute, device="cuda"),
@@ -149,8 +149,8 @@ def test_a_link_that_timed_the_step_after_its_exchange_scales_the_node_step(tmp_
     rank sends (read at the link's Allreduce that sends as much: on 2 ranks, n)."""
     import dataclasses
 
-    from perfmodel.profile.profile_file import save_profile
-    from perfmodel.profile.schema import ConcurrentCompute
+    from perfmodel.lab.profile.profile_file import save_profile
+    from perfmodel.lab.profile.schema import ConcurrentCompute
 
     node = load_profile(PROFILE)
     link = load_links([NCCL])

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfmodel.profile.cli import mpiexec_command, run_comm
-from perfmodel.profile.profile_file import comm_profile_from_dict, load_profile
-from perfmodel.profile.schema import ProfileError
-from perfmodel.profile.to_specs import profile_cluster, profile_links
+from perfmodel.lab.profile.cli import mpiexec_command, run_comm
+from perfmodel.lab.profile.profile_file import comm_profile_from_dict, load_profile
+from perfmodel.lab.profile.schema import ProfileError
+from perfmodel.lab.profile.to_specs import profile_cluster, profile_links
 
 ROOT = Path(__file__).resolve().parents[1]
 MPIEXEC = shutil.which("mpiexec")
@@ -33,7 +33,7 @@ def _mpiexec(n, *args, timeout=120, cwd=None):
 
 def test_comm_module_end_to_end(tmp_path):
     out = tmp_path / "comm.json"
-    res = _mpiexec(2, sys.executable, "-m", "perfmodel.profile.comm", "--min-bytes", "8", "--max-bytes", "1Mi",
+    res = _mpiexec(2, sys.executable, "-m", "perfmodel.lab.profile.comm", "--min-bytes", "8", "--max-bytes", "1Mi",
                    "--repeats", "7", "--out", str(out))
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
@@ -67,7 +67,7 @@ PLAIN = textwrap.dedent("""
     import json, sys
     import numpy as np
     from mpi4py import MPI
-    from perfmodel.profile.comm import CommConfig, run_benchmarks
+    from perfmodel.lab.profile.comm import CommConfig, run_benchmarks
 
     comm = MPI.COMM_WORLD
     SIZES = (2**20, 16 * 2**20)
@@ -116,7 +116,7 @@ def test_torch_distributed_path_with_gloo(tmp_path):
     """The code NCCL uses (torch.distributed), run on CPU tensors with gloo."""
     pytest.importorskip("torch")
     out = tmp_path / "gloo.json"
-    res = _mpiexec(2, sys.executable, "-m", "perfmodel.profile.comm", "--backend", "gloo", "--sizes", "8,4Ki,256Ki",
+    res = _mpiexec(2, sys.executable, "-m", "perfmodel.lab.profile.comm", "--backend", "gloo", "--sizes", "8,4Ki,256Ki",
                    "--repeats", "5", "--out", str(out), timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))
@@ -140,7 +140,7 @@ def test_block_operations_and_the_step_timed_on_all_ranks_at_once(tmp_path):
     version = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True, timeout=30).stdout
     argv = mpiexec_command(MPIEXEC, 3, [], version=version)
     flags = argv[1:argv.index("-n")]
-    res = subprocess.run([MPIEXEC, *flags, "-n", "3", sys.executable, "-m", "perfmodel.profile.comm", "--ops",
+    res = subprocess.run([MPIEXEC, *flags, "-n", "3", sys.executable, "-m", "perfmodel.lab.profile.comm", "--ops",
                           "allgather,alltoall,ps", "--sizes", "8,4Ki,64Ki", "--repeats", "5", "--model", "tinynets:mlp",
                           "--input-shape", "1,8,8", "--batch", "4,8", "--compute-repeats", "5", "--out", str(out)],
                          capture_output=True, text=True, timeout=180, cwd=tmp_path,
@@ -175,7 +175,7 @@ def test_profile_command_with_ranks_1_and_2(tmp_path):
     """))
     out = tmp_path / "profile.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
-    res = subprocess.run([sys.executable, "-m", "perfmodel.profile.cli", "profile", "--model", "tinynets:mlp",
+    res = subprocess.run([sys.executable, "-m", "perfmodel.lab.profile.cli", "profile", "--model", "tinynets:mlp",
                           "--input-shape", "1,8,8", "--batch", "4,8", "--repeats", "3", "--ranks", "1,2",
                           "--max-bytes", "64Ki", "--comm-repeats", "5", "--extra-sizes", "allreduce=4432",
                           "--out", str(out)],
@@ -229,7 +229,7 @@ def test_global_iallreduce_runs_on_the_first_rank_of_each_node(tmp_path):
 
 def test_global_iallreduce_is_not_timed_on_one_host(tmp_path):
     out = tmp_path / "comm.json"
-    res = _mpiexec(2, sys.executable, "-m", "perfmodel.profile.comm", "--max-bytes", "64",
+    res = _mpiexec(2, sys.executable, "-m", "perfmodel.lab.profile.comm", "--max-bytes", "64",
                    "--ops", "iallreduce,global_iallreduce", "--repeats", "3", "--out", str(out))
     assert res.returncode == 0, res.stderr[-2000:]
     cp = comm_profile_from_dict(json.loads(out.read_text()), str(out))

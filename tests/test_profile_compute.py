@@ -11,11 +11,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from perfmodel.profile.cli import main as profile_main  # noqa: E402
-from perfmodel.profile.compute import load_callable_model, load_workload_model, profile_compute  # noqa: E402
-from perfmodel.profile.profile_file import load_profile  # noqa: E402
-from perfmodel.profile.schema import ProfileError  # noqa: E402
-from perfmodel.profile.to_specs import profile_workload  # noqa: E402
+from perfmodel.lab.profile.cli import main as profile_main  # noqa: E402
+from perfmodel.lab.profile.compute import load_callable_model, load_workload_model, profile_compute  # noqa: E402
+from perfmodel.lab.profile.profile_file import load_profile  # noqa: E402
+from perfmodel.lab.profile.schema import ProfileError  # noqa: E402
+from perfmodel.lab.profile.to_specs import profile_workload  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -141,7 +141,7 @@ def test_profile_command_bad_arguments_exit_2(nets, tmp_path, capsys, argv, matc
 
 
 def test_terngrad_codec_is_timed_on_the_ternary_tensors():
-    from perfmodel.profile.compute import time_terngrad_codec
+    from perfmodel.lab.profile.compute import time_terngrad_codec
     from trainers.compress import TernGradCodec
 
     named = [("conv.weight", 500), ("conv.bias", 20), ("fc.weight", 300), ("fc.bias", 10)]
@@ -171,7 +171,7 @@ def test_terngrad_codec_reads_the_gradients_backward_writes_in_the_trainers_orde
     # before the decoding and before the ps exchange's own work: 2 + 3 rounds
     import torch
 
-    from perfmodel.profile.compute import time_terngrad_codec
+    from perfmodel.lab.profile.compute import time_terngrad_codec
 
     net = torch.nn.Sequential(torch.nn.Linear(20, 25), torch.nn.Linear(25, 10))
     named = [(k, p.numel()) for k, p in net.named_parameters()]
@@ -206,7 +206,7 @@ def test_codec_sync_wait_is_the_exchange_in_the_loop_less_after_a_barrier(monkey
     # barrier; this rank's 3 ms excess averaged with another rank's 1 ms gives 2 ms
     import types
 
-    import perfmodel.profile.compute as compute
+    import perfmodel.lab.profile.compute as compute
 
     now, after_barrier, calls = [0.0], [False], []
     monkeypatch.setattr(compute, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
@@ -260,7 +260,7 @@ class _TwinRanks:
 
 
 def test_concurrent_timing_after_an_allreduce_of_each_size(nets):
-    from perfmodel.profile.compute import concurrent_compute
+    from perfmodel.lab.profile.compute import concurrent_compute
 
     model, info = load_callable_model(f"{nets}:mlp", (1, 8, 8))
     comm = _TwinRanks(1.5)
@@ -285,7 +285,7 @@ def test_concurrent_timing_after_an_allreduce_of_each_size(nets):
 
 @pytest.mark.parametrize("factor", [1.0, 1.2])
 def test_concurrent_timing_spread_is_between_the_ranks_of_a_round(nets, factor):
-    from perfmodel.profile.compute import concurrent_compute
+    from perfmodel.lab.profile.compute import concurrent_compute
 
     model, info = load_callable_model(f"{nets}:mlp", (1, 8, 8))
     cc = concurrent_compute(_TwinRanks(factor), model, info.input_shape, info.num_classes, [4, 8], warmup=1,

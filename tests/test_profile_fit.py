@@ -1,12 +1,12 @@
-"""The least-squares fits of perfmodel.profile.fit and the comm planning helpers (no MPI, no torch)."""
+"""The least-squares fits of perfmodel.lab.profile.fit and the comm planning helpers (no MPI, no torch)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from perfmodel.profile.comm import CommConfig, default_sizes, parse_extra_sizes, parse_size, plan_iterations
-from perfmodel.profile.fit import AlphaBetaFit, Segment, fit_affine, fit_alpha_beta
+from perfmodel.lab.profile.comm import CommConfig, default_sizes, parse_extra_sizes, parse_size, plan_iterations
+from perfmodel.lab.profile.fit import AlphaBetaFit, Segment, fit_affine, fit_alpha_beta
 
 SIZES = np.array(default_sizes(8, 64 * 2**20), dtype=float)  # 8 B .. 64 MiB
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from perfmodel import collectives
-from perfmodel.profile.comm import summarize
-from perfmodel.profile.fit import fit_affine
-from perfmodel.profile.profile_file import load_profile, profile_from_dict, profile_to_dict, save_profile
-from perfmodel.profile.schema import (BUSBW_FACTORS, PS_ROUNDS, SCHEMA_VERSION, CodecTimes, CommProfile,
+from perfmodel.lab.profile.comm import summarize
+from perfmodel.lab.profile.fit import fit_affine
+from perfmodel.lab.profile.profile_file import load_profile, profile_from_dict, profile_to_dict, save_profile
+from perfmodel.lab.profile.schema import (BUSBW_FACTORS, PS_ROUNDS, SCHEMA_VERSION, CodecTimes, CommProfile,
                                       ComputeProfile, ComputeRow, ConcurrentCompute, CopyTimes, Machine, ModelInfo,
                                       Profile, ProfileError, Stats, device_key, op_blocks)
-from perfmodel.profile.to_specs import profile_cluster, profile_links, profile_op_links, profile_workload
+from perfmodel.lab.profile.to_specs import profile_cluster, profile_links, profile_op_links, profile_workload
 from perfmodel.specs import Cluster, Link
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,7 +137,7 @@ def test_bad_profile_on_the_command_line_exits_2_with_one_line(tmp_path):
     good = json.dumps(profile_to_dict(make_profile()))
     bad.write_text(good[:-40])
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    res = subprocess.run([sys.executable, "-m", "perfmodel.profile.cli", "show", str(bad)], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "perfmodel.lab.profile.cli", "show", str(bad)], capture_output=True,
                          text=True, timeout=60, env=env, cwd=tmp_path)
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
@@ -145,7 +145,7 @@ def test_bad_profile_on_the_command_line_exits_2_with_one_line(tmp_path):
     assert "truncated" in lines[0] and "Traceback" not in res.stderr
     ok = tmp_path / "ok.json"
     save_profile(make_profile(), ok)
-    res = subprocess.run([sys.executable, "-m", "perfmodel.profile.cli", "show", str(ok)], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "perfmodel.lab.profile.cli", "show", str(ok)], capture_output=True,
                          text=True, timeout=60, env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "allreduce fitted vs measured (2 ranks" in res.stdout
@@ -445,7 +445,7 @@ def test_codec_sync_wait_round_trips_and_is_checked(tmp_path):
     prof = dataclasses.replace(prof, comm=(prof.comm[0], dataclasses.replace(prof.comm[1], compute=cc)))
     save_profile(prof, tmp_path / "p.json")
     assert load_profile(tmp_path / "p.json").comm[1].compute.codec.sync_wait_s == 1.5e-3
-    from perfmodel.profile.cli import format_summary
+    from perfmodel.lab.profile.cli import format_summary
 
     assert "each synchronization point after its work 1.500 ms" in format_summary(prof)
     # profiles made before it was measured load without it
@@ -499,9 +499,9 @@ def test_records_validate_on_creation():
 
 
 def test_importing_the_profile_package_stays_light():
-    code = ("import sys, perfmodel, perfmodel.profile, perfmodel.profile.schema, perfmodel.profile.fit, "
-            "perfmodel.profile.profile_file, perfmodel.profile.to_specs, "
-            "perfmodel.profile.comm, perfmodel.profile.cli; "
+    code = ("import sys, perfmodel, perfmodel.lab.profile, perfmodel.lab.profile.schema, perfmodel.lab.profile.fit, "
+            "perfmodel.lab.profile.profile_file, perfmodel.lab.profile.to_specs, "
+            "perfmodel.lab.profile.comm, perfmodel.lab.profile.cli; "
             "bad = [m for m in ('torch', 'mpi4py') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))

@@ -197,7 +197,7 @@ def test_trainer_bytes_per_exchange_equal_the_model_and_the_log_validates(tmp_pa
     fp32 parameters pulled) is the model's asgd bytes_per_gpu; the log is validated as a PS run."""
     from perfmodel.specs import Cluster, Link
     from perfmodel.scaling import predict
-    from perfmodel.validate import measure_run, run_strategies
+    from perfmodel.lab.validate import measure_run, run_strategies
 
     log = tmp_path / f"asgd-{workers}.jsonl"
     code, out, _ = run_mpi(workers + 1, ["-m", "trainers.run", "run", "--algo", "asgd", "--model", "lenet",

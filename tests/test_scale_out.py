@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perfmodel import emulate as em
+from perfmodel.lab import emulate as em
 from reproduce import scale_out as so
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +24,7 @@ def test_layouts_are_split_before_any_change_and_never_both():
 
 
 def test_planned_runs_give_the_commands_validate_will_run():
-    from perfmodel.validate import Scenario, predict_commands
+    from perfmodel.lab.validate import Scenario, predict_commands
 
     sc = so.SCALE["small"]
     (argv, steps), = predict_commands(so.planned_run("terngrad", "ps", 2, 2, sc), Scenario("p.json", ("l.json",), 2, 0, 2))

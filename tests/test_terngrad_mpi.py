@@ -17,7 +17,7 @@ import pytest
 from perfmodel.mpi_algorithms import mca_args
 from perfmodel.scaling import predict
 from perfmodel.specs import Cluster, ComputeTime, Link, Workload
-from perfmodel.validate import measure_run, run_strategies
+from perfmodel.lab.validate import measure_run, run_strategies
 from trainers.log import read_run_log
 from trainers.models import tensor_sizes
 

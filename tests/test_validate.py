@@ -5,8 +5,8 @@ import json
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.profile.profile_file import save_profile
-from perfmodel.validate import ValidateError, error_pct, mape, measure_run, median_ape, validate
+from perfmodel.lab.profile.profile_file import save_profile
+from perfmodel.lab.validate import ValidateError, error_pct, mape, measure_run, median_ape, validate
 from test_profile_schema import ALPHA_OP, BW_OP, make_profile
 
 T0, T1 = 2e-3, 5e-5  # the synthetic profile's compute: t_c(b) = T0 + T1 b
@@ -95,7 +95,7 @@ def test_ranks_timed_at_once_give_compute_and_the_wait_for_the_slowest(tmp_path)
     # gamma expectation, perfmodel.stragglers) moves from compute to communication, as the trainer times it
     import dataclasses
 
-    from perfmodel.profile.schema import ConcurrentCompute
+    from perfmodel.lab.profile.schema import ConcurrentCompute
     from perfmodel.stragglers import CVB, sync_slowdown
 
     prof = make_profile()
@@ -123,7 +123,7 @@ def test_compute_is_the_step_timed_after_the_exchange_the_strategy_sends(tmp_pat
     # halfway between the step after the barrier alone (4 ms at batch 32) and after 2 GRAD (7 ms)
     import dataclasses
 
-    from perfmodel.profile.schema import ConcurrentCompute
+    from perfmodel.lab.profile.schema import ConcurrentCompute
 
     prof = make_profile()
     cc = ConcurrentCompute(batches=(16, 32, 64), mean_s=(3e-3, 4e-3, 6e-3), max_s=(3e-3, 4e-3, 6e-3),
@@ -140,7 +140,7 @@ def test_compute_is_the_step_timed_after_the_exchange_the_strategy_sends(tmp_pat
 
 @pytest.mark.parametrize("ranks", [2, 3, 4, 8, 512])
 def test_after_exchange_bytes_inverts_the_ring_allreduces_bytes_per_rank(ranks):
-    from perfmodel.profile.predictor import after_exchange_bytes
+    from perfmodel.lab.profile.predictor import after_exchange_bytes
     from trainers.comm import ring_allreduce_bytes
 
     assert after_exchange_bytes(ring_allreduce_bytes(1724320, ranks), ranks) == pytest.approx(1724320, rel=1e-12)
@@ -225,7 +225,7 @@ def test_daso_sync_on_cpu_is_paid_at_the_wait_with_the_measured_nonblocking_fact
     (2 ranks = 2 nodes of one rank, B=4, W=1) is charged 3 allreduces every 4 steps, nothing hidden."""
     import dataclasses
 
-    from perfmodel.profile.to_specs import nonblocking_factor, profile_daso
+    from perfmodel.lab.profile.to_specs import nonblocking_factor, profile_daso
     from test_profile_schema import _op
 
     prof = make_profile()
@@ -253,7 +253,7 @@ def test_daso_global_sync_is_charged_at_its_groups_measured_iallreduce(tmp_path)
     times at the fp32 gradient; the all-ranks Iallreduce's factor no longer applies."""
     import dataclasses
 
-    from perfmodel.profile.to_specs import nonblocking_factor
+    from perfmodel.lab.profile.to_specs import nonblocking_factor
     from test_profile_schema import _op, _with_global_group
 
     paths = []
@@ -335,7 +335,7 @@ def test_terngrad_sync_points_cost_what_the_codecs_loop_measured(tmp_path):
     # classifier's Allreduce, as communication; a profile without the measurement, nothing
     import dataclasses
 
-    from perfmodel.profile.schema import CodecTimes, ConcurrentCompute
+    from perfmodel.lab.profile.schema import CodecTimes, ConcurrentCompute
     from test_profile_schema import _stats
 
     rows = {}
@@ -355,9 +355,9 @@ def test_terngrad_sync_points_cost_what_the_codecs_loop_measured(tmp_path):
 
 
 def test_terngrad_decoding_is_timed_as_communication():
-    from perfmodel.profile.to_specs import profile_workload
+    from perfmodel.lab.profile.to_specs import profile_workload
     from perfmodel.specs import Strategy
-    from perfmodel.validate import decode_in_comm as _decode_in_comm
+    from perfmodel.lab.validate import decode_in_comm as _decode_in_comm
 
     wl = profile_workload(make_profile())
     elems = sum(wl.tensor_sizes)  # no fp32 last layer: every tensor is ternarized
@@ -504,7 +504,7 @@ def _tern(exchange, lanes="int8"):
 
 
 def test_exchange_message_names_the_profiled_operation_and_the_message_size():
-    from perfmodel.profile.predictor import exchange_message
+    from perfmodel.lab.profile.predictor import exchange_message
     from perfmodel.specs import Strategy
 
     wl = _wl()
@@ -521,7 +521,7 @@ def test_exchange_message_names_the_profiled_operation_and_the_message_size():
 
 
 def test_exchange_blocks_are_the_allgather_and_alltoall_blocks():
-    from perfmodel.profile.predictor import exchange_blocks
+    from perfmodel.lab.profile.predictor import exchange_blocks
     from perfmodel.specs import Strategy
 
     wl = _wl()
@@ -535,8 +535,8 @@ def test_exchange_blocks_are_the_allgather_and_alltoall_blocks():
 
 
 def test_read_sizes_are_where_the_predictor_reads_each_profiled_operation():
-    from perfmodel.profile.predictor import read_sizes
-    from perfmodel.profile.schema import ModelInfo
+    from perfmodel.lab.profile.predictor import read_sizes
+    from perfmodel.lab.profile.schema import ModelInfo
     from perfmodel.specs import Strategy
 
     wl = _wl()
@@ -567,8 +567,8 @@ def test_open_mpis_own_choice_is_predicted_on_the_forced_rings_link(tmp_path):
 
     import numpy as np
 
-    from perfmodel.profile.schema import CommProfile
-    from perfmodel.validate import validate_allreduce_choice
+    from perfmodel.lab.profile.schema import CommProfile
+    from perfmodel.lab.validate import validate_allreduce_choice
     from test_profile_schema import SIZES, _op
 
     a, bw = 10e-6, 1e8

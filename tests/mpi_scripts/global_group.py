@@ -11,10 +11,10 @@ import numpy as np
 from mpi4py import MPI
 
 rank = MPI.COMM_WORLD.Get_rank()
-socket.gethostname = lambda: f"node{rank // 2}"  # what perfmodel.profile.transports groups ranks by
+socket.gethostname = lambda: f"node{rank // 2}"  # what perfmodel.lab.profile.transports groups ranks by
 
-from perfmodel.profile.comm import CommConfig, run_benchmarks  # noqa: E402
-from perfmodel.profile.transports import MPITransport  # noqa: E402
+from perfmodel.lab.profile.comm import CommConfig, run_benchmarks  # noqa: E402
+from perfmodel.lab.profile.transports import MPITransport  # noqa: E402
 
 t = MPITransport()
 t.prepare("global_iallreduce", 16)()

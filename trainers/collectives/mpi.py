@@ -4,7 +4,7 @@ CPU tensors are reduced in place through numpy views of their memory. CUDA tenso
 when the MPI library is CUDA-aware (:func:`cuda_aware`), after synchronizing the current stream (the
 kernels that wrote them; never the whole device, whose other streams may hold collectives in flight);
 otherwise they are host-staged: copied to a pinned CPU buffer kept per tensor (the same kind of copy
-perfmodel.profile times), reduced there and copied back (what Horovod does over a non-CUDA-aware MPI;
+perfmodel.lab.profile times), reduced there and copied back (what Horovod does over a non-CUDA-aware MPI;
 the model's ``--staging host``). float16/bfloat16 travel as float32 (MPI has no sum for them).
 
 Non-blocking collectives on device memory: Open MPI documents CUDA-aware support for point-to-point

@@ -7,7 +7,7 @@
 
 Each object owns its gradient buffers, encodes, exchanges and decodes them, and knows its bytes on the
 wire per step (formulas: perfmodel.wire). trainers.sync.terngrad drives whichever one the run names
-through ``exchange_class(name)``; the profiler (perfmodel.profile.compute) times the same objects.
+through ``exchange_class(name)``; the profiler (perfmodel.lab.profile.compute) times the same objects.
 
 ``EXCHANGES`` is the one registry, name -> "module:Class" (the modules load on first use, so that the
 trainers' command line, which takes its choices from here, imports no torch). Its names and

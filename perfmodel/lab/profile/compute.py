@@ -11,7 +11,7 @@ four ``torch.cuda.Event``s per step recorded on the current stream around the ph
 on the last one before reading ``elapsed_time``, so each step is timed on the GPU's own clock and
 steps do not overlap. Inputs are created on the device beforehand (no data loading in the timing).
 ``concurrent_compute`` times the same step on every rank of an MPI run at once (run by
-perfmodel.profile.comm): what ranks sharing a machine's cores and memory cost each other, and the
+perfmodel.lab.profile.comm): what ranks sharing a machine's cores and memory cost each other, and the
 spread a synchronous step waits for.
 
 torch is imported inside functions only.
@@ -23,7 +23,7 @@ import importlib
 import time
 from typing import Any, Callable, Sequence
 
-from ..wire import packed_nbytes
+from ...wire import packed_nbytes
 from .schema import CodecTimes, ComputeProfile, ComputeRow, CopyTimes, ModelInfo, ProfileError, Stats, device_key
 
 __all__ = ["resolve_device", "profile_compute", "concurrent_compute", "time_copies", "model_info", "load_workload_model",

@@ -1,6 +1,6 @@
 """The profile as a JSON file: ``save_profile`` (atomic) and ``load_profile``, and the dict forms between.
 
-One generic decoder driven by the records' type hints (perfmodel.profile.schema; ~50 lines). Kept rather
+One generic decoder driven by the records' type hints (perfmodel.lab.profile.schema; ~50 lines). Kept rather
 than replaced by dacite: it has no dependency, its one-line errors name the field's full path with list
 positions (comm[1].ops.allreduce.iters), it refuses JSON true where a number is wanted (bool is an int
 subclass, which a plain isinstance check lets through), and the validation proper stays in each
@@ -116,7 +116,7 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
 
 
 def comm_profile_from_dict(data: Any, where: str) -> CommProfile:
-    """A CommProfile from JSON data (what ``python -m perfmodel.profile.comm`` writes)."""
+    """A CommProfile from JSON data (what ``python -m perfmodel.lab.profile.comm`` writes)."""
     try:
         return _decode(CommProfile, data, "")
     except _Bad as exc:
@@ -146,6 +146,6 @@ def load_profile(path: str | os.PathLike) -> Profile:
 
 def save_profile(profile: Profile, path: str | os.PathLike) -> None:
     """Write ``profile`` as JSON atomically (temporary file in the same folder, then os.replace)."""
-    from ..fileio import atomic_write_text
+    from ...fileio import atomic_write_text
 
     atomic_write_text(path, json.dumps(profile_to_dict(profile), indent=1) + "\n")

@@ -4,10 +4,10 @@ One predictor: for each run log, the measured step time is the median ``t_step``
 ``skip`` warm-up steps; the prediction is what the `perfmodel predict` command that describes the run
 prints (``predict_commands``: the run's strategy options at its rank count and per-rank batch, on the
 profile, the link between nodes and the layout the caller describes, ``Scenario``), computed by that
-command's own code (perfmodel.predict_cli.predict_result, perfmodel.profile.predictor) and printed beside it,
+command's own code (perfmodel.predict_cli.predict_result, perfmodel.lab.profile.predictor) and printed beside it,
 so the validated number is the number a user gets. How the profile feeds the model (compute on the
 ranks that share a machine's cores, the link read at the exchange's message, the codec, the step
-after an exchange, the server's update) is perfmodel.profile.predictor's docstring.
+after an exchange, the server's update) is perfmodel.lab.profile.predictor's docstring.
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
 Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the
 model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rounding.
@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .compression import encode_seconds, ps_aggregate_seconds, resolve_level_lanes, ternary_split
+from ..compression import encode_seconds, ps_aggregate_seconds, resolve_level_lanes, ternary_split
 from .profile.schema import ModelInfo, ProfileError as ProfileErrorBase
-from .specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, Link, SpecError, Strategy,
+from ..specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, Link, SpecError, Strategy,
                     Workload)
 
 
@@ -227,7 +227,7 @@ def run_strategy_args(run: RunMeasurement) -> list[tuple[list[str], int]]:
 @dataclass(frozen=True)
 class Scenario:
     """What `perfmodel validate` is told beside a run log: the profile, the link between nodes (none: the
-    profile's own MPI runs) and how the run's ranks sat on machines (perfmodel.profile.predictor.Layout:
+    profile's own MPI runs) and how the run's ranks sat on machines (perfmodel.lab.profile.predictor.Layout:
     gpus_per_node None = DASO's ranks per node, else 1; nodes_per_host None = all without a link, 1
     with one; cores None = the profile's)."""
 
@@ -307,8 +307,8 @@ def predict_run(run: RunMeasurement, scenario: Scenario) -> dict:
     the commands and the notes on what the prediction extrapolates; step-count-weighted over DASO's
     phases. The throughput is the run's samples per step over the step (asgd: the server's aggregate
     rate as the model caps it)."""
-    from .cli_guard import CLIError
-    from .predict_cli import predict_parser, predict_result
+    from ..cli_guard import CLIError
+    from ..predict_cli import predict_parser, predict_result
 
     parser = predict_parser()
     totals = {"t_step_s": 0.0, "t_compute_s": 0.0, "t_comm_s": 0.0, "t_compress_s": 0.0, "bytes_per_step": 0.0}
@@ -390,8 +390,8 @@ def validate_allreduce_choice(forced: str | os.PathLike, chosen: str | os.PathLi
     intercept); chosen: a profile of the same cluster timed without forcing an algorithm. One row per
     size the chosen profile measured: Open MPI's algorithm, measured and predicted seconds and the
     error, and the forced ring's time with its error (how much the choice changes the time)."""
-    from .collectives import cluster_allreduce
-    from .ompi_tuned import allreduce_runs
+    from ..collectives import cluster_allreduce
+    from ..ompi_tuned import allreduce_runs
     from .profile.profile_file import load_profile
 
     fp, cp = load_profile(forced), load_profile(chosen)
@@ -494,8 +494,8 @@ def rows_json(rows: list[dict]) -> str:
 def run_strategies(run: RunMeasurement) -> list[tuple[Strategy, int, int]]:
     """(Strategy, ranks per node, steps) of each `perfmodel predict` command that describes ``run``, as
     the command line builds them (before a profile fills in what it measured)."""
-    from .predict_cli import predict_parser
-    from .predict_options import build_strategies
+    from ..predict_cli import predict_parser
+    from ..predict_options import build_strategies
 
     parser = predict_parser()
     out = []
@@ -509,7 +509,7 @@ def run_strategies(run: RunMeasurement) -> list[tuple[Strategy, int, int]]:
 
 def run_read_sizes(run: RunMeasurement, model: Workload | ModelInfo) -> dict[str, float]:
     """The message size (bytes) at which the prediction of ``run`` reads each profiled operation
-    (perfmodel.profile.predictor.read_sizes for the strategy its `perfmodel predict` command builds)."""
+    (perfmodel.lab.profile.predictor.read_sizes for the strategy its `perfmodel predict` command builds)."""
     from .profile.predictor import read_sizes
 
     out: dict[str, float] = {}

@@ -1,4 +1,4 @@
-"""The transports the communication micro-benchmarks (perfmodel.profile.comm) time their operations on.
+"""The transports the communication micro-benchmarks (perfmodel.lab.profile.comm) time their operations on.
 
 ``MPITransport``: mpi4py on float32 numpy buffers, timed by ``MPI.Wtime``. ``TorchTransport``:
 torch.distributed ("nccl" on CUDA tensors, one GPU per rank chosen as the trainers choose it; "gloo" on

@@ -5,13 +5,13 @@
 
 Compute is timed in this process (torch), and on CPUs also on all ranks of each MPI run at once
 (their CommProfile's ``compute``: ranks sharing a machine slow each other, and a synchronous step waits
-for the slowest); communication by ``python -m perfmodel.profile.comm`` started by the launcher
-(``--launcher "srun --mpi=pmix"``, ``$DSGD_LAUNCHER``, else mpiexec; see perfmodel.launcher) for every
+for the slowest); communication by ``python -m perfmodel.lab.profile.comm`` started by the launcher
+(``--launcher "srun --mpi=pmix"``, ``$DSGD_LAUNCHER``, else mpiexec; see perfmodel.lab.launcher) for every
 rank count above 1 (one rank moves nothing: recorded with no ops).
 With GPUs, an NCCL run through torch.distributed is added for rank counts the GPUs can hold.
 The file is written atomically; bad arguments or failures raise ProfileError (one line, exit 2).
 
-Standalone: ``python -m perfmodel.profile.cli profile ...`` and ``python -m perfmodel.profile.cli show
+Standalone: ``python -m perfmodel.lab.profile.cli profile ...`` and ``python -m perfmodel.lab.profile.cli show
 profile.json`` (print a profile's tables).
 """
 
@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from perfmodel.launcher import Launcher, flavor_of, launcher_version, resolve_launcher, stop_group
+from perfmodel.lab.launcher import Launcher, flavor_of, launcher_version, resolve_launcher, stop_group
 from perfmodel.specs import SpecError
 
 from ..emulate import ENV_MPIEXEC_ARGS
@@ -41,7 +41,7 @@ from .schema import COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileE
 
 __all__ = ["add_profile_parser", "run_profile_command", "format_summary", "main", "mpiexec_command"]
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+_REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_OPS = ",".join(COMM_OPS)
 #: What `perfmodel profile --link` times by default: the operations whose links the model reads between nodes.
 LINK_OPS = "pingpong,allreduce,iallreduce,allgather,alltoall,ps"
@@ -147,8 +147,8 @@ def describe_machine(*, mpiexec: str | None, mpi_library: str = "") -> Machine:
 
 def mpiexec_command(mpiexec: str, ranks: int, module_args: Sequence[str], *, extra: Sequence[str] = (),
                     version: str = "") -> list[str]:
-    """The argv that starts ``python -m perfmodel.profile.comm`` on ``ranks`` ranks with launcher ``mpiexec``
-    and its arguments ``extra`` (flavour flags and core binding as perfmodel.launcher makes them)."""
+    """The argv that starts ``python -m perfmodel.lab.profile.comm`` on ``ranks`` ranks with launcher ``mpiexec``
+    and its arguments ``extra`` (flavour flags and core binding as perfmodel.lab.launcher makes them)."""
     launcher = Launcher((mpiexec, *extra), flavor_of(mpiexec, version or launcher_version(mpiexec)),
                         is_root=hasattr(os, "geteuid") and os.geteuid() == 0, usable_cpus=_usable_cpus())
     return _comm_command(launcher, ranks, module_args)
@@ -157,7 +157,7 @@ def mpiexec_command(mpiexec: str, ranks: int, module_args: Sequence[str], *, ext
 def _comm_command(launcher: Launcher, ranks: int, module_args: Sequence[str]) -> list[str]:
     # one core per rank when they fit: with --oversubscribe Open MPI leaves ranks unbound, and two
     # busy-polling ranks the scheduler puts on one core time each other in milliseconds
-    return launcher.command(ranks, [sys.executable, "-m", "perfmodel.profile.comm", *module_args], bind=True)
+    return launcher.command(ranks, [sys.executable, "-m", "perfmodel.lab.profile.comm", *module_args], bind=True)
 
 
 def _usable_cpus() -> int:
@@ -218,7 +218,7 @@ def run_comm(mpiexec: str | None, ranks: int, *, backend: str, module_args: Sequ
         if rc != 0 or not os.path.exists(out):
             from ..launcher import error_line
 
-            mine = [ln for ln in errors if "perfmodel.profile.comm: error" in ln]
+            mine = [ln for ln in errors if "perfmodel.lab.profile.comm: error" in ln]
             last = (mine or [error_line("\n".join(errors + tail), "no output")])[-1]
             raise ProfileError(f"{backend} benchmark on {ranks} ranks failed (exit {rc}): {last}")
         import json
@@ -252,7 +252,7 @@ def _progress_bar(total: int, desc: str, quiet: bool):
 
 def compute_after_sizes(text: str, grad_bytes: int) -> tuple[int, ...]:
     """The sizes (bytes, whole float32 elements, increasing) of ``--compute-after``: sizes as
-    perfmodel.profile.comm.parse_size reads them, "grad" for ``grad_bytes``, "none" for none."""
+    perfmodel.lab.profile.comm.parse_size reads them, "grad" for ``grad_bytes``, "none" for none."""
     from .comm import parse_size
 
     out: set[int] = set()
@@ -362,7 +362,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
     for op, more in extra:
         module_args += ["--extra-sizes", f"{op}={','.join(map(str, more))}"]
     # --link with a model: the step on the two ranks after an exchange over the link (what a network
-    # exchange does to the compute that follows it: perfmodel.profile.predictor, the link's after-exchange slowdown)
+    # exchange does to the compute that follows it: perfmodel.lab.profile.predictor, the link's after-exchange slowdown)
     link_compute = getattr(args, "link", False) and info is not None
     if (not args.no_compute and compute is not None and compute.device == "cpu") or link_compute:
         # CPU ranks share the machine: time the step on all ranks of each MPI run at once, too
@@ -495,13 +495,13 @@ def add_show_parser(subparsers: Any, name: str = "show") -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m perfmodel.profile.cli [profile] ...`` or ``... show FILE``; exit 2 on bad input."""
-    from ..cli_guard import run_guarded
+    """``python -m perfmodel.lab.profile.cli [profile] ...`` or ``... show FILE``; exit 2 on bad input."""
+    from ...cli_guard import run_guarded
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in ("profile", "show", "-h", "--help"):
         argv = ["profile", *argv]
-    parser = argparse.ArgumentParser(prog="python -m perfmodel.profile.cli")
+    parser = argparse.ArgumentParser(prog="python -m perfmodel.lab.profile.cli")
     sub = parser.add_subparsers(dest="command", required=True)
     add_profile_parser(sub)
     add_show_parser(sub)

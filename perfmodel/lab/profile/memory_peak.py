@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..library import load_model
-from ..memory import Activations, memory_per_gpu
-from ..presets import presets_dir
-from ..specs import ComputeTime, Strategy, Workload
+from ...library import load_model
+from ...memory import Activations, memory_per_gpu
+from ...presets import presets_dir
+from ...specs import ComputeTime, Strategy, Workload
 
 
 @dataclass(frozen=True)

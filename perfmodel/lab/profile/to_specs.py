@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from ..specs import Cluster, ComputeTime, Link, SpecError, Workload
+from ...specs import Cluster, ComputeTime, Link, SpecError, Workload
 from .fit import AlphaBetaFit
 from .schema import BLOCK_OPS, OpProfile, Profile, ProfileError, op_blocks
 

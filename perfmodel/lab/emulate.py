@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .launcher import stop_group
-from .mpi_algorithms import COMPONENTS, FORCED, mca_args
-from .specs import SpecError
+from ..mpi_algorithms import COMPONENTS, FORCED, mca_args
+from ..specs import SpecError
 
 __all__ = ["EmulateError", "EmulationInterrupted", "EmulationSpec", "EmulatedCluster", "parse_rate",
            "default_burst", "check_host", "cleanup_stale", "leftovers", "ENV_MPIEXEC_ARGS", "ENV_RANKS"]

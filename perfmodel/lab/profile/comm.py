@@ -3,7 +3,7 @@ and a parameter server's push/pull exchange over message sizes.
 
 Run under MPI, one process per rank; rank 0 writes a ``CommProfile`` as JSON::
 
-    mpiexec -n 2 python -m perfmodel.profile.comm --max-bytes 64Mi --out comm2.json
+    mpiexec -n 2 python -m perfmodel.lab.profile.comm --max-bytes 64Mi --out comm2.json
 
 Method (close to OSU micro-benchmarks and nccl-tests): for every size, ``warmup`` untimed calls, then
 ``repeats`` timed runs of ``iters`` calls; a run's time per call is the slowest rank's (``MPI.Wtime``; for torch backends ``time.perf_counter`` after synchronising the device,
@@ -16,11 +16,11 @@ Timing ``"barrier"`` (the default, as OSU's collective benchmarks do) starts eve
 and times the call alone, so each call begins with the ranks together and the links idle, as a
 training step's collectives begin after its compute; ``"back-to-back"`` (nccl-tests) times ``iters``
 calls in a row between two barriers, so a call may start while a slower rank still finishes the last.
-Measured on 2026-11-23, 2 emulated nodes at 100 Mbit/s (perfmodel.emulate), ring Allreduce of 1 MiB:
+Measured on 2026-11-23, 2 emulated nodes at 100 Mbit/s (perfmodel.lab.emulate), ring Allreduce of 1 MiB:
 131 ms back to back, 88 ms wire time, and the trainer's one call per step at the wire time.
 ``extra_sizes`` adds sizes to single operations, so that each is also timed exactly at the messages a
 job sends (the model reads a link at its message size, interpolating between measured sizes:
-perfmodel.profile.schema.OpProfile.time_at; interpolation cannot see a protocol switch between two
+perfmodel.lab.profile.schema.OpProfile.time_at; interpolation cannot see a protocol switch between two
 sizes: measured on 2026-11-23, 4 emulated nodes at 100 Mbit/s, the ring Iallreduce took 1.06x the wire
 time up to 245760 B and 1.31x at 262144 B, where its blocks of n/4 reach Open MPI's TCP eager limit,
 64 KiB, and go by rendezvous). Ping-pong times are one way (round trip / 2) between ranks 0 and 1.
@@ -33,12 +33,12 @@ where the hosts differ and some host runs several ranks. "ps" is
 the exchange of trainers.asynchronous.ps: every rank but 0 pushes n bytes to rank 0 and waits for n
 bytes back, ``PS_ROUNDS`` times; rank 0 receives from whoever comes first and answers with a
 non-blocking send, so that it receives one push while the previous pull leaves (the size is one push;
-perfmodel.profile.schema.op_blocks inverts the time to the server's per exchange). Ranks should
+perfmodel.lab.profile.schema.op_blocks inverts the time to the server's per exchange). Ranks should
 each have a core of their own (``perfmodel profile`` starts mpiexec with ``--bind-to core`` when they
 fit): two busy-polling ranks sharing a core time the scheduler, not the link.
 
 With a model (``--workload`` or ``--model``) and ``--batch``, an MPI run first times the model's
-training step on all its ranks at once (perfmodel.profile.compute.concurrent_compute): the
+training step on all its ranks at once (perfmodel.lab.profile.compute.concurrent_compute): the
 CommProfile's ``compute``; with ``compute_after`` also right after an Allreduce of each of those sizes,
 as a data-parallel trainer computes between two exchanges.
 
@@ -46,7 +46,7 @@ Backends: "mpi" (mpi4py, float32 numpy buffers), "nccl" (torch.distributed on CU
 per rank, chosen by the node-local rank) and "gloo" (torch.distributed on CPU tensors; it exercises the
 torch path on machines without a GPU). The torch backends rendezvous over TCP with the address
 (``MASTER_ADDR`` if set, else rank 0's host name resolved) and a free port that rank 0 broadcasts
-through MPI (perfmodel.profile.transports).
+through MPI (perfmodel.lab.profile.transports).
 
 torch and mpi4py are imported inside functions only.
 """
@@ -107,7 +107,7 @@ class CommConfig:
     max_iters: int = 10000
     fit_stat: str = "median"
     timing: str = "barrier"
-    # the model's training step timed on all ranks at once (perfmodel.profile.compute.concurrent_compute):
+    # the model's training step timed on all ranks at once (perfmodel.lab.profile.compute.concurrent_compute):
     # a trainers.models name or "module:callable" (with input_shape); None: not timed
     workload: str | None = None
     model: str | None = None
@@ -298,7 +298,7 @@ def _load_avg() -> float | None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m perfmodel.profile.comm",
+    p = argparse.ArgumentParser(prog="python -m perfmodel.lab.profile.comm",
                                 description="Time ping-pong, Allreduce, Iallreduce, Bcast, Reduce, Allgather, Alltoall over "
                                             "message sizes (run under mpiexec).")
     p.add_argument("--out", required=True, help="JSON file rank 0 writes (a CommProfile)")
@@ -377,7 +377,7 @@ def int_list(text: str, what: str) -> list[int]:
 
 
 def _write_json(obj: Any, path: str) -> None:
-    from ..fileio import atomic_write_text
+    from ...fileio import atomic_write_text
 
     atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False))
 
@@ -388,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg = config_from_args(args)
     except ValueError as exc:
-        print(f"perfmodel.profile.comm: error: {exc}", file=sys.stderr)
+        print(f"perfmodel.lab.profile.comm: error: {exc}", file=sys.stderr)
         return 2
 
     def progress(op: str, nbytes: int) -> None:
@@ -399,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if result is not None:
             _write_json(asdict(result), args.out)
     except Exception as exc:  # one rank failing would leave the others waiting in a collective
-        print(f"perfmodel.profile.comm: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        print(f"perfmodel.lab.profile.comm: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         from mpi4py import MPI
 
         MPI.COMM_WORLD.Abort(1)

@@ -1,7 +1,7 @@
 """One predictor from a profile: the path behind both `perfmodel predict --profile` and `perfmodel validate`.
 
 `perfmodel validate` reads a run's configuration, turns it into the `perfmodel predict` command that
-describes it (perfmodel.validate.predict_command) and runs that command's code, so the validated number
+describes it (perfmodel.lab.validate.predict_command) and runs that command's code, so the validated number
 is the number a user gets. For each strategy and GPU count W this module turns the profile, the link
 and the cluster description (``Layout``) into the specs perfmodel.scaling.predict takes:
 
@@ -10,7 +10,7 @@ and the cluster description (``Layout``) into the specs perfmodel.scaling.predic
   (``Layout.nodes_per_host`` 0: emulated nodes, or a profile's own ranks on this machine); asgd counts
   its W workers (the server mostly waits).
 - Compute: the training step timed on k ranks at once (the profile's MPI run at k ranks,
-  perfmodel.profile.schema.ConcurrentCompute): its mean, its spread as the stragglers' CV
+  perfmodel.lab.profile.schema.ConcurrentCompute): its mean, its spread as the stragglers' CV
   (Strategy.straggler_cv), and, where timed, the step right after an Allreduce of the bytes the
   strategy sends (``after_exchange_bytes``: a trainer computes between two exchanges, with the caches
   the exchange left). Where the profile has no run at k ranks: the one-process step stretched by
@@ -49,11 +49,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..compression import ternary_split
-from ..scaling import Prediction, predict
-from ..specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, ComputeTime, Link, SpecError, Strategy,
+from ...compression import ternary_split
+from ...scaling import Prediction, predict
+from ...specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, ComputeTime, Link, SpecError, Strategy,
                      Workload)
-from ..wire import aggregate_bits, levels_lane_bits, ps_shard_elems
+from ...wire import aggregate_bits, levels_lane_bits, ps_shard_elems
 from .schema import ConcurrentCompute, ModelInfo, Profile, ProfileError
 from .to_specs import nonblocking_factor, profile_cluster, profile_links, profile_workload
 
@@ -133,7 +133,7 @@ def exchange_message(strategy: Strategy, ranks: int, model: Workload | ModelInfo
 
 def exchange_blocks(strategy: Strategy, ranks: int, model: Workload | ModelInfo) -> dict[str, float]:
     """The Allgather and Alltoall a TernGrad exchange calls, each with its block (bytes one rank sends in
-    one step: perfmodel.profile.schema.BLOCK_OPS), so that the model charges them on their own measured
+    one step: perfmodel.lab.profile.schema.BLOCK_OPS), so that the model charges them on their own measured
     links (Cluster.network_ops): the Allgather exchange, every rank's 2-bit codes; the ps exchange, an
     Alltoall of 2-bit shards, then an Allgather of the ceil(log2(2W+1))-bit sums of one shard. {} for
     the other strategies and for one rank."""
@@ -363,7 +363,7 @@ def profiled_records(profile: Profile, strategies: list[Strategy], gpus: list[in
     each predicted on its own by ``predict_point``; speedup and efficiency are over the strategy's
     one-GPU point (the one-process step). Returns (records, notes, points); notes name the skipped
     counts and every extrapolation once."""
-    from ..scaling import unrunnable
+    from ...scaling import unrunnable
 
     records: list[dict] = []
     notes: list[str] = []

@@ -1,7 +1,7 @@
 """The profile file's records: a versioned record of one machine's compute and communication times.
 
-``perfmodel profile`` writes it and ``perfmodel predict --profile`` reads it (perfmodel.profile.profile_file:
-``save_profile``, atomic; ``load_profile``); perfmodel.profile.to_specs turns it into the model's specs.
+``perfmodel profile`` writes it and ``perfmodel predict --profile`` reads it (perfmodel.lab.profile.profile_file:
+``save_profile``, atomic; ``load_profile``); perfmodel.lab.profile.to_specs turns it into the model's specs.
 Units are in the field names: ``_s`` seconds, ``_bytes`` bytes, ``_Bps`` bytes per second.
 
 Layout (SCHEMA_VERSION 1)::
@@ -87,7 +87,7 @@ BLOCK_OPS: tuple[str, ...] = ("allgather", "alltoall", "ps")
 COMM_OPS: tuple[str, ...] = tuple(BUSBW_FACTORS)
 BACKENDS: tuple[str, ...] = ("mpi", "nccl", "gloo")
 FIT_STATS: tuple[str, ...] = ("median", "p25", "min")
-#: How a communication benchmark timed its calls (perfmodel.profile.comm): each after a barrier, or in a row.
+#: How a communication benchmark timed its calls (perfmodel.lab.profile.comm): each after a barrier, or in a row.
 TIMINGS: tuple[str, ...] = ("barrier", "back-to-back")
 
 
@@ -386,7 +386,7 @@ class OpProfile:
         """Seconds for a message of ``nbytes`` as measured: the fitted column (``fit_stat``) interpolated
         linearly between the two measured sizes around nbytes (exact for an alpha-beta line between
         them; the measured time itself at a measured size), the piecewise fit outside the measured
-        sizes. The fit may miss a size by up to its tolerance (15%, perfmodel.profile.fit): on the
+        sizes. The fit may miss a size by up to its tolerance (15%, perfmodel.lab.profile.fit): on the
         emulated links the ring Iallreduce of 233 KB took 15.9 ms by its neighbours, 11.8 ms by the fit."""
         import numpy as np
 
