@@ -51,7 +51,7 @@ from pathlib import Path
 from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, difference, parser, progress, run_tables,
                               settings_text)
 from reproduce.paper_tables import published
-from reproduce.verdicts import Claim, Verdict, read_table
+from reproduce.verdicts import Claim, Verdict, binomial_resolution, read_table
 
 PAPER = "coquelin2021"
 GPUS = (16, 32, 64, 128, 256)
@@ -324,6 +324,21 @@ def headlines(results: Path) -> list[Verdict]:
             f"small: LeNet/MNIST, 2 CPU ranks as 2 pretend nodes, DASO's cycling phase only (B={TIMING_B}, "
             f"W={TIMING_W}), {len(savings)} rounds", "dsgd-reproduce coquelin2021 --scale small --only daso_timing",
             over="rounds"), savings, table, tuple(int(i) for i in at_b.index)))
+    table = f"{PAPER}/small_runs.csv"
+    acc = read_table(results, table)
+    acc = acc[(acc.scale == "small") & (acc.metric == "test_accuracy") & acc.algo.isin(["ssgd", "daso"])]
+    last = int(acc[acc.algo == "ssgd"].epoch.max())  # SSGD's last epoch; DASO's run is longer
+    at = acc[acc.epoch == last]
+    if set(at.algo) == {"ssgd", "daso"}:
+        ssgd = float(at[at.algo == "ssgd"].rerun_value.iloc[0])
+        margin = binomial_resolution(ssgd, 10_000)
+        out.append(Verdict(Claim(
+            PAPER, "DASO's accuracy is like SSGD's", "similar accuracy (ResNet-50/ImageNet, up to 128 A100)",
+            f"DASO minus SSGD test accuracy (points) after epoch {last}, LeNet/MNIST", -margin, None,
+            f"at least -{margin:.2f}: no loss the 10,000 MNIST test images resolve at SSGD's accuracy",
+            "small: 4 ranks = 2 pretend nodes x 2, DASO 1 warm-up + 2 cycling + 1 cool-down epochs, one run each",
+            "dsgd-reproduce coquelin2021 --scale small --only small_runs"),
+            (float(at[at.algo == "daso"].rerun_value.iloc[0]) - ssgd,), table, tuple(int(i) for i in at.index)))
     return out
 
 
