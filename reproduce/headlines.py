@@ -20,7 +20,7 @@ from typing import Callable
 
 from reproduce import barkai2020, coquelin2021, hermans2018, wen2017, zhang2016
 from reproduce.common import default_results_dir
-from reproduce.verdicts import Verdict, combined, write_verdicts
+from reproduce.verdicts import Verdict, write_verdicts
 
 PAPERS: dict[str, Callable[[Path], list[Verdict]]] = {
     "zhang2016": zhang2016.headlines, "wen2017": wen2017.headlines, "barkai2020": barkai2020.headlines,
@@ -53,14 +53,6 @@ def markdown(verdicts: list[Verdict]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(r[c].replace("|", "/") for c in COLUMNS) + " |" for r in rows]
     return "\n".join(lines)
-
-
-def per_paper(verdicts: list[Verdict]) -> dict[str, str]:
-    """Each paper's combined verdict over its claims (reproduce.verdicts.combined)."""
-    out: dict[str, list[str]] = {}
-    for v in verdicts:
-        out.setdefault(v.claim.paper, []).append(v.verdict)
-    return {p: combined(vs) for p, vs in out.items()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,7 +85,7 @@ def test_verdict_column_is_written_into_the_rows_read_and_nothing_else(tmp_path)
     src = RESULTS / "wen2017" / "fig3_mnist.csv"
     (tmp_path / "wen2017").mkdir()
     shutil.copy(src, tmp_path / "wen2017" / "fig3_mnist.csv")
-    before = pd.read_csv(src, keep_default_na=False)
+    before = pd.read_csv(src, keep_default_na=False).drop(columns="verdict", errors="ignore")
     v1 = Verdict(_claim(claim="one"), (1.0, 2.0, 3.0), "wen2017/fig3_mnist.csv", (0, 2))
     v2 = Verdict(_claim(claim="two", lo=5.0), (1.0, 2.0, 3.0), "wen2017/fig3_mnist.csv", (2,))
     write_verdicts(tmp_path, [v1, v2])
