@@ -35,6 +35,7 @@ from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, differen
 from reproduce.paper_tables import published
 from reproduce.runs import (diverged, evals_of, log_wall, mpi_command, require_data, run_command,
                             train_args)
+from reproduce.verdicts import Claim, Verdict, paired, read_table, binomial_resolution
 
 PAPER = "wen2017"
 FIG5_BATCH = {"alexnet": 128, "googlenet": 64, "vgg-a": 32}
@@ -229,6 +230,41 @@ def imagenet(args: argparse.Namespace, out: Path) -> None:
 
 
 TABLES = {"fig5_model": fig5_model, "fig3_mnist": fig3_mnist, "table1_cifarnet": table1_cifarnet}
+
+
+def headlines(results: Path) -> list[Verdict]:
+    """TernGrad's accuracy claims, decided on the small-scale rows (reproduce.verdicts), each a paired
+    difference TernGrad - fp32 (points) per seed: LeNet/MNIST after 1 epoch on 2 ranks, with momentum
+    and with vanilla SGD (no loss: the difference at least minus the MNIST test set's resolution at
+    the fp32 accuracy), and CifarNet at the last step read (no more loss than the paper's own 0.92)."""
+    out = []
+    table = f"{PAPER}/fig3_mnist.csv"
+    frame = read_table(results, table)
+    for opt in ("momentum", "vanilla"):
+        sub = frame[(frame.scale == "small") & (frame.optimizer == opt) & (frame.workers == 2) & (frame.epoch == 1)]
+        diffs, rows = paired(sub, "gradients", "TernGrad", "fp32")
+        margin = binomial_resolution(float(sub[sub.gradients == "fp32"].rerun_value.mean()), 10_000)
+        out.append(Verdict(Claim(
+            PAPER, f"TernGrad keeps LeNet/MNIST accuracy ({opt} SGD)", "same accuracy as fp32 (Figure 3, no number)",
+            "TernGrad - fp32 test accuracy (points) after 1 epoch, 2 ranks, paired by seed", -margin, None,
+            f"at least -{margin:.2f}: no loss the 10,000 MNIST test images resolve at fp32's accuracy",
+            "small: 2 ranks, 1 epoch, total batch 128, constant lr (paper: more epochs, lr decay)",
+            "dsgd-reproduce wen2017 --scale small --only fig3_mnist"), diffs, table, rows))
+    table = f"{PAPER}/table1_cifarnet.csv"
+    frame = read_table(results, table)
+    sub = frame[(frame.scale == "small") & (frame.workers == 2)]
+    sub = sub[sub.step == sub.step.max()]
+    paper_gap = float(sub[sub.gradients == "TernGrad"].paper_value.iloc[0]) - \
+        float(sub[sub.gradients == "fp32"].paper_value.iloc[0])
+    diffs, rows = paired(sub, "gradients", "TernGrad", "fp32")
+    out.append(Verdict(Claim(
+        PAPER, "TernGrad loses at most 0.92 points on CifarNet", "86.56% fp32 vs 85.64% TernGrad (Table 1, 2 workers, "
+        "Adam, 300K steps, full CIFAR-10)",
+        f"TernGrad - fp32 test accuracy (points) at step {int(sub.step.max())}, paired by seed", paper_gap, None,
+        f"at least {paper_gap:.2f}: the loss the paper reports", f"small: {int(sub.step.max())} of 300K steps, "
+        "CIFAR-10 subset (4,000 train / 1,000 test images)",
+        "dsgd-reproduce wen2017 --scale small --only table1_cifarnet"), diffs, table, rows))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

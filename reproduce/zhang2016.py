@@ -30,6 +30,7 @@ from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, differen
                               seeds_of, settings_text)
 from reproduce.paper_tables import published
 from reproduce.runs import data_root, mpi_command, run_checked
+from reproduce.verdicts import Claim, Verdict, paired, read_table, binomial_resolution
 
 PAPER = "zhang2016"
 LEARNERS = 30
@@ -270,6 +271,49 @@ def fig3_accuracy(args: argparse.Namespace, out: Path) -> None:
 
 
 TABLES = {"fig1_staleness": fig1_staleness, "fig2_speedup": fig2_speedup, "fig3_accuracy": fig3_accuracy}
+
+LAST_EPOCHS = 3  # fig3's stable reading: the mean test error of the last 3 evaluated epochs
+CIFAR_SUBSET_TEST = 1_000  # test images of the CIFAR-10 subset (data/datasets README)
+
+
+def stable_error(row) -> float:
+    """Mean test error (%) of the last LAST_EPOCHS evaluated epochs of a fig3 row; a diverged run (its
+    curve stops early) reads its final error (chance level)."""
+    curve = json.loads(row.test_error_curve)
+    if bool(row.diverged) or len(curve) < LAST_EPOCHS:
+        return float(row.rerun_value)
+    return sum(e for _, e in curve[-LAST_EPOCHS:]) / LAST_EPOCHS
+
+
+def headlines(results: Path) -> list[Verdict]:
+    """Figure 3's two claims on the small-scale rows (reproduce.verdicts), on the stable reading of
+    each run (stable_error), paired by seed: with alpha = eta0/tau the error at the largest n equals
+    the error at n = 1 within the test set's resolution; with the constant eta0 the error at the
+    largest n is above alpha = eta0/tau's by more than that resolution."""
+    table = f"{PAPER}/fig3_accuracy.csv"
+    frame = read_table(results, table)
+    frame = frame[frame.scale == "small"].copy()
+    frame["stable_error"] = [stable_error(r) for r in frame.itertuples()]
+    n_max = int(frame.n.max())
+    mod = frame[frame.modulate.astype(str) == "True"]
+    base = float(mod[mod.n == 1].stable_error.mean())
+    res = binomial_resolution(base, CIFAR_SUBSET_TEST)
+    scale = (f"small: {FIG3_REDUCTION['small']}")
+    cmd = "dsgd-reproduce zhang2016 --scale small --only fig3_accuracy"
+    flat, flat_rows = paired(mod, "n", n_max, 1, value="stable_error")
+    at_max = frame[frame.n == n_max].assign(rule=lambda f: f.modulate.astype(str))
+    fails, fail_rows = paired(at_max, "rule", "False", "True", value="stable_error")
+    return [
+        Verdict(Claim(PAPER, "alpha = eta0/tau keeps the error flat in n", "about 18% error for every n (Figure 3, "
+                      "30 learners, 140 epochs)",
+                      f"error (%) at n = {n_max} minus at n = 1, mean of the last {LAST_EPOCHS} epochs, paired by seed",
+                      -res, res, f"within +-{res:.2f}: the 95% resolution of the n = 1 error on the "
+                      f"{CIFAR_SUBSET_TEST:,} test images", scale, cmd), flat, table, flat_rows),
+        Verdict(Claim(PAPER, "a constant rate fails at large n", "about 90% error (chance) at n = 30 (Figure 3)",
+                      f"constant eta0 minus alpha = eta0/tau error (%) at n = {n_max}, last {LAST_EPOCHS} epochs "
+                      "(a diverged run: its final error), paired by seed", res, None,
+                      f"above +{res:.2f}: more than the test set resolves", scale, cmd), fails, table, fail_rows),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
