@@ -503,8 +503,8 @@ def _grads_finite(params: Sequence[torch.Tensor]) -> bool:
 
     The largest |element| of each gradient in one multi-tensor call (torch._foreach_norm at ord inf: a
     NaN or an infinity makes it non-finite, and unlike the 2-norm it never overflows), not two kernels
-    per parameter: on a GPU, ResNet-20's 65 parameters cost about 1 ms of launches per step that way
-    (H200, 2026-11-26, cProfile of a 1-rank trainer run)."""
+    per parameter: on a GPU, ResNet-20's 59 gradients took 2.8 ms per step that way under cProfile (H200,
+    2026-11-26, a 1-rank trainer run: 11,800 isfinite and 12,000 all calls in 200 steps)."""
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return True
