@@ -119,3 +119,16 @@ def test_scripts_start_from_any_directory(tmp_path, how):
     assert res.returncode == 0, res.stderr[-2000:]
     rows = pd.read_csv(out / "wen2017" / "fig5_model.csv")
     assert len(rows) > 0 and not (tmp_path / "results").exists()  # --out, not the current directory
+
+
+def test_every_package_of_the_source_tree_is_declared():
+    """A non-editable install carries only the packages pyproject names: a subpackage left out
+    (perfmodel.lab, trainers.exchanges) would import from a checkout and fail from a wheel."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    declared = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for top in ("perfmodel", "trainers", "reproduce")
+             for p in (root / top).rglob("__init__.py")}
+    assert found <= declared, sorted(found - declared)
