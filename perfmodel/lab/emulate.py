@@ -46,7 +46,8 @@ from ..mpi_algorithms import COMPONENTS, FORCED, mca_args
 from ..specs import SpecError
 
 __all__ = ["EmulateError", "EmulationInterrupted", "EmulationSpec", "EmulatedCluster", "parse_rate",
-           "default_burst", "check_host", "cleanup_stale", "leftovers", "ENV_MPIEXEC_ARGS", "ENV_RANKS"]
+           "default_burst", "check_host", "cleanup_stale", "leftovers", "ENV_MPIEXEC_ARGS", "ENV_RANKS", "EAGER_BYTES",
+           "eager_args"]
 
 HOSTS_FILE = Path("/etc/hosts")
 SUBNET_BASE = "10.213"  # a private (RFC 1918) /16; each cluster takes one free /24 of it
