@@ -122,14 +122,21 @@ def difference(rerun: float | None, paper: float | None) -> float | None:
     return float(rerun) - float(paper)
 
 
-def _seed_list(text: str) -> tuple[int, ...]:
-    try:
-        seeds = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seeds must be integers, e.g. 0,1,2 (got {text!r})") from None
-    if not seeds or any(s < 0 for s in seeds):
-        raise argparse.ArgumentTypeError(f"seeds must be a non-empty list of integers >= 0 (got {text!r})")
-    return seeds
+def int_list(what: str, minimum: int, example: str) -> Callable[[str], tuple[int, ...]]:
+    """An argparse type for a comma-separated list of integers >= minimum ("seeds", 0, "0,1,2")."""
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            values = tuple(int(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be integers, e.g. {example} (got {text!r})") from None
+        if not values or any(v < minimum for v in values):
+            raise argparse.ArgumentTypeError(f"{what} must be a non-empty list of integers >= {minimum} "
+                                             f"(got {text!r})")
+        return values
+    return parse
+
+
+_seed_list = int_list("seeds", 0, "0,1,2")
 
 
 def seeds_of(args: argparse.Namespace, default: tuple[int, ...]) -> tuple[int, ...]:

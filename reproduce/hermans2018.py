@@ -47,7 +47,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from reproduce.common import ResultTable, difference, parser, progress, run_tables, seeds_of, settings_text
+from reproduce.common import (ResultTable, difference, int_list, parser, progress, run_tables, seeds_of,
+                              settings_text)
 from reproduce.paper_tables import published
 from reproduce.runs import log_matches, require_data, run_command
 from reproduce.verdicts import Claim, Verdict, read_table, binomial_resolution
@@ -318,20 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--with-n100", action="store_true",
                    help="small scale: also start the missing full-epoch N=100 GEM and Downpour runs "
                         "(about 35 minutes each on a 2-core CPU)")
-    p.add_argument("--workers", default=None, type=_workers_list,
+    p.add_argument("--workers", default=None, type=int_list("workers", 1, "100 or 5,20"),
                    help="workers_sweep: only these worker counts, e.g. 100 (default: the scale's own)")
     args = p.parse_args(argv)
     return run_tables(PAPER, TABLES, args)
-
-
-def _workers_list(text: str) -> tuple[int, ...]:
-    try:
-        counts = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"workers must be integers, e.g. 100 or 5,20 (got {text!r})") from None
-    if not counts or any(n < 1 for n in counts):
-        raise argparse.ArgumentTypeError(f"workers must be a non-empty list of integers >= 1 (got {text!r})")
-    return counts
 
 
 if __name__ == "__main__":

@@ -127,11 +127,10 @@ def planned_run(algo: str, ex: str, nodes: int, rpn: int, sc: dict):
 def _node_args() -> list[str]:
     """mpiexec arguments of the one-node profile: the emulated runs' settings on one machine (shared
     memory, ranks yield the shared cores, the forced ring algorithms)."""
-    from perfmodel.lab.emulate import eager_args
+    from perfmodel.lab.emulate import shared_machine_args
     from perfmodel.mpi_algorithms import mca_args
 
-    return ["--bind-to", "none", "--mca", "mpi_yield_when_idle", "1", "--mca", "btl", "self,sm", *eager_args(),
-            *mca_args()]
+    return [*shared_machine_args(), "--mca", "btl", "self,sm", *mca_args()]
 
 
 def _read_sizes(sc: dict) -> dict[str, list[int]]:

@@ -47,7 +47,7 @@ from ..specs import SpecError
 
 __all__ = ["EmulateError", "EmulationInterrupted", "EmulationSpec", "EmulatedCluster", "parse_rate",
            "default_burst", "check_host", "cleanup_stale", "leftovers", "ENV_MPIEXEC_ARGS", "ENV_RANKS", "EAGER_BYTES",
-           "eager_args"]
+           "eager_args", "shared_machine_args"]
 
 HOSTS_FILE = Path("/etc/hosts")
 SUBNET_BASE = "10.213"  # a private (RFC 1918) /16; each cluster takes one free /24 of it
@@ -97,6 +97,16 @@ EAGER_BYTES = 8 * 2**20
 def eager_args() -> list[str]:
     """mpiexec arguments that send every TCP message up to EAGER_BYTES without a rendezvous handshake."""
     return ["--mca", "btl_tcp_eager_limit", str(EAGER_BYTES), "--mca", "btl_tcp_max_send_size", str(EAGER_BYTES)]
+
+
+def shared_machine_args() -> list[str]:
+    """mpiexec arguments of every rank that shares this machine's cores, the emulated nodes' and a one-node
+    profile's alike: no binding, waits that yield the cores, every message eager (eager_args).
+
+    Every node's daemon believes it owns the machine's cores, so it would bind its ranks to the same cores
+    and let them busy-poll: ranks waiting in MPI must yield the shared cores (measured here, 2 x 2 ranks,
+    Allreduce of 1.7 MB: 80 ms polling, 26 ms yielding, 21 ms wire)."""
+    return ["--bind-to", "none", "--mca", "mpi_yield_when_idle", "1", *eager_args()]
 
 
 def default_burst(rate_bps: float) -> int:
@@ -263,11 +273,7 @@ class EmulatedCluster:
         r = self.spec.ranks_per_node
         return ["--prtemca", "plm_ssh_agent", str(self.agent), "--prtemca", "oob_tcp_if_include", net,
                 "--host", ",".join(f"{h}:{r}" for h in self.nodes), "--map-by", f"ppr:{r}:node",
-                # Every node's daemon believes it owns the machine's cores, so it would bind its ranks to
-                # the same cores and let them busy-poll: ranks waiting in MPI must yield the shared cores
-                # (measured here, 2 x 2 ranks, Allreduce of 1.7 MB: 80 ms polling, 26 ms yielding, 21 ms wire).
-                "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1",
-                "--mca", "btl", "tcp,self,sm", "--mca", "btl_tcp_if_include", net, *eager_args(),
+                *shared_machine_args(), "--mca", "btl", "tcp,self,sm", "--mca", "btl_tcp_if_include", net,
                 *(mca_args(FORCED) if forced else ["--mca", "coll", ",".join(COMPONENTS)])]
 
     def environment(self) -> dict[str, str]:
