@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from trainers.asynchronous.simulate import simulate  # noqa: E402
-from trainers.asynchronous.config import AsyncConfig  # noqa: E402
+from trainers.config import AsyncConfig  # noqa: E402
 from trainers.asynchronous.data_streams import BatchStream, load_data  # noqa: E402
 from trainers.asynchronous.flat_model import FlatModel  # noqa: E402
 

@@ -95,7 +95,7 @@ def _table4(method: str, workers: int) -> float | None:
 
 def tables4_6(args: argparse.Namespace, out: Path) -> None:
     from trainers.asynchronous.simulate import simulate
-    from trainers.asynchronous.config import AsyncConfig
+    from trainers.config import AsyncConfig
 
     params = _train_params(args)
     table = ResultTable(out / "tables4_6.csv", ("method", "workers", "seed", "scale"))
@@ -123,7 +123,7 @@ def tables4_6(args: argparse.Namespace, out: Path) -> None:
 
 def fig4_gap_vs_delay(args: argparse.Namespace, out: Path) -> None:
     from trainers.asynchronous.simulate import simulate
-    from trainers.asynchronous.config import AsyncConfig
+    from trainers.config import AsyncConfig
 
     params = _train_params(args)
     table = ResultTable(out / "fig4_gap_vs_delay.csv", ("method", "workers", "segment", "scale"))

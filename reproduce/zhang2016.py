@@ -81,7 +81,7 @@ def _cfg_settings(cfg, **extra) -> str:
 
 def fig1_staleness(args: argparse.Namespace, out: Path) -> None:
     from trainers.asynchronous.simulate import simulate
-    from trainers.asynchronous.config import AsyncConfig
+    from trainers.config import AsyncConfig
 
     table = ResultTable(out / "fig1_staleness.csv", ("n", "metric", "scale"))
     steps = FIG1_STEPS[args.scale]
@@ -229,7 +229,7 @@ def _check_full_cifar(args: argparse.Namespace) -> None:
 
 
 def fig3_accuracy(args: argparse.Namespace, out: Path) -> None:
-    from trainers.asynchronous.config import AsyncConfig
+    from trainers.config import AsyncConfig
 
     if args.scale == "paper":
         _check_full_cifar(args)

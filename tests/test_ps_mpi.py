@@ -18,7 +18,7 @@ import pytest
 
 from trainers.log import read_run_log
 from trainers.asynchronous.simulate import simulate
-from trainers.asynchronous.config import AsyncConfig
+from trainers.config import AsyncConfig
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "mpi_ps"

@@ -16,7 +16,8 @@ import torch
 from trainers.log import read_run_log
 from trainers.asynchronous.ps import load_order
 from trainers.asynchronous.simulate import expected_speedup, finish_times, simulate, simulate_main, speedup_table
-from trainers.asynchronous.config import AsyncConfig, make_plan
+from trainers.asynchronous.config import make_plan
+from trainers.config import AsyncConfig
 from trainers.asynchronous.data_streams import BatchStream, DelaySchedule, load_data, step_seed
 from trainers.asynchronous.flat_model import FlatModel
 from trainers.errors import TrainerError
@@ -292,7 +293,7 @@ class _Comm:
 def test_trainers_cli_registers_every_async_algorithm_and_simulate() -> None:
     from trainers import run
     from trainers.asynchronous import ps
-    from trainers.asynchronous.config import ALGOS
+    from trainers.asynchronous.algos import ALGOS
 
     for name in ALGOS:
         assert run.resolve_algorithm(name) is ps.run_from_config
@@ -351,7 +352,7 @@ def test_run_arguments_build_the_parameter_servers_config(monkeypatch: pytest.Mo
 def test_softsync_constant_rate_option_reaches_the_rule():
     import torch
 
-    from trainers.asynchronous.config import AsyncConfig
+    from trainers.config import AsyncConfig
     from trainers.asynchronous.flat_model import build_rule
 
     for modulate in (True, False):

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainers.asynchronous.algos import ALGOS, AlgoSpec
-from trainers.config import DATA_MODES, DELAY_KINDS, NO_MODEL, AsyncConfig
+from trainers.config import AsyncConfig
 from trainers.data import Dataset
 from trainers.errors import TrainerError
 
-__all__ = ["AlgoSpec", "ALGOS", "DATA_MODES", "DELAY_KINDS", "NO_MODEL", "AsyncConfig", "Plan", "make_plan"]
+__all__ = ["Plan", "make_plan"]
 
 
 @dataclass(frozen=True)

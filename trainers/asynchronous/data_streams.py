@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from perfmodel.stragglers import CVB
-from trainers.asynchronous.config import NO_MODEL, AsyncConfig
+from trainers.config import NO_MODEL, AsyncConfig
 from trainers.batching import crop_flip, shard_indices
 from trainers.data import Dataset, load_dataset
 from trainers.synthetic_data import synthetic

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from trainers.asynchronous.config import AsyncConfig
+from trainers.config import AsyncConfig
 from trainers.asynchronous.data_streams import crop_size
 from trainers.asynchronous.flat_model import FlatModel, NullModel
 from trainers.batching import batches, crop_flip

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from trainers.asynchronous.config import NO_MODEL, AsyncConfig
+from trainers.config import NO_MODEL, AsyncConfig
 from trainers.asynchronous.gem import make_worker
 from trainers.asynchronous.master_rule import MasterRule
 from trainers.asynchronous.masters import RULES, make_rule

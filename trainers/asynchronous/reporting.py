@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainers.asynchronous.config import AsyncConfig, Plan
+from trainers.asynchronous.config import Plan
+
+from trainers.config import AsyncConfig
 from trainers.asynchronous.flat_model import FlatModel, NullModel
 from trainers.asynchronous.master_rule import MasterRule
 from trainers.data import Dataset, data_root
