@@ -91,7 +91,6 @@ def validate_table(args: argparse.Namespace, out: Path) -> None:
 #: ring moving 83-117 MB/s from one set of 12 calls to the next, so the CPU, not the link, set the time.
 EMU_RATES = ("250mbit", "100mbit")
 #: TernGrad exchanges the trainer has (the model's names for them, which trainers run --terngrad-exchange takes).
-TERN_EXCHANGES = TERNGRAD_EXCHANGES
 EMU_SCALE = {
     # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node; asgd's server is rank
     # 0 with a node of its own (one rank per node: every worker reaches it over the shaped link)
@@ -106,18 +105,13 @@ EMU_SCALE = {
 EMU_SCALE["paper"] = EMU_SCALE["small"]
 
 
-def _tern_exchange_flag() -> bool:
-    """Whether this checkout's trainer takes --terngrad-exchange (older ones only allgather)."""
-    return "--terngrad-exchange" in (Path(__file__).resolve().parents[1] / "trainers" / "run.py").read_text()
-
-
 def _emu_jobs(sc: dict) -> list[tuple[str, str, int, int, str]]:
     """(algo, exchange, nodes, ranks per node, rate) of every emulated run, grouped by cluster."""
     jobs = []
     for rate in EMU_RATES:
         for algo, layouts in sc["layouts"].items():
             for nodes, rpn in layouts:
-                for ex in (TERN_EXCHANGES if algo == "terngrad" else ("",)):
+                for ex in (TERNGRAD_EXCHANGES if algo == "terngrad" else ("",)):
                     jobs.append((algo, ex, nodes, rpn, rate))
     return sorted(jobs, key=lambda j: (j[4], j[2], j[3]))
 
@@ -154,7 +148,7 @@ def emulated_table(args: argparse.Namespace, out: Path) -> None:
                 targs = run_args(algo, model, batch, ranks, sc["steps"], log)
                 if algo == "daso":
                     targs[targs.index("--ranks-per-node") + 1] = str(rpn)
-                if ex and _tern_exchange_flag():
+                if ex:
                     targs += ["--terngrad-exchange", ex]
                 want = {"algo": algo, "model": model, "batch": batch, "steps": sc["steps"], "dataset": "synthetic"}
                 run_command(mpi_command(ranks, targs, extra=extra), log, want, 900,
