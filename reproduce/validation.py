@@ -90,7 +90,6 @@ def validate_table(args: argparse.Namespace, out: Path) -> None:
 #: every repetition (wire: 57.5 ms at 29.9 MB/s of TCP payload); at 1 Gbit/s 15.6-20.7 ms, the blocking
 #: ring moving 83-117 MB/s from one set of 12 calls to the next, so the CPU, not the link, set the time.
 EMU_RATES = ("250mbit", "100mbit")
-#: TernGrad exchanges the trainer has (the model's names for them, which trainers run --terngrad-exchange takes).
 EMU_SCALE = {
     # (nodes, ranks per node) per algorithm; DASO needs 2 or more ranks per node; asgd's server is rank
     # 0 with a node of its own (one rank per node: every worker reaches it over the shaped link)
