@@ -527,6 +527,55 @@ def test_a_dataset_moves_to_a_device_whole_and_leaves_the_original() -> None:
     assert moved.info is host.info
 
 
+def _batching_stand_in(data, batch: int, rank: int, world: int):
+    """What Trainer.batch reads of a trainer, with the dataset given."""
+    import types
+
+    import numpy as np
+
+    return types.SimpleNamespace(train_set=data, cfg=types.SimpleNamespace(batch=batch, seed=3), rank=rank,
+                                 world=world, device=data.images.device, _prepare=lambda x, train: x,
+                                 _perm_epoch=-1, _perm=np.empty(0, dtype=np.int64))
+
+
+def test_a_device_dataset_is_batched_without_a_host_copy_per_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The epoch's order goes to the dataset's device once; each step's indices are a slice of it there
+    (before: a host index tensor per step, copied to the GPU by every gather of a launch-bound step)."""
+    from trainers.sync.loop import Trainer
+    from trainers.synthetic_data import synthetic
+
+    tr = _batching_stand_in(synthetic("lenet", n=64, seed=0).to("meta"), batch=8, rank=1, world=2)
+    moves, indices = [], []
+    real_to, real_getitem = torch.Tensor.to, type(tr.train_set).__getitem__
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: self.device.type == "cpu" and moves.append(a)
+                        or real_to(self, *a, **k))  # host tensors sent to the device
+    monkeypatch.setattr(type(tr.train_set), "__getitem__",
+                        lambda self, idx: indices.append(idx.device.type) or real_getitem(self, idx))
+    for index in range(4):
+        x, y = Trainer.batch(tr, 0, index)
+        assert x.shape == (8, 1, 28, 28) and y.shape == (8,)
+    assert indices == ["meta"] * 4
+    assert len(moves) == 1  # the epoch's order, once
+    Trainer.batch(tr, 1, 0)  # a new epoch: its order, once more
+    assert len(moves) == 2
+
+
+def test_batches_are_the_epochs_order_sliced_by_rank() -> None:
+    """Trainer.batch gives rank r of W the samples perm[(i W + r) b : (i W + r + 1) b] of the epoch's
+    permutation: the same samples as one process with batch W b, in the same order."""
+    from trainers.sync.loop import Trainer, epoch_permutation
+    from trainers.synthetic_data import synthetic
+
+    data = synthetic("lenet", n=48, seed=0)
+    perm = epoch_permutation(48, 3, 2)
+    whole = Trainer.batch(_batching_stand_in(data, batch=12, rank=0, world=1), 2, 1)[1]
+    parts = [Trainer.batch(_batching_stand_in(data, batch=4, rank=r, world=3), 2, 1)[1] for r in range(3)]
+    torch.testing.assert_close(torch.cat(parts), whole)
+    torch.testing.assert_close(whole, data.labels[torch.from_numpy(perm[12:24])])
+    with pytest.raises(Exception, match="outside the epoch"):
+        Trainer.batch(_batching_stand_in(data, batch=12, rank=0, world=1), 0, 4)
+
+
 def test_event_timer_syncs_once_per_step_and_never_the_device(fake_cuda: Recorder) -> None:
     timer = StepTimer(events=timing_events(torch.device("cuda", 0)))
     for _ in range(3):
@@ -552,3 +601,25 @@ def test_gpu_checklist_says_no_gpu_here_and_exits_0() -> None:
     assert proc.stdout.splitlines() == ["gpu_checklist: no GPU here (torch.cuda.is_available() is False); "
                                         "nothing to check"]
     assert proc.stderr == ""
+
+
+def test_step_parity_benchmark_times_both_paths_in_one_process() -> None:
+    """benchmarks/gpu_step_parity.py (a checklist check) on the CPU at a tiny size: the profile's step
+    and the trainer's variants, each a positive median, in its JSON line; with --device cuda and no GPU
+    it says so and exits 0."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    script = str(REPO / "benchmarks" / "gpu_step_parity.py")
+    proc = subprocess.run([sys.executable, script, "--device", "cpu", "--model", "lenet", "--batch", "4,8",
+                           "--steps", "3", "--warmup", "1", "--rounds", "1"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("JSON "))[5:])
+    assert set(out["median_s"]) == {"4", "8"}
+    for med in out["median_s"].values():
+        assert set(med) == {"profile", "trainer", "trainer, lr 1e-3", "trainer, no batch"}
+        assert all(0 < v < 5 for v in med.values())
+    if not torch.cuda.is_available():
+        proc = subprocess.run([sys.executable, script], cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0 and proc.stdout.strip() == \
+            "gpu_step_parity: no GPU here (torch.cuda.is_available() is False)"

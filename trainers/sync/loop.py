@@ -217,6 +217,7 @@ class Trainer:
             self._restore(ckpt)
         self.log: RunLog | None = _collective(comm, self._open_log)
         self._perm_epoch, self._perm = -1, np.empty(0, dtype=np.int64)
+        self._perm_dev = torch.from_numpy(self._perm)  # the epoch's order on the dataset's device
         # called with (trainer, step) before every step: test hooks (trainers.faults installs --fail-at-step's)
         self.before_step: list[Callable[[Trainer, int], None]] = []
 
@@ -304,11 +305,17 @@ class Trainer:
         return x
 
     def batch(self, epoch: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """This rank's (x, y) for step `index` of `epoch`."""
+        """This rank's (x, y) for step `index` of `epoch`. The epoch's order is held where the dataset is
+        (one copy per epoch): with the dataset on a GPU a batch is a slice of it and two gathers there,
+        with no host-to-device copy of indices in the step (a launch-bound GPU step pays for every
+        host-side copy and kernel before its forward starts)."""
         if epoch != self._perm_epoch:
-            self._perm, self._perm_epoch = epoch_permutation(len(self.train_set), self.cfg.seed, epoch), epoch
-        idx = batch_indices(self._perm, self.cfg.batch, self.rank, self.world, index)
-        x, y = self.train_set[torch.from_numpy(idx)]
+            perm = epoch_permutation(len(self.train_set), self.cfg.seed, epoch)
+            self._perm_dev = torch.from_numpy(perm).to(self.train_set.images.device)
+            self._perm, self._perm_epoch = perm, epoch
+        idx = batch_indices(self._perm, self.cfg.batch, self.rank, self.world, index)  # checks the bounds
+        start = (index * self.world + self.rank) * self.cfg.batch
+        x, y = self.train_set[self._perm_dev[start:start + len(idx)]]
         return self._prepare(x, True).to(self.device), y.to(self.device)
 
     # ------------------------------------------------------------------ evaluation, buffers
