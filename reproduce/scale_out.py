@@ -354,14 +354,42 @@ def layout_table(frame) -> str:
     return "\n".join(lines)
 
 
+PHASES = ("compute", "comm", "compress")
+
+
+def phase_shortfall(frame):
+    """Where a step's error sits: per scheme (algo, and TernGrad's exchange) and layout, the median over
+    runs of measured minus predicted seconds of the step, of each phase (PHASES), and of the rest of the
+    step ("outside": step minus the phases, the trainer's time in no phase, which the model does not
+    predict), and the median signed step error (percent). Positive: the run took longer than predicted.
+    A DataFrame indexed by (scheme, layout)."""
+    import pandas as pd
+
+    f = frame.copy()
+    exchange = f["exchange"] if "exchange" in f else pd.Series("", index=f.index)
+    f["scheme"] = f["algo"] + exchange.fillna("").map(lambda e: f" {e}" if e else "")
+    f["layout"] = f["nodes"].astype(int).astype(str) + "x" + f["ranks_per_node"].astype(int).astype(str)
+    diff = {p: f[f"measured_{p}_s"].astype(float) - f[f"predicted_{p}_s"].astype(float) for p in ("step", *PHASES)}
+    out = pd.DataFrame({"runs": 1, "step_s": diff["step"], **{f"{p}_s": diff[p] for p in PHASES},
+                        "outside_s": diff["step"] - sum(diff[p] for p in PHASES),
+                        "step_error_pct": f["step_error_pct"].astype(float),
+                        "scheme": f["scheme"], "layout": f["layout"]})
+    g = out.groupby(["scheme", "layout"])
+    return g.median().assign(runs=g.size())
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Print a scale-out table's medians and its markdown table per layout."""
+    """Print a scale-out table's medians and its markdown table per layout (--by-phase: where the step's
+    error sits, per scheme and layout, in milliseconds)."""
     import pandas as pd
 
     ap = argparse.ArgumentParser(prog="python -m reproduce.scale_out", description=main.__doc__)
     ap.add_argument("table", nargs="?", default=str(Path(__file__).resolve().parents[1] / "results" / "validation"
                                                     / "scale_out.csv"))
     ap.add_argument("--scale", default="small")
+    ap.add_argument("--by-phase", action="store_true",
+                    help="also the median measured - predicted milliseconds of the step and of each phase, per "
+                         "scheme and layout")
     args = ap.parse_args(argv)
     try:
         frame = pd.read_csv(args.table)
@@ -371,6 +399,13 @@ def main(argv: list[str] | None = None) -> int:
     frame = frame[frame["scale"] == args.scale]
     print("\n".join(medians(frame)))
     print(layout_table(frame))
+    if args.by_phase:
+        ms = phase_shortfall(frame)
+        cols = [c for c in ms.columns if c.endswith("_s")]
+        ms[cols] = ms[cols] * 1e3
+        print("measured - predicted (ms), median per scheme and layout; outside: the step outside the phases")
+        print(ms.rename(columns=lambda c: c.replace("_s", " ms") if c.endswith("_s") else c)
+              .round(2).to_string())
     return 0
 
 

@@ -39,6 +39,30 @@ def test_planned_runs_give_the_commands_validate_will_run():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="an emulated cluster needs root")
+def test_phase_shortfall_splits_the_step_error_into_phases_and_the_rest():
+    """Two TernGrad levels runs on 3x1 and one SSGD run on 2x1, times in seconds chosen by hand: the
+    medians of measured - predicted per phase, the rest of the step outside the phases, per scheme."""
+    def run(algo, ex, nodes, ms_meas, ms_pred, err):
+        keys = ("step", "compute", "comm", "compress")
+        return {"algo": algo, "exchange": ex, "nodes": nodes, "ranks_per_node": 1, "step_error_pct": err,
+                **{f"measured_{k}_s": v / 1e3 for k, v in zip(keys, ms_meas)},
+                **{f"predicted_{k}_s": v / 1e3 for k, v in zip(keys, ms_pred)}}
+
+    frame = pd.DataFrame([run("terngrad", "levels", 3, (40, 9, 25, 4), (36, 8, 24, 3.5), -10.0),
+                          run("terngrad", "levels", 3, (42, 10, 25, 4), (37, 8, 24, 4.0), -11.9),
+                          run("ssgd", None, 2, (113, 7, 105, 0), (111, 6, 105, 0), -1.8)])
+    got = so.phase_shortfall(frame)
+    lv = got.loc[("terngrad levels", "3x1")]
+    assert lv["runs"] == 2
+    assert lv["step_s"] == pytest.approx(4.5e-3)  # medians of 4 and 5 ms
+    assert lv["compute_s"] == pytest.approx(1.5e-3) and lv["comm_s"] == pytest.approx(1e-3)
+    assert lv["compress_s"] == pytest.approx(0.25e-3)  # 0.5 and 0 ms
+    assert lv["outside_s"] == pytest.approx(1.75e-3)  # 4 - 1 - 1 - 0.5 and 5 - 2 - 1 - 0 ms
+    assert lv["step_error_pct"] == pytest.approx(-10.95)
+    ssgd = got.loc[("ssgd", "2x1")]
+    assert (ssgd["step_s"], ssgd["compute_s"], ssgd["outside_s"]) == pytest.approx((2e-3, 1e-3, 1e-3))
+
+
 def test_smoke_scale_out_freezes_predictions_before_its_runs_and_cleans_up(tmp_path, capsys):
     res = subprocess.run([sys.executable, "-m", "reproduce.validation", "--scale", "smoke", "--only", "scale-out",
                           "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=560,
