@@ -531,11 +531,9 @@ def _batching_stand_in(data, batch: int, rank: int, world: int):
     """What Trainer.batch reads of a trainer, with the dataset given."""
     import types
 
-    import numpy as np
-
     return types.SimpleNamespace(train_set=data, cfg=types.SimpleNamespace(batch=batch, seed=3), rank=rank,
                                  world=world, device=data.images.device, _prepare=lambda x, train: x,
-                                 _perm_epoch=-1, _perm=np.empty(0, dtype=np.int64))
+                                 _perm_epoch=-1, _perm=torch.empty(0, dtype=torch.int64))
 
 
 def test_a_device_dataset_is_batched_without_a_host_copy_per_step(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,6 +44,7 @@ __all__ = [
     "steps_per_epoch",
     "epoch_permutation",
     "batch_indices",
+    "batch_slice",
     "StepPosition",
     "StepResult",
     "SyncAlgorithm",
@@ -61,14 +62,20 @@ def epoch_permutation(n: int, seed: int, epoch: int) -> np.ndarray:
     return shard_indices(n, 0, 1, seed, epoch)
 
 
+def batch_slice(n: int, batch: int, rank: int, world: int, index: int) -> slice:
+    """Where rank `rank`'s samples at step `index` sit in an epoch's order of `n` samples: slice r of
+    the global batch [index*world*batch, (index+1)*world*batch)."""
+    start = (index * world + rank) * batch
+    if index < 0 or not 0 <= rank < world or start + batch > n:
+        raise TrainerError(f"step {index} of rank {rank}/{world} with batch {batch} is outside the epoch "
+                         f"({n} samples)")
+    return slice(start, start + batch)
+
+
 def batch_indices(perm: np.ndarray, batch: int, rank: int, world: int, index: int) -> np.ndarray:
     """Rank `rank`'s samples at step `index` of an epoch: slice r of the global batch
-    perm[index*world*batch : (index+1)*world*batch]."""
-    start = (index * world + rank) * batch
-    if index < 0 or not 0 <= rank < world or start + batch > len(perm):
-        raise TrainerError(f"step {index} of rank {rank}/{world} with batch {batch} is outside the epoch "
-                         f"({len(perm)} samples)")
-    return perm[start:start + batch]
+    perm[index*world*batch : (index+1)*world*batch] (batch_slice)."""
+    return perm[batch_slice(len(perm), batch, rank, world, index)]
 
 
 # ------------------------------------------------------------------------------------------ trainer
@@ -216,8 +223,7 @@ class Trainer:
             ckpt = _collective(comm, lambda: self._check_checkpoint(load_checkpoint(cfg.checkpoint)))
             self._restore(ckpt)
         self.log: RunLog | None = _collective(comm, self._open_log)
-        self._perm_epoch, self._perm = -1, np.empty(0, dtype=np.int64)
-        self._perm_dev = torch.from_numpy(self._perm)  # the epoch's order on the dataset's device
+        self._perm_epoch, self._perm = -1, torch.empty(0, dtype=torch.int64)  # the epoch's order (batch())
         # called with (trainer, step) before every step: test hooks (trainers.faults installs --fail-at-step's)
         self.before_step: list[Callable[[Trainer, int], None]] = []
 
@@ -311,11 +317,8 @@ class Trainer:
         host-side copy and kernel before its forward starts)."""
         if epoch != self._perm_epoch:
             perm = epoch_permutation(len(self.train_set), self.cfg.seed, epoch)
-            self._perm_dev = torch.from_numpy(perm).to(self.train_set.images.device)
-            self._perm, self._perm_epoch = perm, epoch
-        idx = batch_indices(self._perm, self.cfg.batch, self.rank, self.world, index)  # checks the bounds
-        start = (index * self.world + self.rank) * self.cfg.batch
-        x, y = self.train_set[self._perm_dev[start:start + len(idx)]]
+            self._perm, self._perm_epoch = torch.from_numpy(perm).to(self.train_set.images.device), epoch
+        x, y = self.train_set[self._perm[batch_slice(len(self._perm), self.cfg.batch, self.rank, self.world, index)]]
         return self._prepare(x, True).to(self.device), y.to(self.device)
 
     # ------------------------------------------------------------------ evaluation, buffers
