@@ -29,7 +29,9 @@ def test_smoke_daso_cycling_moves_b_and_w_per_epoch(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     table = pd.read_csv(tmp_path / "coquelin2021" / "daso_cycling.csv")
     c = CYCLING["smoke"]
-    epochs = c["warmup"] + c["cycling"] + c["cooldown"]
+    ((wd, cycling_epochs),) = c["runs"]
+    epochs = c["warmup"] + cycling_epochs + c["cooldown"]
+    assert set(table.weight_decay) == {wd}
     assert sorted(table[table.algo == "ssgd"].epoch) == list(range(1, epochs + 1))
     daso = table[table.algo == "daso"].sort_values("epoch")
     assert list(daso.epoch) == list(range(1, epochs + 1))
