@@ -66,23 +66,31 @@ def test_phases_add_up_and_fit_describes_the_medians(nets):
 
 
 def test_step_time_agrees_with_a_plain_timing_loop(nets):
-    """Independent path: time the same SGD step with one perf_counter pair per step."""
+    """Independent path: time the same SGD step with one perf_counter pair per step, before and after
+    the profile (the machine's other work may change between them: the profile's median must fall
+    within 35% of the plain loop's range)."""
     model, info = load_callable_model(f"{nets}:wide", (1, 28, 28))
     batch = 128
-    cp = profile_compute(model, info.input_shape, info.num_classes, [batch // 2, batch], warmup=3, repeats=15,
-                         device="cpu", threads=1)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
-    plain = []
-    for i in range(18):
-        t0 = time.perf_counter()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if i >= 3:
-            plain.append(time.perf_counter() - t0)
+
+    def plain() -> float:
+        times = []
+        for i in range(18):
+            t0 = time.perf_counter()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            if i >= 3:
+                times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    before = plain()
+    cp = profile_compute(model, info.input_shape, info.num_classes, [batch // 2, batch], warmup=3, repeats=15,
+                         device="cpu", threads=1)
+    after = plain()
     ours = cp.rows[-1].total.median_s
-    assert ours == pytest.approx(statistics.median(plain), rel=0.35)
+    assert 0.65 * min(before, after) <= ours <= 1.35 * max(before, after)
 
 
 def test_workload_model_lenet():
