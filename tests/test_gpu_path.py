@@ -561,6 +561,7 @@ def test_a_device_dataset_is_batched_without_a_host_copy_per_step(monkeypatch: p
 def test_batches_are_the_epochs_order_sliced_by_rank() -> None:
     """Trainer.batch gives rank r of W the samples perm[(i W + r) b : (i W + r + 1) b] of the epoch's
     permutation: the same samples as one process with batch W b, in the same order."""
+    from trainers.errors import TrainerError
     from trainers.sync.loop import Trainer, epoch_permutation
     from trainers.synthetic_data import synthetic
 
@@ -570,7 +571,7 @@ def test_batches_are_the_epochs_order_sliced_by_rank() -> None:
     parts = [Trainer.batch(_batching_stand_in(data, batch=4, rank=r, world=3), 2, 1)[1] for r in range(3)]
     torch.testing.assert_close(torch.cat(parts), whole)
     torch.testing.assert_close(whole, data.labels[torch.from_numpy(perm[12:24])])
-    with pytest.raises(Exception, match="outside the epoch"):
+    with pytest.raises(TrainerError, match="outside the epoch"):
         Trainer.batch(_batching_stand_in(data, batch=12, rank=0, world=1), 0, 4)
 
 
