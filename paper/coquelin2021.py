@@ -127,11 +127,11 @@ if timing is not None:
 # ## DASO that cycles: B and W on training-loss plateaus
 #
 # LeNet/MNIST, 4 ranks = 2 pretend nodes x 2, per-rank batch 32, lr 0.01, momentum 0.9, seed 1;
-# HeAT's 4 warm-up and 4 cool-down epochs around 24 cycling epochs, the paper's rule from max B = 8
+# HeAT's 4 warm-up and 4 cool-down epochs around the cycling epochs, the paper's rule from max B = 8
 # (B starts at 8 with W = B/4 = 2; each plateau halves both, minimum 1; a plateau at B = W = 1 resets
 # them), the authors' plateau detector (no 5% relative improvement of the epoch's mean training loss
-# for more than 2 epochs); SSGD for as many epochs beside it. Two weight decays: none, and the
-# paper's 1e-4 for ResNet-50.
+# for more than 2 epochs); SSGD for as many epochs beside it. Two weight decays: none, with 24 cycling
+# epochs, and the paper's 1e-4 for ResNet-50, with 48.
 
 # %%
 cycling = read_results("coquelin2021", "daso_cycling")
