@@ -370,12 +370,14 @@ def phase_shortfall(frame):
     f["scheme"] = f["algo"] + exchange.fillna("").map(lambda e: f" {e}" if e else "")
     f["layout"] = f["nodes"].astype(int).astype(str) + "x" + f["ranks_per_node"].astype(int).astype(str)
     diff = {p: f[f"measured_{p}_s"].astype(float) - f[f"predicted_{p}_s"].astype(float) for p in ("step", *PHASES)}
-    out = pd.DataFrame({"runs": 1, "step_s": diff["step"], **{f"{p}_s": diff[p] for p in PHASES},
+    out = pd.DataFrame({"step_s": diff["step"], **{f"{p}_s": diff[p] for p in PHASES},
                         "outside_s": diff["step"] - sum(diff[p] for p in PHASES),
                         "step_error_pct": f["step_error_pct"].astype(float),
                         "scheme": f["scheme"], "layout": f["layout"]})
     g = out.groupby(["scheme", "layout"])
-    return g.median().assign(runs=g.size())
+    med = g.median()
+    med.insert(0, "runs", g.size())
+    return med
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,10 +12,9 @@ import numpy as np
 import torch
 
 from trainers.asynchronous.config import Plan
-
-from trainers.config import AsyncConfig
 from trainers.asynchronous.flat_model import FlatModel, NullModel
 from trainers.asynchronous.master_rule import MasterRule
+from trainers.config import AsyncConfig
 from trainers.data import Dataset, data_root
 
 __all__ = ["versions", "StepWindow", "WindowStats", "rule_summary", "header_fields"]

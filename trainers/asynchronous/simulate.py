@@ -57,8 +57,7 @@ from trainers.device import DEVICES
 from trainers.log import RunLog
 from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args, parse_or_status
 from trainers.asynchronous.config import Plan, make_plan
-from trainers.config import AsyncConfig
-from trainers.config import defaults
+from trainers.config import AsyncConfig, defaults
 from trainers.asynchronous.data_streams import BatchStream, DelaySchedule, load_data, step_seed
 from trainers.asynchronous.evaluate import evaluate
 from trainers.asynchronous.flat_model import FlatModel, build_rule, build_schedule, build_worker_rule
