@@ -14,8 +14,8 @@ on one device, so their ratio is the code paths' alone:
 - ``profile``: perfmodel.lab.profile.compute's step on its own copy of the model, each step timed
   with CUDA events from before the forward to after zero_grad (the profile's clock);
 - ``trainer``: the SSGD trainer built as `trainers run --algo ssgd` builds it on one rank (its
-  dataset on the device), each step its own loop body: the batch, the learning rate (its schedule's,
-  0.1 for ResNet-20), ``algo.step``, ``timer.end_step`` (the t_step the run log records);
+  dataset on the device), each step its run loop's own ``Trainer.train_step``: the batch, the learning
+  rate (its schedule's, 0.1 for ResNet-20), ``algo.step``, ``timer.end_step`` (the t_step the run log records);
 - ``trainer, lr 1e-3``: the same at the profile's learning rate (the weights' values are the only
   difference);
 - ``trainer, no batch``: the same at lr 1e-3 on one batch cut before the round (what the batch costs).
@@ -92,15 +92,10 @@ def main(argv: list[str] | None = None) -> int:
                         opt.zero_grad(set_to_none=False)
                         clock.mark(1)
                         t = clock.elapsed()[0]
-                    else:
-                        pos = tr._position(step % tr.total_steps)
-                        tr.timer.start()
-                        x, y = (x0, y0) if name == "trainer, no batch" else tr.batch(pos.epoch, pos.index)
-                        lr = tr.lr_schedule.lr_at(step / tr.steps_per_epoch) if name == "trainer" else 1e-3
-                        for group in tr.optimizer.param_groups:
-                            group["lr"] = lr
-                        tr.algo.step(tr, x, y, pos)
-                        t = tr.timer.end_step()["t_step"]
+                    else:  # the trainer's own step (Trainer.train_step), as its run loop calls it
+                        t = tr.train_step(step % tr.total_steps,
+                                          batch=(x0, y0) if name == "trainer, no batch" else None,
+                                          lr=None if name == "trainer" else 1e-3)[3]["t_step"]
                         step += 1
                     if i >= args.warmup:
                         times[name].append(t)

@@ -399,6 +399,22 @@ class Trainer:
         final = min(self.steps_per_epoch, self.total_steps - epoch * self.steps_per_epoch) - 1
         return StepPosition(step, epoch, index, final, step == self.total_steps - 1)
 
+    def train_step(self, step: int, *, batch: tuple[torch.Tensor, torch.Tensor] | None = None,
+                   lr: float | None = None) -> tuple[StepPosition, float, StepResult, dict]:
+        """One timed step at global ``step``: the step timer from before the batch to after the algorithm's
+        step. batch: (inputs, labels) to use instead of the step's own; lr: instead of the schedule's.
+        Returns the step's position, its learning rate, the algorithm's result and the timer's record
+        (seconds)."""
+        pos = self._position(step)
+        self.timer.start()
+        x, y = batch if batch is not None else self.batch(pos.epoch, pos.index)
+        if lr is None:
+            lr = self.lr_schedule.lr_at(step / self.steps_per_epoch)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        result = self.algo.step(self, x, y, pos)
+        return pos, lr, result, self.timer.end_step()
+
     def run(self) -> None:
         """Train from start_step to total_steps, logging, evaluating and checkpointing on the way."""
         cfg = self.cfg
@@ -412,16 +428,9 @@ class Trainer:
             interrupts.note_checkpoint(self.start_step)  # restored from it
         try:
             for step in range(self.start_step, self.total_steps):
-                pos = self._position(step)
                 for hook in self.before_step:
                     hook(self, step)
-                self.timer.start()
-                x, y = self.batch(pos.epoch, pos.index)
-                lr = self.lr_schedule.lr_at(step / self.steps_per_epoch)
-                for group in self.optimizer.param_groups:
-                    group["lr"] = lr
-                result = self.algo.step(self, x, y, pos)
-                rec = self.timer.end_step()
+                pos, lr, result, rec = self.train_step(step)
                 steps_run += 1
                 interrupts.note_step(step + 1)
                 bytes_total += result.bytes_sent
