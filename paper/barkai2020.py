@@ -45,7 +45,7 @@ screen = read_results("barkai2020", "setting_screen")
 if screen is not None:
     display(screen.pivot_table(index=["lr", "lr_warmup_epochs"], columns="paper_method", values="rerun_value")
             .round(1))
-    chosen = screen[screen.chosen.astype(str) == "True"]
+    chosen = screen[screen.chosen]
     print("chosen:", ", ".join(f"lr {lr}, warm-up {w} epoch(s)" for lr, w in
                                chosen[["lr", "lr_warmup_epochs"]].drop_duplicates().itertuples(index=False)))
 

@@ -71,10 +71,10 @@ SPEEDUP = {"smoke": dict(steps_per_worker=20, seeds=(0,)), "small": dict(steps_p
            "paper": dict(steps_per_worker=1000, seeds=tuple(range(20)))}
 
 
-def current_setting(frame, scale_column: str = "scale"):
+def current_setting(frame):
     """The rows of a tables4_6 or fig4_gap_vs_delay frame run at their scale's current learning rate
     (TRAIN); rows of an earlier setting (the small scale's lr 0.02) stay in the file but are left out."""
-    keep = [float(lr) == TRAIN[str(scale)]["lr"] for lr, scale in zip(frame.lr, frame[scale_column])]
+    keep = [float(lr) == TRAIN[str(scale)]["lr"] for lr, scale in zip(frame.lr, frame.scale)]
     return frame[keep]
 
 
