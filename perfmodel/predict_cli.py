@@ -193,12 +193,40 @@ def _profiled_result(args: argparse.Namespace, gpus: list[int]) -> PredictResult
     return PredictResult(records, notes, header, points)
 
 
+def _with_node_overhead(args: argparse.Namespace, workload, cluster, strategies: list[Strategy]):
+    """--node-rate: the one strategy's step overhead from its measured one-node rate (perfmodel.node_overhead),
+    and a note that says what it is."""
+    from dataclasses import replace
+
+    from .node_overhead import node_step_overhead, node_step_seconds
+    from .specs import SpecError
+
+    if len(strategies) != 1:
+        raise CLIError(f"--node-rate is one scheme's measured rate: give one --strategy, not {len(strategies)}")
+    if args.scaling != "weak":
+        raise CLIError("--node-rate needs --scaling weak (the node ran --batch samples per GPU)")
+    if args.step_overhead_ms:
+        raise CLIError("give --node-rate or --step-overhead-ms, not both: the rate sets the overhead")
+    try:
+        o = node_step_overhead(workload, cluster, strategies[0], args.batch, args.node_rate)
+        t_model = node_step_seconds(workload, cluster, strategies[0], args.batch)
+    except SpecError as e:
+        raise CLIError(f"--node-rate: {e}") from None
+    note = (f"step overhead {o * 1e3:.4g} ms per multi-GPU step from --node-rate {args.node_rate:g} samples/s on "
+            f"one node of {cluster.gpus_per_node} GPUs (the model's one-node step {t_model * 1e3:.4g} ms, measured "
+            f"{cluster.gpus_per_node * args.batch * workload.accumulate / args.node_rate * 1e3:.4g} ms); the same as "
+            f"--step-overhead-ms {o * 1e3:.17g}")
+    return [replace(strategies[0], step_overhead_s=o)], [note]
+
+
 def predict_result(args: argparse.Namespace) -> PredictResult:
     """Everything `perfmodel predict` prints, computed from its parsed arguments (``build_parser``)."""
     from .cluster_input import describe
 
     gpus = parse_gpus(args.gpus)
     if args.profile and args.cluster in (None, "local"):
+        if getattr(args, "node_rate", None) is not None:
+            raise CLIError("--node-rate describes a preset or custom cluster's node, not a --profile's")
         return _profiled_result(args, gpus)
     if args.link_from or args.nodes_per_host is not None or args.cores is not None:
         raise CLIError("--link-from, --nodes-per-host and --cores describe a cluster predicted from --profile "
@@ -207,7 +235,11 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
     if args.wire is None:  # the workload file's wire format, else fp32
         args.wire = settings.wire or "fp32"
     strategies = build_strategies(args, codec_rates, daso, cluster)
+    node_note = []
+    if getattr(args, "node_rate", None) is not None:
+        strategies, node_note = _with_node_overhead(args, workload, cluster, strategies)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
+    notes = node_note + notes
     records, notes = with_memory(records, notes, workload, cluster, strategies)
     _, _, source = workload.compute_for(cluster)
     accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""
@@ -252,6 +284,10 @@ def add_predict_parser(sub) -> None:
     p.add_argument("--strategy", default=",".join(STRATEGIES), help=f"comma list of {', '.join(STRATEGIES)}")
     p.add_argument("--gpus", default=DEFAULT_GPUS, help="1-512 (every integer), 1-512:x2, or a list 1,2,4")
     p.add_argument("--scaling", choices=["strong", "weak"], default="weak")
+    p.add_argument("--node-rate", type=float, default=None, metavar="SAMPLES_PER_S",
+                   help="the one --strategy's throughput measured on one node with all its GPUs at --batch per GPU; "
+                        "the step it took beyond the model's one-node step is charged to every multi-GPU step "
+                        "(perfmodel.node_overhead, docs/model.md)")
     p.add_argument("--batch", type=int, default=32, help="per-GPU batch (weak) or total batch (strong)")
     p.add_argument("--allreduce", choices=("auto",) + ALLREDUCE_ALGORITHMS, default="auto",
                    help="collective; auto: nccl (NCCL's ring/tree choice) on GPU clusters, ring on CPU ranks; "

@@ -1,0 +1,136 @@
+"""Published runs across nodes predicted from the same scheme's run on one node (the one-node profile).
+
+reproduce.published predicts every row from its single-GPU rate alone. A user who can run one node of
+the cluster before the big job has more: the scheme's throughput on that node with all its GPUs. Here
+every row across nodes that has such a row beside it (NODE_KEY: same source, system, GPU, framework,
+scheme, model, per-GPU batch, precision, accumulation, data, wire format and overlap; the node row at
+gpus = gpus_per_node, nodes = 1) is predicted by the same model with the framework's step overhead that
+the node row measures (perfmodel.node_overhead: o = max(0, G b K / R_node - t_model(G))), the input that
+`perfmodel predict --node-rate R_node` sets. Nothing is read from a row across nodes but its specs; the
+node rows themselves are the profile and are not predicted here.
+
+Prints, per half (reproduce.halves' column ``half``) over the rows across nodes that have a node row:
+the median absolute and signed error from the single-GPU rate alone and from the node, then the pairs
+of reproduce.published_pairs across nodes ranked both ways.
+
+    python -m reproduce.published_node [--runs data/published/runs.csv] [--misses none|all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from perfmodel.node_overhead import node_step_overhead
+from perfmodel.scaling import predict
+from perfmodel.specs import SpecError
+from reproduce.published import (RUNS, NotExpressible, Outcome, PublishedError, build_cluster, build_strategy,
+                                 build_workload, load_runs, predict_row)
+from reproduce.published_pairs import groups, miss_line, pairs, tally
+
+NODE_KEY = ("source", "system", "gpu", "framework", "scheme", "model", "batch_per_gpu", "precision", "accumulate",
+            "data", "grad_wire", "comm_overlap")
+HALVES = ("dev", "held-out")
+
+
+def node_rows(rows: list[dict]) -> dict[tuple, dict]:
+    """NODE_KEY -> the first row run on one whole node (nodes 1, gpus = gpus_per_node >= 2)."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        if r["nodes"] == 1 and r["gpus"] == r["gpus_per_node"] >= 2:
+            out.setdefault(tuple(r[k] for k in NODE_KEY), r)
+    return out
+
+
+def overhead_of(node: dict) -> float:
+    """Seconds per multi-GPU step that the node row took beyond the model's one-node step (>= 0)."""
+    return node_step_overhead(build_workload(node), build_cluster(node), build_strategy(node),
+                              node["batch_per_gpu"], node["samples_per_s"])
+
+
+def predict_from_node(r: dict, nodes: dict[tuple, dict]) -> Outcome:
+    """Samples/s of a row across nodes with its node row's step overhead; single-node rows and rows
+    without a node row get no prediction (the reason says why)."""
+    if r["nodes"] < 2:
+        return Outcome(r, None, "one node: the node run is the profile, not a prediction")
+    node = nodes.get(tuple(r[k] for k in NODE_KEY))
+    if node is None:
+        return Outcome(r, None, "no run of this scheme on one whole node beside it")
+    try:
+        o = overhead_of(node)
+        strategy = replace(build_strategy(r), step_overhead_s=o)
+        p = predict(build_workload(r), build_cluster(r), strategy, [r["gpus"]], scaling="weak",
+                    batch=r["batch_per_gpu"])
+    except (NotExpressible, SpecError) as e:
+        return Outcome(r, None, str(e))
+    return Outcome(r, float(p.throughput[0]))
+
+
+def errors(rows: list[dict], nodes: dict[tuple, dict]) -> dict[str, dict[str, list[float]]]:
+    """Per half: the relative errors (predicted / measured - 1) of the rows across nodes that both
+    predictors cover, under "single-GPU" and "node"."""
+    out = {h: {"single-GPU": [], "node": []} for h in HALVES}
+    for r in rows:
+        via_node = predict_from_node(r, nodes).predicted
+        alone = predict_row(r).predicted
+        if via_node is None or alone is None:
+            continue
+        out[r["half"]]["single-GPU"].append(alone / r["samples_per_s"] - 1.0)
+        out[r["half"]]["node"].append(via_node / r["samples_per_s"] - 1.0)
+    return out
+
+
+def _med(xs: list[float], signed: bool) -> str:
+    if not xs:
+        return "-"
+    return f"{100 * statistics.median(xs):+.1f}%" if signed else f"{100 * statistics.median(map(abs, xs)):.1f}%"
+
+
+def report(rows: list[dict], misses: str = "none") -> str:
+    """The error table and the pair table across nodes (``misses``: "all" lists the node predictor's)."""
+    nodes = node_rows(rows)
+    errs = errors(rows, nodes)
+    lines = ["rows across nodes with a one-node run beside them: median |error| (signed)",
+             f"{'half':<10}{'rows':>5}  {'single-GPU rate':<18}{'one-node run':<18}"]
+    for h in HALVES:
+        e = errs[h]
+        lines.append(f"{h:<10}{len(e['node']):>5}  {_med(e['single-GPU'], False) + ' (' + _med(e['single-GPU'], True) + ')':<18}"
+                     f"{_med(e['node'], False) + ' (' + _med(e['node'], True) + ')':<18}")
+    alone = [p for p in pairs(rows) if p.a["nodes"] > 1]
+    via = [p for p in pairs(rows, lambda r: predict_from_node(r, nodes)) if p.a["nodes"] > 1]
+    lines += ["pairs across nodes ranked as measured (right; right or tie)",
+              f"{'group':<15}{'pairs':>6}  {'single-GPU rate':<24}{'one-node run':<24}"]
+    by_alone, by_via = groups(alone), groups(via)
+    for name in by_alone:
+        cells = []
+        for g in (by_alone[name], by_via[name]):
+            t = tally(g)
+            pct = f"{100 * t['right'] / t['pairs']:.1f}%" if t["pairs"] else "-"
+            cells.append(f"{t['right']}/{t['pairs']} ({pct}); {t['right_or_tie']}")
+        lines.append(f"{name:<15}{len(by_via[name]):>6}  {cells[0]:<24}{cells[1]:<24}")
+    if misses == "all":
+        shown = [p for p in via if not p.right]
+        lines.append(f"misses of the one-node predictor: {len(shown)}")
+        lines += [miss_line(p) for p in shown]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reproduce.published_node", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
+    ap.add_argument("--misses", choices=("none", "all"), default="none", help="list the one-node predictor's misses")
+    args = ap.parse_args(argv)
+    try:
+        rows = load_runs(args.runs)
+    except PublishedError as e:
+        print(f"published_node: error: {e}", file=sys.stderr)
+        return 2
+    print(report(rows, args.misses))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
