@@ -96,9 +96,8 @@ def report(rows: list[dict], misses: str = "none") -> str:
     lines = ["rows across nodes with a one-node run beside them: median |error| (signed)",
              f"{'half':<10}{'rows':>5}  {'single-GPU rate':<18}{'one-node run':<18}"]
     for h in HALVES:
-        e = errs[h]
-        lines.append(f"{h:<10}{len(e['node']):>5}  {_med(e['single-GPU'], False) + ' (' + _med(e['single-GPU'], True) + ')':<18}"
-                     f"{_med(e['node'], False) + ' (' + _med(e['node'], True) + ')':<18}")
+        alone, via = (f"{_med(errs[h][k], False)} ({_med(errs[h][k], True)})" for k in ("single-GPU", "node"))
+        lines.append(f"{h:<10}{len(errs[h]['node']):>5}  {alone:<18}{via:<18}")
     alone = [p for p in pairs(rows) if p.a["nodes"] > 1]
     via = [p for p in pairs(rows, lambda r: predict_from_node(r, nodes)) if p.a["nodes"] > 1]
     lines += ["pairs across nodes ranked as measured (right; right or tie)",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -118,8 +119,6 @@ def test_each_node_row_is_reproduced_where_it_was_slower_than_the_model(rows):
     # one-node step was already the longer one, so its rate is at most the measured
     for node in list(pn.node_rows(rows).values())[:25]:
         o = pn.overhead_of(node)
-        from dataclasses import replace
-
         p = predict(published.build_workload(node), published.build_cluster(node),
                     replace(published.build_strategy(node), step_overhead_s=o), [node["gpus"]],
                     batch=node["batch_per_gpu"])
