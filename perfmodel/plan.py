@@ -128,6 +128,29 @@ def candidates(cluster: Cluster, *, allreduce: str = "nccl", buckets=(25.0, 100.
     return out
 
 
+def with_node_overheads(cands: list[Candidate], workload: Workload, cluster: Cluster, batch: int,
+                        rates: dict[str, float]) -> list[Candidate]:
+    """Each candidate of a strategy in ``rates`` (name -> samples/s measured on one node with all its GPUs at
+    ``batch`` samples per GPU, one micro-batch per exchange) with the step overhead that run implies for its
+    own settings (perfmodel.node_overhead); its label says how much. Raises SpecError for a rate the node
+    run cannot give (not positive, one GPU per node, a strategy that cannot run on one node)."""
+    from .node_overhead import node_step_overhead
+
+    one = replace(workload, accumulate=1)
+    out = []
+    for c in cands:
+        rate = rates.get(c.strategy.name)
+        if rate is None:
+            out.append(c)
+            continue
+        try:
+            o = node_step_overhead(one, cluster, c.strategy, batch, rate)
+        except SpecError as e:
+            raise SpecError(f"--node-rate {c.strategy.name}: {e}") from None
+        out.append(Candidate(f"{c.label} +{o * 1e3:.3g}ms", replace(c.strategy, step_overhead_s=o)))
+    return out
+
+
 def gpu_counts(cluster: Cluster, gpus_max: int) -> np.ndarray:
     """1, 2, 4, ... up to gpus_max, plus gpus_max, within the cluster's nodes."""
     limit = gpus_max

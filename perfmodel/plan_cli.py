@@ -17,7 +17,7 @@ from .launch_settings import launch_settings
 from .learning_effect import effect_for
 from .memory import OPTIMIZERS, PRECISIONS, default_optimizer, format_bytes, gpu_memory_bytes, load_activations
 from .plan import (RANKS, Constraints, PlanInput, batch_choices, candidates, infeasible_message, pareto, rank,
-                   search, why_line, work_from)
+                   search, why_line, with_node_overheads, work_from)
 from .plan_interval import interval
 from .specs import ALL_STRATEGIES, SpecError
 from .stragglers import GPU_VARIABILITY_CV
@@ -64,6 +64,26 @@ def _positive(kind):
     return parse
 
 
+def parse_node_rates(text: str) -> dict[str, float]:
+    """"ssgd=2000,sync-ps=1500" -> {"ssgd": 2000.0, "sync-ps": 1500.0} (samples/s, each > 0 and finite)."""
+    out: dict[str, float] = {}
+    for part in (x.strip() for x in text.split(",") if x.strip()):
+        name, eq, value = part.partition("=")
+        try:
+            rate = float(value) if eq else float("nan")
+        except ValueError:
+            rate = float("nan")
+        if name.strip() not in ALL_STRATEGIES:
+            raise argparse.ArgumentTypeError(f"unknown strategy {name.strip()!r} in {part!r}; choose from "
+                                             f"{', '.join(ALL_STRATEGIES)}")
+        if not (math.isfinite(rate) and rate > 0):
+            raise argparse.ArgumentTypeError(f"{part!r}: give STRATEGY=SAMPLES_PER_S with a rate > 0")
+        out[name.strip()] = rate
+    if not out:
+        raise argparse.ArgumentTypeError("give STRATEGY=SAMPLES_PER_S[,...]")
+    return out
+
+
 def parse_batch_range(text: str) -> tuple[int, int]:
     """(lo, hi) from "32" or "16-128"."""
     try:
@@ -101,6 +121,10 @@ def add_plan_parser(sub, add_input_options, resolve) -> None:
     g.add_argument("--same-update", action="store_true",
                    help="only schemes that compute the SSGD update (no TernGrad, asynchronous, DASO)")
     g.add_argument("--strategy", default=None, help=f"comma list to search among {', '.join(ALL_STRATEGIES)}")
+    g.add_argument("--node-rate", type=parse_node_rates, default=None, metavar="STRATEGY=SAMPLES_PER_S[,...]",
+                   help="throughput each strategy measured on one node with all its GPUs, at the smallest --batch per "
+                        "GPU: the step it took beyond the model's one-node step is charged to every multi-GPU step "
+                        "of that strategy's candidates (perfmodel.node_overhead)")
     g = p.add_argument_group("price and memory")
     g.add_argument("--price", type=_positive(float), default=None,
                    help="price per GPU-hour (default: the cluster file's price_per_gpu_hour)")
@@ -235,6 +259,8 @@ def cmd_plan(args, resolve) -> int:
                        wires=("fp32", "fp16") if inp.precision == "fp32" else ("fp16",))
     if not cands:
         raise SpecError("no strategy left to search (--strategy with --same-update removed them all)")
+    if args.node_rate:
+        cands = with_node_overheads(cands, workload, cluster, args.batch[0], args.node_rate)
     rows = search(workload, cluster, cands, inp)
     feasible = [r for r in rows if not r["violates"]]
     if not feasible:

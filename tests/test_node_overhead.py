@@ -152,3 +152,37 @@ def test_missing_runs_file_is_one_line(capsys, tmp_path):
     assert pn.main(["--runs", str(tmp_path / "none.csv")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("published_node: error:")
+
+
+# ------------------------------------------------------------------ perfmodel plan --node-rate
+
+def _plan(*extra):
+    cmd = [sys.executable, "-m", "perfmodel", "plan", "--workload", "resnet50", "--cluster", "dgx1-v100",
+           "--epochs", "1", "--dataset-size", "1281167", "--gpus-max", "32", "--batch", "64",
+           "--strategy", "ssgd,sync-ps", "--all", "--format", "json", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_plan_node_rate_sets_each_candidates_one_node_rate_and_leaves_the_others():
+    bare, rated = _plan(), _plan("--node-rate", "ssgd=2000")
+    assert bare.returncode == 0 and rated.returncode == 0, rated.stderr
+    a, b = json.loads(bare.stdout), json.loads(rated.stdout)
+    at8 = [r for r in b if r["strategy"] == "ssgd" and r["gpus"] == 8]
+    assert at8 and all(r["samples_per_s"] == pytest.approx(2000.0) for r in at8)  # the node, as measured
+    assert all("ms" in r["label"] for r in b if r["strategy"] == "ssgd" and r["gpus"] > 1)
+    key = lambda r: (r["label"], r["gpus"])  # noqa: E731
+    ps_a = sorted((key(r), r["samples_per_s"]) for r in a if r["strategy"] == "sync-ps")
+    ps_b = sorted((key(r), r["samples_per_s"]) for r in b if r["strategy"] == "sync-ps")
+    assert ps_a == ps_b  # a strategy without a node rate is predicted as before
+    one_a = [r["samples_per_s"] for r in a if r["gpus"] == 1]
+    one_b = [r["samples_per_s"] for r in b if r["gpus"] == 1]
+    assert one_a == pytest.approx(one_b)  # one GPU has no step overhead
+
+
+@pytest.mark.parametrize("value, words", [("ssgd=-1", "rate > 0"), ("foo=3", "unknown strategy"),
+                                          ("ssgd", "rate > 0")])
+def test_plan_bad_node_rate_is_one_line_and_exit_2(value, words):
+    r = _plan("--node-rate", value)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0] and "Traceback" not in r.stderr
