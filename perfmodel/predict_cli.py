@@ -285,7 +285,8 @@ def add_predict_parser(sub) -> None:
     p.add_argument("--gpus", default=DEFAULT_GPUS, help="1-512 (every integer), 1-512:x2, or a list 1,2,4")
     p.add_argument("--scaling", choices=["strong", "weak"], default="weak")
     p.add_argument("--node-rate", type=float, default=None, metavar="SAMPLES_PER_S",
-                   help="the one --strategy's throughput measured on one node with all its GPUs at --batch per GPU; "
+                   help="the one --strategy's throughput measured on one node with all its GPUs at --batch per GPU "
+                        "(and --accumulate); "
                         "the step it took beyond the model's one-node step is charged to every multi-GPU step "
                         "(perfmodel.node_overhead, docs/model.md)")
     p.add_argument("--batch", type=int, default=32, help="per-GPU batch (weak) or total batch (strong)")
