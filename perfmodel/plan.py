@@ -136,6 +136,10 @@ def with_node_overheads(cands: list[Candidate], workload: Workload, cluster: Clu
     run cannot give (not positive, one GPU per node, a strategy that cannot run on one node)."""
     from .node_overhead import node_step_overhead
 
+    missing = sorted(set(rates) - {c.strategy.name for c in cands})
+    if missing:
+        raise SpecError(f"--node-rate names {', '.join(missing)}, which this search does not include "
+                        f"(--strategy, --same-update)")
     one = replace(workload, accumulate=1)
     out = []
     for c in cands:

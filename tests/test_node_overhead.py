@@ -180,7 +180,7 @@ def test_plan_node_rate_sets_each_candidates_one_node_rate_and_leaves_the_others
 
 
 @pytest.mark.parametrize("value, words", [("ssgd=-1", "rate > 0"), ("foo=3", "unknown strategy"),
-                                          ("ssgd", "rate > 0")])
+                                          ("ssgd", "rate > 0"), ("zero3=100", "does not include")])
 def test_plan_bad_node_rate_is_one_line_and_exit_2(value, words):
     r = _plan("--node-rate", value)
     assert r.returncode == 2
