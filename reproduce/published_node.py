@@ -10,8 +10,9 @@ the node row measures (perfmodel.node_overhead: o = max(0, G b K / R_node - t_mo
 node rows themselves are the profile and are not predicted here.
 
 Prints, per half (reproduce.halves' column ``half``) over the rows across nodes that have a node row:
-the median absolute and signed error from the single-GPU rate alone and from the node, then the pairs
-of reproduce.published_pairs across nodes ranked both ways.
+the median absolute and signed error from the single-GPU rate alone and from the node, the share of
+rows inside the 80% band `perfmodel predict` prints around the node prediction (perfmodel.intervals),
+then the pairs of reproduce.published_pairs across nodes ranked both ways.
 
     python -m reproduce.published_node [--runs data/published/runs.csv] [--misses none|all]
 """
@@ -24,6 +25,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from perfmodel.intervals import load_bands
 from perfmodel.node_overhead import node_step_overhead
 from perfmodel.scaling import predict
 from perfmodel.specs import SpecError
@@ -83,6 +85,22 @@ def errors(rows: list[dict], nodes: dict[tuple, dict]) -> dict[str, dict[str, li
     return out
 
 
+def band_coverage(rows: list[dict], nodes: dict[tuple, dict]) -> dict[str, tuple[int, int]]:
+    """Per half: (rows whose measured rate lies inside the 80% band that `perfmodel predict` prints around
+    the one-node prediction, rows). The bands (perfmodel.intervals) come from the single-GPU predictor's
+    development residuals; this checks whether they still hold around the node predictor's numbers."""
+    bands = load_bands()
+    out = {h: [0, 0] for h in HALVES}
+    for r in rows:
+        p = predict_from_node(r, nodes).predicted
+        if p is None:
+            continue
+        b = bands.band_for(build_strategy(r).name, r["nodes"])
+        out[r["half"]][0] += int(p * b.q_lo <= r["samples_per_s"] <= p * b.q_hi)
+        out[r["half"]][1] += 1
+    return {h: (n, d) for h, (n, d) in out.items()}
+
+
 def _med(xs: list[float], signed: bool) -> str:
     if not xs:
         return "-"
@@ -98,6 +116,9 @@ def report(rows: list[dict], misses: str = "none") -> str:
     for h in HALVES:
         alone, via = (f"{_med(errs[h][k], False)} ({_med(errs[h][k], True)})" for k in ("single-GPU", "node"))
         lines.append(f"{h:<10}{len(errs[h]['node']):>5}  {alone:<18}{via:<18}")
+    cover = band_coverage(rows, nodes)
+    lines.append("80% band (perfmodel.intervals) around the one-node predictions covers: " + ", ".join(
+        f"{h} {n}/{d} ({100 * n / d:.1f}%)" for h, (n, d) in cover.items() if d))
     alone = [p for p in pairs(rows) if p.a["nodes"] > 1]
     via = [p for p in pairs(rows, lambda r: predict_from_node(r, nodes)) if p.a["nodes"] > 1]
     lines += ["pairs across nodes ranked as measured (right; right or tie)",
