@@ -18,7 +18,7 @@ than one node.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .scaling import predict
 from .specs import Cluster, SpecError, Strategy, Workload
@@ -32,12 +32,25 @@ def node_step_seconds(workload: Workload, cluster: Cluster, strategy: Strategy, 
     return float(p.t_iter_s[0])
 
 
-def node_step_overhead(workload: Workload, cluster: Cluster, strategy: Strategy, batch: int,
-                       node_samples_per_s: float) -> float:
-    """o = max(0, G b K / R_node - t_model(G)), seconds per multi-GPU step, from the throughput
-    ``node_samples_per_s`` (samples/s) measured on one node of ``cluster`` with all its GPUs, ``batch``
-    samples per GPU. Raises SpecError for a rate that is not a positive finite number or a cluster of one
-    GPU per node (whose one-node run has no exchange)."""
+@dataclass(frozen=True)
+class NodeStep:
+    """One node's step measured (G b K / R_node) and as the model predicts it (t_model(G)), seconds."""
+
+    measured_s: float
+    model_s: float
+
+    @property
+    def overhead_s(self) -> float:
+        """o = max(0, measured - model): the framework's cost per multi-GPU step, seconds."""
+        return max(0.0, self.measured_s - self.model_s)
+
+
+def node_step(workload: Workload, cluster: Cluster, strategy: Strategy, batch: int,
+              node_samples_per_s: float) -> NodeStep:
+    """The measured and the model's step of one node of ``cluster`` run with all its GPUs at ``batch``
+    samples per GPU and throughput ``node_samples_per_s`` (samples/s). Raises SpecError for a rate that
+    is not a positive finite number or a cluster of one GPU per node (whose one-node run has no
+    exchange)."""
     if isinstance(node_samples_per_s, bool) or not (isinstance(node_samples_per_s, (int, float))
                                                     and 0 < node_samples_per_s < math.inf):
         raise SpecError(f"the one-node rate must be a positive finite number of samples/s, got {node_samples_per_s!r}")
@@ -45,5 +58,10 @@ def node_step_overhead(workload: Workload, cluster: Cluster, strategy: Strategy,
     if g < 2:
         raise SpecError(f"cluster {cluster.name!r} has 1 GPU per node: a one-node run has no exchange to measure")
     k = int(getattr(workload, "accumulate", 1) or 1)
-    measured = g * batch * k / node_samples_per_s
-    return max(0.0, measured - node_step_seconds(workload, cluster, strategy, batch))
+    return NodeStep(g * batch * k / node_samples_per_s, node_step_seconds(workload, cluster, strategy, batch))
+
+
+def node_step_overhead(workload: Workload, cluster: Cluster, strategy: Strategy, batch: int,
+                       node_samples_per_s: float) -> float:
+    """o = max(0, G b K / R_node - t_model(G)), seconds per multi-GPU step (``node_step``)."""
+    return node_step(workload, cluster, strategy, batch, node_samples_per_s).overhead_s

@@ -68,17 +68,17 @@ def parse_node_rates(text: str) -> dict[str, float]:
     """"ssgd=2000,sync-ps=1500" -> {"ssgd": 2000.0, "sync-ps": 1500.0} (samples/s, each > 0 and finite)."""
     out: dict[str, float] = {}
     for part in (x.strip() for x in text.split(",") if x.strip()):
-        name, eq, value = part.partition("=")
+        name, eq, value = (x.strip() for x in part.partition("="))
         try:
             rate = float(value) if eq else float("nan")
         except ValueError:
             rate = float("nan")
-        if name.strip() not in ALL_STRATEGIES:
-            raise argparse.ArgumentTypeError(f"unknown strategy {name.strip()!r} in {part!r}; choose from "
+        if name not in ALL_STRATEGIES:
+            raise argparse.ArgumentTypeError(f"unknown strategy {name!r} in {part!r}; choose from "
                                              f"{', '.join(ALL_STRATEGIES)}")
         if not (math.isfinite(rate) and rate > 0):
             raise argparse.ArgumentTypeError(f"{part!r}: give STRATEGY=SAMPLES_PER_S with a rate > 0")
-        out[name.strip()] = rate
+        out[name] = rate
     if not out:
         raise argparse.ArgumentTypeError("give STRATEGY=SAMPLES_PER_S[,...]")
     return out

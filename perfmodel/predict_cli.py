@@ -198,7 +198,7 @@ def _with_node_overhead(args: argparse.Namespace, workload, cluster, strategies:
     and a note that says what it is."""
     from dataclasses import replace
 
-    from .node_overhead import node_step_overhead, node_step_seconds
+    from .node_overhead import node_step
     from .specs import SpecError
 
     if len(strategies) != 1:
@@ -208,14 +208,13 @@ def _with_node_overhead(args: argparse.Namespace, workload, cluster, strategies:
     if args.step_overhead_ms:
         raise CLIError("give --node-rate or --step-overhead-ms, not both: the rate sets the overhead")
     try:
-        o = node_step_overhead(workload, cluster, strategies[0], args.batch, args.node_rate)
-        t_model = node_step_seconds(workload, cluster, strategies[0], args.batch)
+        node = node_step(workload, cluster, strategies[0], args.batch, args.node_rate)
     except SpecError as e:
         raise CLIError(f"--node-rate: {e}") from None
+    o = node.overhead_s
     note = (f"step overhead {o * 1e3:.4g} ms per multi-GPU step from --node-rate {args.node_rate:g} samples/s on "
-            f"one node of {cluster.gpus_per_node} GPUs (the model's one-node step {t_model * 1e3:.4g} ms, measured "
-            f"{cluster.gpus_per_node * args.batch * workload.accumulate / args.node_rate * 1e3:.4g} ms); the same as "
-            f"--step-overhead-ms {o * 1e3:.17g}")
+            f"one node of {cluster.gpus_per_node} GPUs (the model's one-node step {node.model_s * 1e3:.4g} ms, "
+            f"measured {node.measured_s * 1e3:.4g} ms); the same as --step-overhead-ms {o * 1e3:.17g}")
     return [replace(strategies[0], step_overhead_s=o)], [note]
 
 

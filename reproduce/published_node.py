@@ -71,28 +71,37 @@ def predict_from_node(r: dict, nodes: dict[tuple, dict]) -> Outcome:
     return Outcome(r, float(p.throughput[0]))
 
 
-def errors(rows: list[dict], nodes: dict[tuple, dict]) -> dict[str, dict[str, list[float]]]:
-    """Per half: the relative errors (predicted / measured - 1) of the rows across nodes that both
-    predictors cover, under "single-GPU" and "node"."""
+def outcomes(rows: list[dict]) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
+    """Each row's prediction from its one-node run and from its single-GPU rate alone, by row id (the
+    latter for rows across nodes only: the others have no node prediction to compare with)."""
+    nodes = node_rows(rows)
+    via = {r["id"]: predict_from_node(r, nodes) for r in rows}
+    alone = {r["id"]: predict_row(r) if r["nodes"] > 1 else Outcome(r, None, "one node") for r in rows}
+    return via, alone
+
+
+def errors(rows: list[dict], via: dict[str, Outcome], alone: dict[str, Outcome]) -> dict[str, dict[str, list[float]]]:
+    """Per half: the relative errors (predicted / measured - 1) of the rows that both predictors cover
+    (``outcomes``), under "single-GPU" and "node"."""
     out = {h: {"single-GPU": [], "node": []} for h in HALVES}
     for r in rows:
-        via_node = predict_from_node(r, nodes).predicted
-        alone = predict_row(r).predicted
-        if via_node is None or alone is None:
+        by_node, by_gpu = via[r["id"]].predicted, alone[r["id"]].predicted
+        if by_node is None or by_gpu is None:
             continue
-        out[r["half"]]["single-GPU"].append(alone / r["samples_per_s"] - 1.0)
-        out[r["half"]]["node"].append(via_node / r["samples_per_s"] - 1.0)
+        out[r["half"]]["single-GPU"].append(by_gpu / r["samples_per_s"] - 1.0)
+        out[r["half"]]["node"].append(by_node / r["samples_per_s"] - 1.0)
     return out
 
 
-def band_coverage(rows: list[dict], nodes: dict[tuple, dict]) -> dict[str, tuple[int, int]]:
+def band_coverage(rows: list[dict], via: dict[str, Outcome]) -> dict[str, tuple[int, int]]:
     """Per half: (rows whose measured rate lies inside the 80% band that `perfmodel predict` prints around
-    the one-node prediction, rows). The bands (perfmodel.intervals) come from the single-GPU predictor's
-    development residuals; this checks whether they still hold around the node predictor's numbers."""
+    the one-node prediction ``via``, rows). The bands (perfmodel.intervals) come from the single-GPU
+    predictor's development residuals; this checks whether they still hold around the node predictor's
+    numbers."""
     bands = load_bands()
     out = {h: [0, 0] for h in HALVES}
     for r in rows:
-        p = predict_from_node(r, nodes).predicted
+        p = via[r["id"]].predicted
         if p is None:
             continue
         b = bands.band_for(build_strategy(r).name, r["nodes"])
@@ -109,21 +118,21 @@ def _med(xs: list[float], signed: bool) -> str:
 
 def report(rows: list[dict], misses: str = "none") -> str:
     """The error table and the pair table across nodes (``misses``: "all" lists the node predictor's)."""
-    nodes = node_rows(rows)
-    errs = errors(rows, nodes)
+    via, alone = outcomes(rows)
+    errs = errors(rows, via, alone)
     lines = ["rows across nodes with a one-node run beside them: median |error| (signed)",
              f"{'half':<10}{'rows':>5}  {'single-GPU rate':<18}{'one-node run':<18}"]
     for h in HALVES:
-        alone, via = (f"{_med(errs[h][k], False)} ({_med(errs[h][k], True)})" for k in ("single-GPU", "node"))
-        lines.append(f"{h:<10}{len(errs[h]['node']):>5}  {alone:<18}{via:<18}")
-    cover = band_coverage(rows, nodes)
+        by_gpu, by_node = (f"{_med(errs[h][k], False)} ({_med(errs[h][k], True)})" for k in ("single-GPU", "node"))
+        lines.append(f"{h:<10}{len(errs[h]['node']):>5}  {by_gpu:<18}{by_node:<18}")
+    cover = band_coverage(rows, via)
     lines.append("80% band (perfmodel.intervals) around the one-node predictions covers: " + ", ".join(
         f"{h} {n}/{d} ({100 * n / d:.1f}%)" for h, (n, d) in cover.items() if d))
-    alone = [p for p in pairs(rows) if p.a["nodes"] > 1]
-    via = [p for p in pairs(rows, lambda r: predict_from_node(r, nodes)) if p.a["nodes"] > 1]
+    pairs_gpu = pairs(rows, lambda r: alone[r["id"]])  # rows on one node have no prediction: no pair
+    pairs_node = pairs(rows, lambda r: via[r["id"]])
     lines += ["pairs across nodes ranked as measured (right; right or tie)",
               f"{'group':<15}{'pairs':>6}  {'single-GPU rate':<24}{'one-node run':<24}"]
-    by_alone, by_via = groups(alone), groups(via)
+    by_alone, by_via = groups(pairs_gpu), groups(pairs_node)
     for name in by_alone:
         cells = []
         for g in (by_alone[name], by_via[name]):
@@ -132,7 +141,7 @@ def report(rows: list[dict], misses: str = "none") -> str:
             cells.append(f"{t['right']}/{t['pairs']} ({pct}); {t['right_or_tie']}")
         lines.append(f"{name:<15}{len(by_via[name]):>6}  {cells[0]:<24}{cells[1]:<24}")
     if misses == "all":
-        shown = [p for p in via if not p.right]
+        shown = [p for p in pairs_node if not p.right]
         lines.append(f"misses of the one-node predictor: {len(shown)}")
         lines += [miss_line(p) for p in shown]
     return "\n".join(lines)
