@@ -68,16 +68,20 @@ def log_matches(path: Path, want: dict) -> bool:
 def run_checked(cmd: list[str], timeout_s: float, what: str) -> float:
     """Run ``cmd`` with one torch/BLAS thread; its wall seconds. A failure or time-out raises
     ReproduceError with one line naming ``what`` and the command's own error line (mpiexec's banner,
-    which follows it in the captured output, is left out: perfmodel.lab.launcher)."""
-    from perfmodel.lab.launcher import error_line
+    which follows it in the captured output, is left out: perfmodel.lab.launcher). A launcher that failed
+    before any rank ran (perfmodel.lab.launcher.not_started) is started once more."""
+    from perfmodel.lab.launcher import error_line, not_started
 
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
-                              stdin=subprocess.DEVNULL)  # mpiexec forwards stdin to rank 0
-    except subprocess.TimeoutExpired:
-        raise ReproduceError(f"{what}: timed out after {timeout_s:.0f} s: {shlex.join(cmd)}") from None
+    for attempt in (1, 2):  # a launcher that stopped before any rank ran is started once more
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
+                                  stdin=subprocess.DEVNULL)  # mpiexec forwards stdin to rank 0
+        except subprocess.TimeoutExpired:
+            raise ReproduceError(f"{what}: timed out after {timeout_s:.0f} s: {shlex.join(cmd)}") from None
+        if proc.returncode == 0 or attempt == 2 or not not_started(f"{proc.stdout or ''}{proc.stderr or ''}"):
+            break
     if proc.returncode != 0:
         line = error_line(f"{proc.stdout or ''}\n{proc.stderr or ''}")
         raise ReproduceError(f"{what}: failed (exit {proc.returncode}): {line[:300]}")

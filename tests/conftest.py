@@ -1,4 +1,6 @@
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,22 @@ SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
 @pytest.fixture
 def repo_root() -> Path:
     return ROOT
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_mpi_session_dirs():
+    """Before and after each test, remove Open MPI session directories whose launcher is gone.
+
+    Tests kill mpiexec with SIGKILL on purpose (time-outs, sharp edges); each such kill leaves
+    /tmp/ompi.<pid>, and a later mpiexec that reuses that process id then fails to start
+    (perfmodel.lab.launcher, "Jobs that never started"). Seen once in CI, reproduced by hand."""
+    from perfmodel.lab.launcher import stale_session_dirs
+
+    for path in stale_session_dirs(tempfile.gettempdir()):
+        shutil.rmtree(path, ignore_errors=True)
+    yield
+    for path in stale_session_dirs(tempfile.gettempdir()):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def pytest_sessionfinish(session, exitstatus):

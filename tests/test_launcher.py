@@ -194,3 +194,95 @@ def test_stop_group_ends_the_whole_group_not_only_its_leader(tmp_path: Path, shu
     assert proc.returncode is not None
     assert state in ("gone", "Z")  # ended (a zombie only until init reaps it)
     assert done == (shutdown_s >= 0)  # finished its shutdown, or was SIGKILLed
+
+
+# ---------------------------------------------------------------- jobs that never started
+
+
+def _stale_tool_files(base: Path, pids: range) -> None:
+    """What a launcher killed with SIGKILL leaves: its session directory with the PMIx rendezvous file."""
+    import socket
+
+    for pid in pids:
+        (base / f"ompi.{pid}").mkdir()
+        (base / f"ompi.{pid}" / f"pmix.{socket.gethostname()}.tool").write_text("")
+
+
+@pytest.mark.skipif(shutil.which("mpiexec") is None, reason="needs mpiexec")
+def test_a_stale_session_dir_stops_mpiexec_before_any_rank_and_is_recognized(tmp_path: Path) -> None:
+    """The CI failure, reproduced: Open MPI's session directories ompi.<pid> (with the rendezvous file a
+    killed launcher leaves) are laid out for the next 300 process ids in a TMPDIR of our own; mpiexec,
+    given one of those ids, exits 213 before any rank ran. not_started recognizes it, error_line names
+    the cause, stale_session_dirs lists the others, and with them removed the same job runs."""
+    from perfmodel.lab.launcher import error_line, not_started, stale_session_dirs
+
+    launcher = resolve_launcher(None, env={})
+    if launcher.flavor != "openmpi":
+        pytest.skip(f"the session directories are Open MPI's; found {launcher.flavor}")
+    here = os.getpid()
+    _stale_tool_files(tmp_path, range(here + 1, here + 301))
+    job = launcher.command(1, [sys.executable, "-c", "print('rank ran')"])
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    first = subprocess.run(["sh", "-c", 'echo "pid=$$"; exec "$@"', "sh", *job], capture_output=True, text=True,
+                           env=env, timeout=60)
+    pid = int(first.stdout.split()[0].removeprefix("pid="))
+    if not here < pid <= here + 300:
+        pytest.skip(f"mpiexec got process id {pid}, outside the 300 laid out (a busy machine)")
+    output = first.stdout + first.stderr
+    assert first.returncode == 213 and "rank ran" not in output
+    assert not_started(output)
+    assert "stale Open MPI session directory" in error_line(output)
+    stale = stale_session_dirs(str(tmp_path))
+    assert len(stale) >= 290  # the failed launcher removed its own on exit; a few ids may be live again
+    for path in stale:
+        shutil.rmtree(path)
+    again = subprocess.run(job, capture_output=True, text=True, env=env, timeout=60)
+    assert again.returncode == 0 and "rank ran" in again.stdout
+
+
+def test_stale_session_dirs_lists_only_dead_launchers(tmp_path: Path) -> None:
+    from perfmodel.lab.launcher import stale_session_dirs
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for name in (f"ompi.{dead.pid}", f"ompi.{os.getpid()}", "ompi.vm.0", "ompi.12x"):
+        (tmp_path / name).mkdir()
+    assert stale_session_dirs(str(tmp_path)) == [str(tmp_path / f"ompi.{dead.pid}")]
+    assert stale_session_dirs(str(tmp_path / "missing")) == []
+
+
+def test_not_started_is_only_the_launchers_own_failure() -> None:
+    from perfmodel.lab.launcher import error_line, not_started
+
+    rank_failed = "train: error: --batch must be positive\nprterun detected that one or more processes exited"
+    assert not not_started(rank_failed) and error_line(rank_failed) == "train: error: --batch must be positive"
+    assert not not_started("")
+
+
+def test_reproduce_runs_start_a_job_again_only_when_no_rank_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    """reproduce.runs.run_checked: a launcher that stopped before any rank ran is started once more (and
+    only once); a job whose rank failed is not repeated."""
+    from reproduce import runs
+
+    never = ("--------\nThe PMIx server's listener thread failed to start. We cannot\ncontinue.\n--------\n")
+    calls: list[list[str]] = []
+
+    def fake(outcomes):
+        def run(cmd, **kw):
+            calls.append(cmd)
+            code, err = outcomes[len(calls) - 1]
+            return subprocess.CompletedProcess(cmd, code, "", err)
+        return run
+
+    monkeypatch.setattr(runs.subprocess, "run", fake([(213, never), (0, "")]))
+    assert runs.run_checked(["mpiexec", "x"], 10, "job") >= 0 and len(calls) == 2
+    calls.clear()
+    monkeypatch.setattr(runs.subprocess, "run", fake([(213, never), (213, never), (0, "")]))
+    with pytest.raises(runs.ReproduceError, match="stopped before starting any rank"):
+        runs.run_checked(["mpiexec", "x"], 10, "job")
+    assert len(calls) == 2
+    calls.clear()
+    monkeypatch.setattr(runs.subprocess, "run", fake([(1, "train: error: bad"), (0, "")]))
+    with pytest.raises(runs.ReproduceError, match="train: error: bad"):
+        runs.run_checked(["mpiexec", "x"], 10, "job")
+    assert len(calls) == 1

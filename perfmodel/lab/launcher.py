@@ -27,6 +27,13 @@ non-zero status ... Process name ... Exit code"; older versions: "Primary job te
 own one-line error (``<prog>: error: ...``) instead; a user who starts ``mpiexec`` by hand sees that
 line first and the banner below it.
 
+Jobs that never started: Open MPI 5's launcher keeps its session directory in ``/tmp/ompi.<its pid>``
+and removes it on a clean exit. A launcher killed with SIGKILL leaves it behind; a later launcher that
+happens to get the same process id (Linux reuses ids, by default after 32768) cannot write its PMIx
+rendezvous files there, prints "The PMIx server's listener thread failed to start" and exits 213
+before any rank ran (removing that directory as it exits). :func:`not_started` recognizes such
+output; a caller may start the job once more.
+
 This module imports neither torch nor mpi4py. Errors are :class:`perfmodel.specs.SpecError`.
 """
 
@@ -46,7 +53,7 @@ from dataclasses import dataclass
 from perfmodel.specs import SpecError
 
 __all__ = ["LAUNCHER_ENV", "DEFAULT_LAUNCHER", "FLAVORS", "Launcher", "flavor_of", "resolve_launcher",
-           "launcher_version", "error_line"]
+           "launcher_version", "error_line", "not_started", "stale_session_dirs"]
 
 LAUNCHER_ENV = "DSGD_LAUNCHER"
 """Environment variable holding the launcher command line when ``--launcher`` is not given."""
@@ -177,6 +184,38 @@ def resolve_launcher(option: str | None = None, *, hostfile: str | None = None,
 
 # ---------------------------------------------------------------- failed jobs
 
+#: what Open MPI's launcher prints when it failed before starting any rank (module docstring)
+_NOT_STARTED = ("The PMIx server's listener thread failed to start",)
+
+
+def not_started(output: str) -> bool:
+    """Whether a failed job's output says the launcher stopped before any rank ran, so that starting
+    the same job again is safe (see "Jobs that never started" above)."""
+    return any(text in output for text in _NOT_STARTED)
+
+
+def stale_session_dirs(tmpdir: str) -> list[str]:
+    """Open MPI session directories ``ompi.<pid>`` under ``tmpdir`` whose launcher process is gone.
+
+    Each is left by a launcher killed with SIGKILL and makes a later launcher with the same process id
+    fail to start. Directories of live processes (or of ones we may not signal) are not listed."""
+    out: list[str] = []
+    try:
+        names = os.listdir(tmpdir)
+    except OSError:
+        return out
+    for name in names:
+        m = re.fullmatch(r"ompi\.(\d+)", name)
+        if m is None:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            out.append(os.path.join(tmpdir, name))
+        except (PermissionError, OverflowError):
+            pass
+    return sorted(out)
+
 #: a line of the launcher's banner, or of its per-rank prefixes, not of our programs
 _BANNER = re.compile(
     r"^(-{10,}|={10,}"
@@ -189,7 +228,11 @@ _OURS = re.compile(r"^[\w./-]+: error: ")
 
 def error_line(output: str, default: str = "(no output)") -> str:
     """The last ``<prog>: error: ...`` line of a job's output; else its last line that is not the
-    launcher's banner; else ``default``."""
+    launcher's banner; else ``default``. A launcher that never started a rank gets its own line."""
+    if not_started(output):
+        return (f"the launcher stopped before starting any rank ({_NOT_STARTED[0]}): a stale Open MPI "
+                f"session directory ompi.<pid> in the temporary directory, left by a killed launcher, "
+                f"is the known cause; remove it")
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     ours = [ln for ln in lines if _OURS.match(ln)]
     if ours:
