@@ -12,7 +12,9 @@ node rows themselves are the profile and are not predicted here.
 Prints, per half (reproduce.halves' column ``half``) over the rows across nodes that have a node row:
 the median absolute and signed error from the single-GPU rate alone and from the node, the share of
 rows inside the 80% band `perfmodel predict` prints around the node prediction (perfmodel.intervals),
-then the pairs of reproduce.published_pairs across nodes ranked both ways.
+then the pairs of reproduce.published_pairs across nodes ranked both ways, then the batch transfer:
+the same rows predicted from a node run of the same scheme at another per-GPU batch (the nearest one),
+which is what `perfmodel plan --node-rate` does for candidates whose batch differs from the measured one.
 
     python -m reproduce.published_node [--runs data/published/runs.csv] [--misses none|all]
 """
@@ -36,6 +38,8 @@ from reproduce.published_pairs import groups, miss_line, pairs, tally
 NODE_KEY = ("source", "system", "gpu", "framework", "scheme", "model", "batch_per_gpu", "precision", "accumulate",
             "data", "grad_wire", "comm_overlap")
 HALVES = ("dev", "held-out")
+#: NODE_KEY without the per-GPU batch: node runs of the same scheme at any batch
+ANY_BATCH_KEY = tuple(k for k in NODE_KEY if k != "batch_per_gpu")
 
 
 def node_rows(rows: list[dict]) -> dict[tuple, dict]:
@@ -69,6 +73,48 @@ def predict_from_node(r: dict, nodes: dict[tuple, dict]) -> Outcome:
     except (NotExpressible, SpecError) as e:
         return Outcome(r, None, str(e))
     return Outcome(r, float(p.throughput[0]))
+
+
+def nearest_other_batch(rows: list[dict]) -> dict[str, dict]:
+    """Row id -> the node row (``node_rows``' rule) of the same ANY_BATCH_KEY at the per-GPU batch nearest
+    to the row's own, other than its own (ties: the smaller batch), for the rows across nodes that have
+    both such a node row and one at their own batch (so that both transfers are judged on the same rows)."""
+    by_batch: dict[tuple, dict[int, dict]] = {}
+    for key, node in node_rows(rows).items():
+        by_batch.setdefault(tuple(node[k] for k in ANY_BATCH_KEY), {})[node["batch_per_gpu"]] = node
+    out: dict[str, dict] = {}
+    for r in rows:
+        runs = by_batch.get(tuple(r[k] for k in ANY_BATCH_KEY), {})
+        others = sorted(b for b in runs if b != r["batch_per_gpu"])
+        if r["nodes"] > 1 and r["batch_per_gpu"] in runs and others:
+            out[r["id"]] = runs[min(others, key=lambda b: (abs(b - r["batch_per_gpu"]), b))]
+    return out
+
+
+def predict_with_overhead(r: dict, node: dict) -> float:
+    """Samples/s of row ``r`` with the step overhead that ``node`` (a one-node row) measures."""
+    strategy = replace(build_strategy(r), step_overhead_s=overhead_of(node))
+    p = predict(build_workload(r), build_cluster(r), strategy, [r["gpus"]], scaling="weak", batch=r["batch_per_gpu"])
+    return float(p.throughput[0])
+
+
+def batch_transfer(rows: list[dict], via: dict[str, Outcome],
+                   alone: dict[str, Outcome]) -> dict[str, dict[str, list[float]]]:
+    """Per half, over the rows ``nearest_other_batch`` covers: relative errors from the single-GPU rate,
+    the node run at the row's own batch and the node run at the nearest other batch."""
+    out = {h: {"single-GPU": [], "node, same batch": [], "node, other batch": []} for h in HALVES}
+    for rid, node in nearest_other_batch(rows).items():
+        r, same, gpu = via[rid].row, via[rid].predicted, alone[rid].predicted
+        if same is None or gpu is None:
+            continue
+        try:
+            other = predict_with_overhead(r, node)
+        except (NotExpressible, SpecError):
+            continue
+        m = r["samples_per_s"]
+        for name, value in (("single-GPU", gpu), ("node, same batch", same), ("node, other batch", other)):
+            out[r["half"]][name].append(value / m - 1.0)
+    return out
 
 
 def outcomes(rows: list[dict]) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
@@ -140,6 +186,13 @@ def report(rows: list[dict], misses: str = "none") -> str:
             pct = f"{100 * t['right'] / t['pairs']:.1f}%" if t["pairs"] else "-"
             cells.append(f"{t['right']}/{t['pairs']} ({pct}); {t['right_or_tie']}")
         lines.append(f"{name:<15}{len(by_via[name]):>6}  {cells[0]:<24}{cells[1]:<24}")
+    moved = batch_transfer(rows, via, alone)
+    lines += ["batch transfer: rows across nodes with node runs at their own and at another per-GPU batch, "
+              "median |error| (signed)",
+              f"{'half':<10}{'rows':>5}  " + "".join(f"{k:<20}" for k in moved[HALVES[0]])]
+    for h in HALVES:
+        lines.append(f"{h:<10}{len(moved[h]['single-GPU']):>5}  " + "".join(
+            f"{_med(v, False) + ' (' + _med(v, True) + ')':<20}" for v in moved[h].values()))
     if misses == "all":
         shown = [p for p in pairs_node if not p.right]
         lines.append(f"misses of the one-node predictor: {len(shown)}")

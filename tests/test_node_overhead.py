@@ -4,6 +4,7 @@ and the published runs across nodes predicted from their one-node runs (reproduc
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 from dataclasses import replace
@@ -146,6 +147,33 @@ def test_pairs_across_nodes_figures(rows):
     want = {"all": (114, 102), "dev": (18, 16), "held-out": (96, 86), "both held-out": (34, 33)}
     for name, (n, right) in want.items():
         assert got[name][0] == n and got[name][1] >= right
+
+
+def _row(rid, batch, nodes, framework="f"):
+    base = {k: "x" for k in pn.NODE_KEY} | {"framework": framework}
+    return base | {"id": rid, "batch_per_gpu": batch, "nodes": nodes, "gpus_per_node": 8, "gpus": 8 * nodes}
+
+
+def test_nearest_other_batch_takes_the_closest_node_run_smaller_on_ties():
+    rows = [_row("n32", 32, 1), _row("n64", 64, 1), _row("n96", 96, 1), _row("n128", 128, 1),
+            _row("a", 64, 2), _row("b", 96, 4), _row("c", 48, 2), _row("d", 64, 2, framework="g"),
+            _row("g32", 32, 1, framework="g")]
+    got = {rid: node["id"] for rid, node in pn.nearest_other_batch(rows).items()}
+    # a: 32 and 96 are both 32 away, the smaller wins; b: 64 and 128 both 32 away; c has no node run at
+    # its own batch; d's scheme has a node run at another batch only; node rows are not predicted
+    assert got == {"a": "n32", "b": "n64"}
+
+
+def test_batch_transfer_figures(rows):
+    # measured (docs/plan.md section 6): the overhead of a node run at the nearest other batch predicts the
+    # rows across nodes about as well as the one at their own batch
+    via, alone = pn.outcomes(rows)
+    moved = pn.batch_transfer(rows, via, alone)
+    assert {h: len(v["node, other batch"]) for h, v in moved.items()} == {"dev": 62, "held-out": 82}
+    med = {h: {k: statistics.median(map(abs, v)) for k, v in m.items()} for h, m in moved.items()}
+    for h in pn.HALVES:
+        assert med[h]["node, other batch"] <= med[h]["node, same batch"] + 0.005
+    assert med["held-out"]["node, other batch"] == pytest.approx(0.083, abs=0.0015)
 
 
 def test_missing_runs_file_is_one_line(capsys, tmp_path):
