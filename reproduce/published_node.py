@@ -80,7 +80,7 @@ def nearest_other_batch(rows: list[dict]) -> dict[str, dict]:
     to the row's own, other than its own (ties: the smaller batch), for the rows across nodes that have
     both such a node row and one at their own batch (so that both transfers are judged on the same rows)."""
     by_batch: dict[tuple, dict[int, dict]] = {}
-    for key, node in node_rows(rows).items():
+    for node in node_rows(rows).values():
         by_batch.setdefault(tuple(node[k] for k in ANY_BATCH_KEY), {})[node["batch_per_gpu"]] = node
     out: dict[str, dict] = {}
     for r in rows:
