@@ -8,7 +8,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,9 @@ import torch
 
 from trainers import comm as tc
 from trainers.compress import TernGradCodec, encode_codes
+
+from perfmodel.lab.launcher import stop_group
+from tests.mpi_job import mpi_env, run_job
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "mpi_scripts"
@@ -39,38 +41,12 @@ def _load_inputs() -> ModuleType:
 inputs = _load_inputs()
 
 
-def _env() -> dict[str, str]:
-    return dict(os.environ, OMP_NUM_THREADS="1",
-                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-
-
-def _stop(proc: subprocess.Popen) -> bytes:
-    """End mpiexec and its ranks (SIGTERM to the session, SIGKILL if that is not enough); piped output."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)  # mpiexec takes its ranks down with it
-    try:
-        out, _ = proc.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-    return out or b""
-
-
 def run_mpi(n: int, script: str, *args: str, timeout: float = 120.0) -> tuple[int | None, str, float]:
     """Run a script under mpiexec -n n. Returns (returncode, or None on timeout; output; wall-clock time.time()
-    when the job ended or was killed). Never leaves ranks behind."""
-    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable,
-           str(SCRIPTS / script), *args]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        ended = time.time()
-        out = _stop(proc)
-        return None, out.decode("utf-8", errors="replace"), ended
-    return code, out.decode("utf-8", errors="replace"), time.time()
+    when the job ended or was killed). Never leaves ranks behind (tests/mpi_job.py)."""
+    job = run_job([MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable,
+                   str(SCRIPTS / script), *args], timeout)
+    return job.code, job.output, job.ended
 
 
 # ------------------------------------------------------------------------------- in-process: no MPI
@@ -345,7 +321,7 @@ def test_without_abort_the_job_hangs(tmp_path: Path) -> None:
     cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", "2", sys.executable,
            str(SCRIPTS / "abort_check.py"), "none"]
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, cwd=REPO, env=mpi_env(), stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -355,7 +331,7 @@ def test_without_abort_the_job_hangs(tmp_path: Path) -> None:
         time.sleep(5.0)
         still_running = proc.poll() is None
     finally:
-        _stop(proc)
+        stop_group(proc, timeout=15)
     text = log_path.read_text(errors="replace")
     assert failed, text[-2000:]
     assert still_running, text[-2000:]

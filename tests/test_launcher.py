@@ -289,3 +289,19 @@ def test_reproduce_runs_start_a_job_again_only_when_no_rank_ran(monkeypatch: pyt
     with pytest.raises(runs.ReproduceError, match="train: error: bad"):
         runs.run_checked(["mpiexec", "x"], 10, "job")
     assert len(calls) == 1
+
+
+def test_the_mpi_tests_job_runner_retries_only_a_launcher_that_never_started(tmp_path: Path) -> None:
+    """tests/mpi_job.run_job, which the MPI tests start mpiexec with: the not-started output twice (then
+    its status), a rank's failure once, a time-out as None with the group ended."""
+    from tests.mpi_job import run_job
+
+    tries = tmp_path / "tries"
+    never = f"echo x >> {tries}; echo \"The PMIx server's listener thread failed to start. We cannot\"; exit 213"
+    job = run_job(["sh", "-c", never], timeout=30)
+    assert job.code == 213 and tries.read_text().count("x") == 2
+    tries.unlink()
+    job = run_job(["sh", "-c", f"echo x >> {tries}; echo 'train: error: bad'; exit 1"], timeout=30)
+    assert job.code == 1 and tries.read_text().count("x") == 1 and "train: error: bad" in job.output
+    job = run_job(["sh", "-c", "echo started; sleep 30"], timeout=1.0)
+    assert job.code is None and "started" in job.output and job.seconds < 20

@@ -5,12 +5,8 @@ line and status 2; a worker that exits, raises or hangs ends the job instead of 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +16,8 @@ from trainers.log import read_run_log
 from trainers.asynchronous.simulate import simulate
 from trainers.config import AsyncConfig
 
+from tests.mpi_job import run_job
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "mpi_ps"
 MPIEXEC = shutil.which("mpiexec")
@@ -27,29 +25,11 @@ MPIEXEC = shutil.which("mpiexec")
 pytestmark = [pytest.mark.mpi, pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")]
 
 
-def _env() -> dict[str, str]:
-    return dict(os.environ, OMP_NUM_THREADS="1",
-                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-
-
 def run_mpi(n: int, args: list[str], timeout: float = 120.0) -> tuple[int | None, str, float]:
     """mpiexec -n n python ARGS. Returns (returncode or None on timeout, output, seconds). Never leaves
-    ranks behind: on timeout the whole session gets SIGTERM, then SIGKILL."""
-    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable, *args]
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode(errors="replace"), time.monotonic() - t0
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            out, _ = proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-        return None, (out or b"").decode(errors="replace"), time.monotonic() - t0
+    ranks behind (tests/mpi_job.py)."""
+    job = run_job([MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable, *args], timeout)
+    return job.code, job.output, job.seconds
 
 
 def _base(**kw) -> AsyncConfig:

@@ -7,13 +7,9 @@ dumped) or `python -m trainers.run run ...` (the real command line)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +24,8 @@ from trainers.models import build_model, tensor_sizes
 from trainers.sync.daso_schedule import DasoSchedule, DasoScheduleConfig, PlateauDetector
 from trainers.sync.loop import batch_indices, epoch_permutation, steps_per_epoch
 
+from tests.mpi_job import run_job
+
 REPO = Path(__file__).resolve().parents[1]
 DUMP_SCRIPT = REPO / "tests" / "mpi_sync" / "train_dump.py"
 MPIEXEC = shutil.which("mpiexec")
@@ -38,27 +36,13 @@ mpi_only = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")
 # ------------------------------------------------------------------------------------ helpers
 
 
-def _env() -> dict[str, str]:
-    return dict(os.environ, OMP_NUM_THREADS="1",
-                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-
-
 def run_mpi(n: int, argv: list[str], timeout: float = 150.0) -> tuple[int | None, str, float]:
     """mpiexec -n n python ARGV; (returncode or None on timeout, output, time.time() at the end).
-    Never leaves ranks behind (the job runs in its own session, killed as a group on timeout)."""
+    Never leaves ranks behind (tests/mpi_job.py)."""
     if "--device" not in argv and (str(DUMP_SCRIPT) in argv or "trainers.run" in argv):
         argv = [*argv, "--device", "cpu"]  # the equality checks are of CPU arithmetic, also on a GPU machine
-    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable, *argv]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode(errors="replace"), time.time()
-    except subprocess.TimeoutExpired:
-        ended = time.time()
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return None, out.decode(errors="replace"), ended
+    job = run_job([MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(n), sys.executable, *argv], timeout)
+    return job.code, job.output, job.ended
 
 
 def train_dump(n: int, dump: Path, args: list[str]) -> list[dict]:

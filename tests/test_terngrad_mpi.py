@@ -5,10 +5,7 @@ and the trainer's bytes per step equal to the model's for each exchange at 2, 3 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +18,8 @@ from perfmodel.lab.validate import measure_run, run_strategies
 from trainers.log import read_run_log
 from trainers.models import tensor_sizes
 
+from tests.mpi_job import run_job
+
 REPO = Path(__file__).resolve().parents[1]
 MPIEXEC = shutil.which("mpiexec")
 pytestmark = [pytest.mark.mpi, pytest.mark.slow,
@@ -28,19 +27,10 @@ pytestmark = [pytest.mark.mpi, pytest.mark.slow,
 
 
 def run_mpi(n: int, argv: list[str], timeout: float = 180.0, mca: list[str] | None = None) -> tuple[int | None, str]:
-    """mpiexec [MCA] -n n python ARGV in its own session (killed as a group on timeout)."""
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", *(mca or []), "-n", str(n), sys.executable, *argv]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode(errors="replace")
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return None, out.decode(errors="replace")
+    """mpiexec [MCA] -n n python ARGV (tests/mpi_job.py: its own session, ended as a group on timeout)."""
+    job = run_job([MPIEXEC, "--oversubscribe", "--allow-run-as-root", *(mca or []), "-n", str(n), sys.executable,
+                   *argv], timeout)
+    return job.code, job.output
 
 
 @pytest.mark.parametrize("ranks", [2, 3, 4])
