@@ -224,7 +224,7 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
 
     gpus = parse_gpus(args.gpus)
     if args.profile and args.cluster in (None, "local"):
-        if getattr(args, "node_rate", None) is not None:
+        if args.node_rate is not None:
             raise CLIError("--node-rate describes a preset or custom cluster's node, not a --profile's")
         return _profiled_result(args, gpus)
     if args.link_from or args.nodes_per_host is not None or args.cores is not None:
@@ -235,7 +235,7 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
         args.wire = settings.wire or "fp32"
     strategies = build_strategies(args, codec_rates, daso, cluster)
     node_note = []
-    if getattr(args, "node_rate", None) is not None:
+    if args.node_rate is not None:
         strategies, node_note = _with_node_overhead(args, workload, cluster, strategies)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
     notes = node_note + notes

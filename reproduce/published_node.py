@@ -57,6 +57,13 @@ def overhead_of(node: dict) -> float:
                               node["batch_per_gpu"], node["samples_per_s"])
 
 
+def predict_with_overhead(r: dict, node: dict) -> float:
+    """Samples/s of row ``r`` with the step overhead that ``node`` (a one-node row) measures."""
+    strategy = replace(build_strategy(r), step_overhead_s=overhead_of(node))
+    p = predict(build_workload(r), build_cluster(r), strategy, [r["gpus"]], scaling="weak", batch=r["batch_per_gpu"])
+    return float(p.throughput[0])
+
+
 def predict_from_node(r: dict, nodes: dict[tuple, dict]) -> Outcome:
     """Samples/s of a row across nodes with its node row's step overhead; single-node rows and rows
     without a node row get no prediction (the reason says why)."""
@@ -66,13 +73,9 @@ def predict_from_node(r: dict, nodes: dict[tuple, dict]) -> Outcome:
     if node is None:
         return Outcome(r, None, "no run of this scheme on one whole node beside it")
     try:
-        o = overhead_of(node)
-        strategy = replace(build_strategy(r), step_overhead_s=o)
-        p = predict(build_workload(r), build_cluster(r), strategy, [r["gpus"]], scaling="weak",
-                    batch=r["batch_per_gpu"])
+        return Outcome(r, predict_with_overhead(r, node))
     except (NotExpressible, SpecError) as e:
         return Outcome(r, None, str(e))
-    return Outcome(r, float(p.throughput[0]))
 
 
 def nearest_other_batch(rows: list[dict]) -> dict[str, dict]:
@@ -89,13 +92,6 @@ def nearest_other_batch(rows: list[dict]) -> dict[str, dict]:
         if r["nodes"] > 1 and r["batch_per_gpu"] in runs and others:
             out[r["id"]] = runs[min(others, key=lambda b: (abs(b - r["batch_per_gpu"]), b))]
     return out
-
-
-def predict_with_overhead(r: dict, node: dict) -> float:
-    """Samples/s of row ``r`` with the step overhead that ``node`` (a one-node row) measures."""
-    strategy = replace(build_strategy(r), step_overhead_s=overhead_of(node))
-    p = predict(build_workload(r), build_cluster(r), strategy, [r["gpus"]], scaling="weak", batch=r["batch_per_gpu"])
-    return float(p.throughput[0])
 
 
 def batch_transfer(rows: list[dict], via: dict[str, Outcome],
