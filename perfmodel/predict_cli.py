@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,8 +161,12 @@ def _profiled_result(args: argparse.Namespace, gpus: list[int]) -> PredictResult
     link = load_links(args.link_from) if args.link_from else None
     if args.cores is not None and args.cores < 1:
         raise CLIError(f"--cores must be >= 1 (CPU cores of one machine), got {args.cores}")
+    kms = args.kernel_ms_per_mb
+    if kms is not None and not (math.isfinite(kms) and kms >= 0):
+        raise CLIError(f"--kernel-ms-per-mb must be >= 0 and finite, got {kms}")
     layout = Layout(gpus_per_node=args.gpus_per_node or 1,
-                    nodes_per_host=parse_nodes_per_host(args.nodes_per_host, link is not None), cores=args.cores)
+                    nodes_per_host=parse_nodes_per_host(args.nodes_per_host, link is not None), cores=args.cores,
+                    kernel_s_per_byte=kms * 1e-9 if kms is not None else None)
     copts = replace(_cluster_options(args), gpus_per_node=None)
     edit = (lambda c: apply_overrides(c, copts)) if copts.any() else None
     settings = None
@@ -227,9 +232,10 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
         if args.node_rate is not None:
             raise CLIError("--node-rate describes a preset or custom cluster's node, not a --profile's")
         return _profiled_result(args, gpus)
-    if args.link_from or args.nodes_per_host is not None or args.cores is not None:
-        raise CLIError("--link-from, --nodes-per-host and --cores describe a cluster predicted from --profile "
-                       "(with --cluster local or none)")
+    if args.link_from or args.nodes_per_host is not None or args.cores is not None \
+            or args.kernel_ms_per_mb is not None:
+        raise CLIError("--link-from, --nodes-per-host, --cores and --kernel-ms-per-mb describe a cluster predicted "
+                       "from --profile (with --cluster local or none)")
     workload, cluster, codec_rates, daso, settings = resolve_workload_cluster(args)
     if args.wire is None:  # the workload file's wire format, else fp32
         args.wire = settings.wire or "fp32"
@@ -350,6 +356,10 @@ def add_predict_parser(sub) -> None:
                         "profile's ranks on its own machine; default all without --link-from, else 1)")
     p.add_argument("--cores", type=int, default=None,
                    help="with --profile: CPU cores of one machine the ranks compute on (default: the profile's)")
+    p.add_argument("--kernel-ms-per-mb", type=float, default=None,
+                   help="with --profile: CPU milliseconds the kernel's network work takes per MB sent between "
+                        "nodes, charged on the cores of the nodes that share a machine (default: the --link-from "
+                        "profile's measurement, else not charged)")
     p.add_argument("--profile-links", default="network",
                    help="with a preset --cluster: which links the profile overrides (comma list of "
                         "intra, host, network, or none)")

@@ -40,6 +40,7 @@ def test_comm_module_end_to_end(tmp_path):
     assert cp.ranks == 2 and cp.backend == "mpi" and cp.library.startswith(("Open MPI", "MPICH", "Intel"))
     assert set(cp.ops) == {"pingpong", "allreduce", "iallreduce", "bcast", "reduce", "allgather", "alltoall", "ps"}
     assert len(cp.load_avg) == 2 and cp.compute is None  # no model given: no concurrent compute timing
+    assert cp.kernel_load is None  # not asked for
     for op in cp.ops.values():
         assert op.sizes_bytes == tuple(2**k for k in range(3, 21))
         assert op.repeats >= 5 and all(i >= 1 for i in op.iters)
@@ -130,6 +131,23 @@ TINYNETS = textwrap.dedent("""
     def mlp():
         return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
 """)
+
+
+def test_the_kernel_load_is_measured_between_two_ranks(tmp_path):
+    """--kernel-load: both ranks exchange 1 MiB each way until the time is up (the same count on both,
+    so the run ends), then sleep as long; rank 0 reads /proc/stat around both windows."""
+    if not os.access("/proc/stat", os.R_OK):
+        pytest.skip("no /proc/stat on this system: the kernel load is not measured")
+    out = tmp_path / "comm.json"
+    res = _mpiexec(2, sys.executable, "-m", "perfmodel.lab.profile.comm", "--sizes", "8,64", "--ops", "pingpong",
+                   "--repeats", "5", "--kernel-load", "0.5", "--out", str(out))
+    assert res.returncode == 0, res.stderr[-2000:]
+    kl = comm_profile_from_dict(json.loads(out.read_text()), str(out)).kernel_load
+    assert kl is not None
+    exchanges = kl.bytes_sent / (2 * 2**20)
+    assert exchanges == int(exchanges) and exchanges >= 1
+    assert kl.busy_wall_s >= 0.5 and kl.idle_wall_s >= 0.5
+    assert kl.busy_kernel_s >= 0 and kl.idle_kernel_s >= 0 and kl.s_per_byte >= 0
 
 
 def test_block_operations_and_the_step_timed_on_all_ranks_at_once(tmp_path):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import math
 import os
 import platform
 import shlex
@@ -104,6 +105,10 @@ def add_profile_parser(subparsers: Any) -> None:
                         f"({LINK_OPS}), and with --workload the training step on both ranks right after an "
                         "exchange over the link (--compute-after); the file is what `perfmodel predict "
                         "--link-from` takes")
+    p.add_argument("--kernel-load", type=float, default=2.0, metavar="SECONDS",
+                   help="with --link: measure the kernel's network CPU time per byte between the two nodes "
+                        "(/proc/stat irq+softirq over this many seconds of exchanges, less as many idle; "
+                        "default 2, 0: not measured)")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
     p.set_defaults(func=run_profile_command)
 
@@ -297,6 +302,8 @@ def run_profile_command(args: argparse.Namespace) -> int:
     compute_after_sizes(args.compute_after, 4)  # bad sizes fail here, before anything is timed
     if args.timeout <= 0:
         raise ProfileError(f"--timeout must be > 0, got {args.timeout}")
+    if not (math.isfinite(args.kernel_load) and args.kernel_load >= 0):
+        raise ProfileError(f"--kernel-load must be >= 0 seconds, got {args.kernel_load}")
     if args.comm_repeats < 3:
         raise ProfileError(f"--comm-repeats must be >= 3, got {args.comm_repeats}")
     if not args.no_compute and not (args.workload or args.model):
@@ -361,6 +368,8 @@ def run_profile_command(args: argparse.Namespace) -> int:
                    "--repeats", str(args.comm_repeats), "--fit-stat", args.fit_stat, "--timing", args.comm_timing]
     for op, more in extra:
         module_args += ["--extra-sizes", f"{op}={','.join(map(str, more))}"]
+    if getattr(args, "link", False) and args.kernel_load > 0:  # the kernel's CPU per byte between the nodes
+        module_args += ["--kernel-load", repr(args.kernel_load)]
     # --link with a model: the step on the two ranks after an exchange over the link (what a network
     # exchange does to the compute that follows it: perfmodel.lab.profile.predictor, the link's after-exchange slowdown)
     link_compute = getattr(args, "link", False) and info is not None
@@ -459,6 +468,12 @@ def format_summary(profile: Profile) -> str:
                              f"{cc.codec.encode.median_s * 1e3:.3f} ms, decode {cc.codec.decode.median_s * 1e3:.3f} ms; "
                              f"each synchronization point after its work {cc.codec.sync_wait_s * 1e3:.3f} ms "
                              f"beyond the exchange's own time")
+        kl = run.kernel_load
+        if kl is not None:
+            lines.append(f"  kernel network CPU: {kl.s_per_byte * 1e9:.3f} ms per MB sent between the hosts "
+                         f"(irq+softirq {kl.busy_kernel_s:.2f} s over {kl.busy_wall_s:.1f} s moving "
+                         f"{kl.bytes_sent / 1e6:.0f} MB, {kl.idle_kernel_s:.2f} s over {kl.idle_wall_s:.1f} s idle; "
+                         f"the ranks' own system time {kl.busy_sys_s:.2f} s, not charged)")
         for name, op in run.ops.items():
             f = op.fit
             lines.append(f"  {name:>9}: alpha {f.alpha_s * 1e6:.2f} us, bandwidth {f.bandwidth_Bps / 1e9:.2f} GB/s "

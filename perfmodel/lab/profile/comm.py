@@ -40,7 +40,8 @@ fit): two busy-polling ranks sharing a core time the scheduler, not the link.
 With a model (``--workload`` or ``--model``) and ``--batch``, an MPI run first times the model's
 training step on all its ranks at once (perfmodel.lab.profile.compute.concurrent_compute): the
 CommProfile's ``compute``; with ``compute_after`` also right after an Allreduce of each of those sizes,
-as a data-parallel trainer computes between two exchanges.
+as a data-parallel trainer computes between two exchanges. With ``kernel_load_s`` a 2-rank MPI run
+also measures the kernel's network CPU time per byte between its hosts (perfmodel.lab.profile.kernel_load).
 
 Backends: "mpi" (mpi4py, float32 numpy buffers), "nccl" (torch.distributed on CUDA tensors, one GPU
 per rank, chosen by the node-local rank) and "gloo" (torch.distributed on CPU tensors; it exercises the
@@ -120,6 +121,8 @@ class CommConfig:
     compute_after: tuple[int, ...] = ()
     # more sizes for single operations, timed besides ``sizes``: ((op, (bytes, ...)), ...)
     extra_sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # seconds of the kernel's network CPU measurement on a 2-rank run (perfmodel.lab.profile.kernel_load); 0: none
+    kernel_load_s: float = 0.0
 
     def sizes_for(self, op: str) -> tuple[int, ...]:
         """The sizes (bytes) ``op`` is timed at: ``sizes`` and its extra sizes, increasing."""
@@ -163,6 +166,8 @@ class CommConfig:
             raise ValueError("target_s and size_budget_s must be > 0")
         if self.max_iters < 1:
             raise ValueError(f"max_iters must be >= 1, got {self.max_iters}")
+        if not (math.isfinite(self.kernel_load_s) and self.kernel_load_s >= 0):
+            raise ValueError(f"kernel_load_s must be >= 0 seconds, got {self.kernel_load_s!r}")
         if self.timing not in TIMINGS:
             raise ValueError(f"timing must be one of {', '.join(TIMINGS)}, got {self.timing!r}")
 
@@ -276,6 +281,11 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
             if t.rank == 0:
                 ops[op] = summarize(op, nodes if op == "global_iallreduce" else t.size, sizes, per_size, iters,
                                     cfg.fit_stat, cfg.timing)
+        kernel = None
+        if cfg.kernel_load_s > 0 and cfg.backend == "mpi" and t.size == 2:
+            from .kernel_load import measure_kernel_load
+
+            kernel = measure_kernel_load(t.comm, cfg.kernel_load_s)
         hosts = t.hosts()
     finally:
         t.close()
@@ -283,7 +293,8 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
         return None
     return CommProfile(ranks=t.size, backend=cfg.backend, library=t.library, hosts=tuple(sorted(set(hosts))),
                        wall_s=time.perf_counter() - start, ops=ops,
-                       load_avg=tuple(v for v in (load_before, _load_avg()) if v is not None), compute=concurrent)
+                       load_avg=tuple(v for v in (load_before, _load_avg()) if v is not None), compute=concurrent,
+                       kernel_load=kernel)
 
 
 def _load_avg() -> float | None:
@@ -327,6 +338,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per rank while timing compute")
     p.add_argument("--compute-after", default="",
                    help="also time the concurrent step right after an Allreduce of each of these sizes, e.g. 1Mi")
+    p.add_argument("--kernel-load", type=float, default=0.0, metavar="SECONDS",
+                   help="2 ranks: also measure the kernel's network CPU time per byte (/proc/stat irq+softirq) "
+                        "over this many seconds of Sendrecv and as many asleep (perfmodel.lab.profile.kernel_load)")
     return p
 
 
@@ -347,7 +361,7 @@ def config_from_args(args: argparse.Namespace) -> CommConfig:
                       compute_repeats=args.compute_repeats, threads=args.threads,
                       compute_after=tuple(sorted({-(-max(parse_size(s), 4) // 4) * 4
                                                   for s in args.compute_after.split(",") if s.strip()})),
-                      extra_sizes=parse_extra_sizes(args.extra_sizes))
+                      extra_sizes=parse_extra_sizes(args.extra_sizes), kernel_load_s=args.kernel_load)
 
 
 def parse_extra_sizes(items: Sequence[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:

@@ -22,6 +22,12 @@ and the cluster description (``Layout``) into the specs perfmodel.scaling.predic
   step more than one through shared memory (2 emulated nodes at 100 Mbit/s, LeNet at batch 8: 4.95 ms
   after a barrier, 6.50 ms after an Allreduce of 1.72 MB; on one machine through shared memory 4.65
   and 4.69 ms).
+- The kernel's share of the cores: where the link profile measured the kernel's network CPU time per
+  byte (kappa, perfmodel.lab.profile.kernel_load; or ``Layout.kernel_s_per_byte``), CPU ranks get the
+  cores less kappa x the bytes per second that cross the links of the nodes sharing their machine
+  (beyond what the link's own step-after-exchange holds), and compute and codec stretch by
+  perfmodel.lab.profile.kernel_share's f, solved at the predicted step. On emulated nodes every node's
+  traffic lands on the same cores (2 emulated nodes, 2026-11-26: 12.4-12.8 ms of irq + softirq per MB).
 - Network: the link source's MPI run at the job's rank count where measured, else its largest
   (``--link-from``: a `perfmodel profile --link` file, nccl-tests or OSU output; else the profile
   itself), read at the message the exchange sends (``exchange_message``), inverted through the ring
@@ -70,11 +76,14 @@ class Layout:
 
     gpus_per_node: ranks per node (g, >= 1). nodes_per_host: nodes that share one machine's cores (0:
     all of them, as emulated nodes on one host or a profile's ranks on this machine; 1: real nodes).
-    cores: CPU cores of one machine (None: the profile's machine's)."""
+    cores: CPU cores of one machine (None: the profile's machine's). kernel_s_per_byte: the kernel's
+    network CPU seconds per byte sent between nodes (None: the link profile's measurement, if any;
+    perfmodel.lab.profile.kernel_share)."""
 
     gpus_per_node: int = 1
     nodes_per_host: int = 0
     cores: int | None = None
+    kernel_s_per_byte: float | None = None
 
     def __post_init__(self) -> None:
         for name, low in (("gpus_per_node", 1), ("nodes_per_host", 0)):
@@ -84,6 +93,10 @@ class Layout:
         if self.cores is not None and (isinstance(self.cores, bool) or not isinstance(self.cores, int)
                                        or self.cores < 1):
             raise SpecError(f"cores must be an integer >= 1, got {self.cores!r}")
+        k = self.kernel_s_per_byte
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k)
+                              or k < 0):
+            raise SpecError(f"kernel_s_per_byte must be >= 0 and finite, got {k!r}")
 
     def computing(self, ranks: int, per_node: int) -> int:
         """Ranks that compute at once on one machine's cores, of ``ranks`` computing ranks placed
@@ -346,9 +359,59 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
                 {b: conc.after(b, nbytes_after) for b in conc.batches},
                 source=f"training step on {k} ranks at once after an Allreduce of {nbytes_after:.0f} B")})
             p = predict(wl, cl, strat, [gpus], scaling=scaling, batch=batch)
+        kappa = _kernel_s_per_byte(layout, link)
+        nodes = math.ceil(gpus / per_node)
+        if kappa and nodes > 1 and from_profile and profile.compute.device == "cpu":
+            wl, strat, p = _with_kernel_load(wl, strat, cl, p, kappa, k, threads, cores, nodes, layout,
+                                             after is not None, gpu, scaling, batch, notes)
     except SpecError as e:
         raise ProfileError(str(e)) from None
     return Point(wl, cl, strat, p, k, tuple(notes))
+
+
+def _kernel_s_per_byte(layout: Layout, link: Profile | None) -> float:
+    """The kernel's network CPU seconds per byte: the layout's, else the link profile's 2-rank run's
+    measurement (perfmodel.lab.profile.kernel_load), else 0 (not charged)."""
+    if layout.kernel_s_per_byte is not None:
+        return float(layout.kernel_s_per_byte)
+    run = link.comm_for("mpi", ranks=2) if link is not None else None
+    return run.kernel_load.s_per_byte if run is not None and run.kernel_load is not None else 0.0
+
+
+def _with_kernel_load(wl: Workload, strat: Strategy, cl: Cluster, p: Prediction, kappa: float, k: int,
+                      threads: int, cores: int, nodes: int, layout: Layout, link_after: bool, gpu: str,
+                      scaling: str, batch: int, notes: list[str]) -> tuple[Workload, Strategy, Prediction]:
+    """Compute (and TernGrad's codec) stretched by the kernel's share of the cores
+    (perfmodel.lab.profile.kernel_share): f solves f = stretch(kappa x S / T(f))."""
+    from scipy.optimize import brentq
+
+    from .kernel_share import MAX_LOAD_SHARE, core_stretch, host_link_bytes
+
+    base = wl.compute[gpu]
+    rates = {n: getattr(strat, n) for n in ("terngrad_encode_elems_per_s", "terngrad_decode_elems_per_s",
+                                            "terngrad_convert_elems_per_s", "terngrad_ps_aggregate_elems_per_s")}
+    source = f"{base.source}, stretched by the kernel's network load on the cores"
+
+    def at(f: float) -> tuple[Workload, Strategy, Prediction]:
+        w = replace(wl, compute={gpu: replace(_scaled(base, f), source=source)})
+        s = replace(strat, **{n: (v / f if v else v) for n, v in rates.items()}) if strat.name == "terngrad" else strat
+        return w, s, predict(w, cl, s, [int(p.gpus[0])], scaling=scaling, batch=batch)
+
+    def stretch(pred: Prediction) -> tuple[float, float]:
+        load = kappa * host_link_bytes(float(pred.bytes_per_gpu[0]), nodes, layout.nodes_per_host,
+                                       link_after=link_after) / float(pred.t_iter_s[0])
+        return core_stretch(k, threads, cores, load)[0], load
+
+    top = stretch(p)[0]
+    if top <= 1.0:
+        return wl, strat, p
+    f = brentq(lambda x: stretch(at(x)[2])[0] - x, 1.0, top, xtol=1e-12, rtol=1e-12)
+    w, s, pred = at(f)
+    load = stretch(pred)[1]
+    if load > MAX_LOAD_SHARE * cores:
+        notes.append(f"compute: the links' kernel work would take {load:.2f} of {cores} cores; capped at "
+                     f"{MAX_LOAD_SHARE:g} of them for")
+    return w, s, pred
 
 
 def _free_host() -> Link:

@@ -29,7 +29,7 @@ from .fit import AffineFit, AlphaBetaFit
 
 __all__ = [
     "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
-    "ComputeProfile", "OpProfile", "ConcurrentCompute", "CommProfile", "Profile", "BUSBW_FACTORS", "BLOCK_OPS",
+    "ComputeProfile", "OpProfile", "ConcurrentCompute", "KernelLoad", "CommProfile", "Profile", "BUSBW_FACTORS", "BLOCK_OPS",
     "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS", "device_key",
 ]
 
@@ -495,13 +495,54 @@ def _in_batch(batches: tuple[int, ...], ys: tuple[float, ...], batch: int) -> fl
 
 
 @dataclass(frozen=True)
+class KernelLoad:
+    """The CPU time the operating system's network work takes per byte sent between two hosts.
+
+    Measured on a two-host run (`perfmodel profile --link`): /proc/stat's irq and softirq time of the
+    whole host (what the kernel does for the network outside any process: the receive path, the traffic
+    shaper's dequeue, the transmit completions) while the two ranks exchange ``bytes_sent`` bytes with
+    blocking MPI Sendrecv for ``busy_wall_s`` seconds, less the same counters over ``idle_wall_s``
+    seconds in which both ranks sleep. The ranks' own system time (the socket copies in their MPI calls,
+    MPI's polling) belongs to the ranks and is recorded (``busy_sys_s``) but not charged. On a real
+    cluster this is the host's own load; on emulated nodes that share one machine's cores it is load on
+    the cores every rank computes on (perfmodel.lab.profile.predictor, the kernel's share of the cores).
+    """
+
+    bytes_sent: float
+    busy_wall_s: float
+    busy_kernel_s: float
+    idle_wall_s: float
+    idle_kernel_s: float
+    busy_sys_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("bytes_sent", "busy_wall_s", "idle_wall_s"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be > 0 and finite, got {v!r}")
+        for name in ("busy_kernel_s", "idle_kernel_s", "busy_sys_s"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be >= 0 and finite, got {v!r}")
+
+    @property
+    def s_per_byte(self) -> float:
+        """Kernel CPU seconds per byte sent between the hosts: the busy counters less the idle ones
+        (scaled to the busy window), over the bytes; never below 0."""
+        extra = self.busy_kernel_s - self.idle_kernel_s * self.busy_wall_s / self.idle_wall_s
+        return max(extra, 0.0) / self.bytes_sent
+
+
+@dataclass(frozen=True)
 class CommProfile:
     """Communication measured with ``ranks`` processes; ops is empty for one rank (nothing moves).
 
     load_avg: the host's 1-minute load average before and after the measurement (other jobs sharing
     the CPUs inflate and scatter the times; compare with Machine.cpu_cores). launch: the mpiexec
     command line (binding included). compute: the model's training step timed on all ranks at once
-    (``ConcurrentCompute``; None when no model was profiled or for NCCL/gloo runs).
+    (``ConcurrentCompute``; None when no model was profiled or for NCCL/gloo runs). kernel_load: the
+    kernel's network CPU time per byte between the run's two hosts (``KernelLoad``; `perfmodel profile
+    --link`; None elsewhere).
     """
 
     ranks: int
@@ -513,6 +554,7 @@ class CommProfile:
     load_avg: tuple[float, ...] = ()
     launch: str = ""
     compute: ConcurrentCompute | None = None
+    kernel_load: KernelLoad | None = None
 
     @property
     def nodes(self) -> int:
