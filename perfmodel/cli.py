@@ -6,6 +6,7 @@ Bad input prints one line, ``perfmodel: error: ...``, and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -44,8 +45,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     npH = None if args.nodes_per_host is None else parse_nodes_per_host(args.nodes_per_host, bool(args.link_from))
     if args.gpus_per_node is not None and args.gpus_per_node < 1:
         raise CLIError(f"--gpus-per-node must be >= 1 (ranks per node), got {args.gpus_per_node}")
+    kms = args.kernel_ms_per_mb
+    if kms is not None and not (math.isfinite(kms) and kms >= 0):
+        raise CLIError(f"--kernel-ms-per-mb must be >= 0 and finite, got {kms}")
     rows = validate(args.logs, args.profile, skip=args.skip, cores=args.cores, link=tuple(args.link_from),
-                    gpus_per_node=args.gpus_per_node, nodes_per_host=npH)
+                    gpus_per_node=args.gpus_per_node, nodes_per_host=npH, kernel_ms_per_mb=kms)
     for row in rows:  # what the prediction reads beyond what was measured
         for note in filter(None, row["notes"].split(" | ")):
             print(f"perfmodel: note: {row['run']}: {note}", file=sys.stderr)
@@ -103,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ranks per node of the runs (default: DASO's --ranks-per-node, else 1)")
     p.add_argument("--nodes-per-host", default=None, metavar="K|all",
                    help="nodes that shared one machine's cores (default all without --link-from, else 1)")
+    p.add_argument("--kernel-ms-per-mb", type=float, default=None,
+                   help="the kernel's network CPU milliseconds per MB sent between nodes, as for predict (default: "
+                        "the --link-from profile's measurement; 0: not charged)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--plot", default=None, help="write a predicted-vs-measured PNG here")
     p.set_defaults(func=cmd_validate)

@@ -382,6 +382,42 @@ def phase_shortfall(frame):
     return med
 
 
+ERROR_COLUMNS = ("step", "compute", "comm", "compress")
+
+
+def with_kernel_cost(frame, out: Path, ms_per_mb: float):
+    """``frame`` with every row predicted again by `perfmodel validate` on its own log and profiles
+    (under ``out``) with the kernel's network CPU cost set to ``ms_per_mb`` (0: the kernel's share of the
+    cores off, perfmodel.lab.profile.kernel_share; the ablation against the same runs)."""
+    from perfmodel.lab.validate import validate
+
+    f = frame.copy()
+    for i, row in f.iterrows():
+        algo = row["algo"]
+        (new,) = validate([str(out / row["log"])], [str(out / row["profile"])], skip=int(SCALE[row["scale"]]["skip"]),
+                          link=(str(out / row["link"]),), gpus_per_node=1 if algo == "asgd" else int(row["ranks_per_node"]),
+                          nodes_per_host=0, cores=None, kernel_ms_per_mb=ms_per_mb)
+        for c in ERROR_COLUMNS:
+            f.loc[i, f"predicted_{c}_s"] = new[f"predicted_{c}_s"]
+            f.loc[i, f"{c}_error_pct"] = new[f"{c}_error_pct"]
+    return f
+
+
+def parse_remakes(text: str) -> list[int]:
+    """Remake numbers from "3-5" or "0,2" (ValueError with the text on anything else)."""
+    out: list[int] = []
+    for item in text.split(","):
+        lo, sep, hi = item.strip().partition("-")
+        try:
+            a, b = int(lo), int(hi) if sep else int(lo)
+        except ValueError:
+            raise ValueError(f"--remakes: expected A-B or A,B,..., got {text!r}") from None
+        if a < 0 or b < a:
+            raise ValueError(f"--remakes: expected A-B with 0 <= A <= B, got {item.strip()!r}")
+        out.extend(range(a, b + 1))
+    return sorted(set(out))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print a scale-out table's medians and its markdown table per layout (--by-phase: where the step's
     error sits, per scheme and layout, in milliseconds)."""
@@ -391,6 +427,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("table", nargs="?", default=str(Path(__file__).resolve().parents[1] / "results" / "validation"
                                                     / "scale_out.csv"))
     ap.add_argument("--scale", default="small")
+    ap.add_argument("--remakes", default=None, metavar="A-B|A,B,...",
+                    help="only these remakes (e.g. 3-5: the remakes predicted with the kernel's share of the cores)")
+    ap.add_argument("--kernel-ms-per-mb", type=float, default=None, metavar="X",
+                    help="every row predicted again with this kernel network CPU cost (validate --kernel-ms-per-mb "
+                         "X on the row's own log and profiles; 0: the kernel's share of the cores off, the ablation)")
     ap.add_argument("--by-phase", action="store_true",
                     help="also the median measured - predicted milliseconds of the step and of each phase, per "
                          "scheme and layout")
@@ -401,6 +442,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reproduce/scale_out: error: {e}", file=sys.stderr)
         return 2
     frame = frame[frame["scale"] == args.scale]
+    if args.remakes is not None:
+        try:
+            keep = parse_remakes(args.remakes)
+        except ValueError as e:
+            print(f"reproduce/scale_out: error: {e}", file=sys.stderr)
+            return 2
+        frame = frame[frame["remake"].isin(keep)]
+        if frame.empty:
+            print(f"reproduce/scale_out: error: no rows of remakes {args.remakes} in {args.table}", file=sys.stderr)
+            return 2
+    if args.kernel_ms_per_mb is not None:
+        from perfmodel.lab.validate import ValidateError
+
+        try:
+            frame = with_kernel_cost(frame, Path(args.table).resolve().parent, args.kernel_ms_per_mb)
+        except (OSError, ValueError, ValidateError) as e:
+            print(f"reproduce/scale_out: error: {e}", file=sys.stderr)
+            return 2
+        print(f"predicted again with --kernel-ms-per-mb {args.kernel_ms_per_mb:g} (not the frozen predictions):")
     print("\n".join(medians(frame)))
     print(layout_table(frame))
     if args.by_phase:

@@ -137,3 +137,23 @@ def test_profiles_round_trip_the_kernel_load(tmp_path):
     link = _link_with_kernel_load(tmp_path, 7.0)
     (comm,) = load_profile(link).comm
     assert comm.kernel_load.s_per_byte == pytest.approx(7e-9)
+
+
+def test_validate_passes_the_kernel_cost_to_the_predict_command():
+    from perfmodel.lab.validate import Scenario, predict_commands
+    from reproduce import scale_out as so
+
+    run = so.planned_run("ssgd", "", 3, 1, so.SCALE["small"])
+    (argv, _), = predict_commands(run, Scenario("p.json", ("l.json",), 1, 0, 2, kernel_ms_per_mb=0.0))
+    i = argv.index("--kernel-ms-per-mb")
+    assert argv[i + 1] == "0.0"
+    (argv, _), = predict_commands(run, Scenario("p.json", ("l.json",), 1, 0, 2))
+    assert "--kernel-ms-per-mb" not in argv
+
+
+def test_validate_refuses_a_bad_kernel_cost_in_one_line(capsys, tmp_path):
+    log = tmp_path / "run.jsonl"
+    log.write_text("{}\n")
+    assert main(["validate", str(log), "--profile", PROFILE, "--kernel-ms-per-mb", "-2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--kernel-ms-per-mb" in err[0]

@@ -26,6 +26,7 @@ from compression to communication. Every row carries the error of each component
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 from dataclasses import dataclass, replace
@@ -229,13 +230,14 @@ class Scenario:
     """What `perfmodel validate` is told beside a run log: the profile, the link between nodes (none: the
     profile's own MPI runs) and how the run's ranks sat on machines (perfmodel.lab.profile.predictor.Layout:
     gpus_per_node None = DASO's ranks per node, else 1; nodes_per_host None = all without a link, 1
-    with one; cores None = the profile's)."""
+    with one; cores None = the profile's; kernel_ms_per_mb None = the link profile's measurement, if any)."""
 
     profile: str
     link: tuple[str, ...] = ()
     gpus_per_node: int | None = None
     nodes_per_host: int | None = None
     cores: int | None = None
+    kernel_ms_per_mb: float | None = None
 
 
 def predict_commands(run: RunMeasurement, scenario: Scenario) -> list[tuple[list[str], int]]:
@@ -254,6 +256,8 @@ def predict_commands(run: RunMeasurement, scenario: Scenario) -> list[tuple[list
         base += ["--nodes-per-host", "all" if scenario.nodes_per_host == 0 else str(scenario.nodes_per_host)]
     if scenario.cores is not None:
         base += ["--cores", str(scenario.cores)]
+    if scenario.kernel_ms_per_mb is not None:
+        base += ["--kernel-ms-per-mb", repr(float(scenario.kernel_ms_per_mb))]
     return [(base + args, n) for args, n in run_strategy_args(run)]
 
 
@@ -338,18 +342,20 @@ def predict_run(run: RunMeasurement, scenario: Scenario) -> dict:
 
 def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int | None = None,
              link: tuple[str, ...] = (), gpus_per_node: int | None = None,
-             nodes_per_host: int | None = None) -> list[dict]:
+             nodes_per_host: int | None = None, kernel_ms_per_mb: float | None = None) -> list[dict]:
     """One row per run: measured and predicted step time and throughput, their errors (%), and the
     `perfmodel predict` command that gives the prediction (``predict_command``).
 
     skip: warm-up steps left out of each run (>= 0); cores: cores of one machine (>= 1), None for the
-    profile's; link, gpus_per_node, nodes_per_host: the cluster description (``Scenario``)."""
+    profile's; link, gpus_per_node, nodes_per_host, kernel_ms_per_mb: the cluster description (``Scenario``)."""
     from .profile.profile_file import load_profile
 
     if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
         raise ValidateError(f"skip must be an integer >= 0 (warm-up steps left out of each run), got {skip!r}")
     if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
         raise ValidateError(f"cores must be None or an integer >= 1, got {cores!r}")
+    if kernel_ms_per_mb is not None and not (math.isfinite(kernel_ms_per_mb) and kernel_ms_per_mb >= 0):
+        raise ValidateError(f"kernel_ms_per_mb must be None or >= 0 and finite, got {kernel_ms_per_mb!r}")
 
     by_model = {}
     for path in profiles:
@@ -369,7 +375,8 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
                                 f"communicates from 2 workers on (on one it is a single-GPU run)")
         prof_path, prof = found
         ncores = cores if cores is not None else (prof.machine.cpu_affinity or os.cpu_count() or 1)
-        scenario = Scenario(prof_path, tuple(str(x) for x in link), gpus_per_node, nodes_per_host, ncores)
+        scenario = Scenario(prof_path, tuple(str(x) for x in link), gpus_per_node, nodes_per_host, ncores,
+                            kernel_ms_per_mb)
         pred = predict_run(run, scenario)
         note = load_note(run, prof, ncores)
         if note:
