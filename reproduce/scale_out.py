@@ -8,7 +8,9 @@ The ``scale-out`` table of ``python -m reproduce.validation`` (root; perfmodel.l
    per node), each operation also timed at the message sizes the planned runs send (they follow from the
    model and the layouts alone, no run is read), and the training step on both ranks right after an
    Allreduce over the link of what each planned run sends per rank (the slowdown a network exchange
-   leaves to the step after it: perfmodel.lab.profile.predictor);
+   leaves to the step after it: perfmodel.lab.profile.predictor), and the kernel's network CPU time
+   per byte sent between the nodes (perfmodel.lab.profile.kernel_load; remakes 0-2 of the committed
+   table were made before it was measured);
 3. write every row's prediction to ``scale_out_predictions_<scale>_r<remake>.json`` with the code's
    revision and the profiles' sha256, before the first training run starts: the `perfmodel predict`
    command of each planned run (perfmodel.lab.validate.predict_commands on the run's planned configuration)
