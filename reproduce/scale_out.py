@@ -396,8 +396,9 @@ def with_kernel_cost(frame, out: Path, ms_per_mb: float):
     f = frame.copy()
     for i, row in f.iterrows():
         algo = row["algo"]
-        (new,) = validate([str(out / row["log"])], [str(out / row["profile"])], skip=int(SCALE[row["scale"]]["skip"]),
-                          link=(str(out / row["link"]),), gpus_per_node=1 if algo == "asgd" else int(row["ranks_per_node"]),
+        (new,) = validate([str(out / row["log"])], [str(out / row["profile"])],
+                          skip=int(SCALE[row["scale"]]["skip"]), link=(str(out / row["link"]),),
+                          gpus_per_node=1 if algo == "asgd" else int(row["ranks_per_node"]),
                           nodes_per_host=0, cores=None, kernel_ms_per_mb=ms_per_mb)
         for c in ERROR_COLUMNS:
             f.loc[i, f"predicted_{c}_s"] = new[f"predicted_{c}_s"]

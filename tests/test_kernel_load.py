@@ -157,3 +157,11 @@ def test_validate_refuses_a_bad_kernel_cost_in_one_line(capsys, tmp_path):
     assert main(["validate", str(log), "--profile", PROFILE, "--kernel-ms-per-mb", "-2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--kernel-ms-per-mb" in err[0]
+
+
+@pytest.mark.parametrize("value", ["-1", "nan"])
+def test_profile_refuses_a_bad_kernel_load_time_before_any_run(capsys, tmp_path, value):
+    assert main(["profile", "--link", "--no-compute", "--kernel-load", value, "--out", str(tmp_path / "l.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--kernel-load" in err[0]
+    assert not (tmp_path / "l.json").exists()

@@ -13,8 +13,9 @@ socket copies, MPI's polling) is recorded beside it but not charged: it is the r
 the link's measured times. perfmodel.lab.profile.predictor charges kappa x the bytes per second that
 cross the links of the nodes sharing one machine's cores as load on those cores.
 
-Measured on 2026-11-26 in an earlier, rougher form (a socket stream between two emulated nodes at
-250 Mbit/s, process start-up inside the window): 5.1 ms of sys + irq + softirq per MB.
+Measured on 2026-11-26 between two emulated nodes of a 2-core machine (perfmodel.lab.emulate): 12.4 ms
+per MB at 250 Mbit/s and 12.8 at 100 Mbit/s in one link profile, 8.6-11.3 ms in the six link profiles of
+the committed scale-out remakes 3-5 (docs/validation.md).
 
 mpi4py is imported by the caller only (the functions take its communicator).
 """

@@ -27,7 +27,7 @@ and the cluster description (``Layout``) into the specs perfmodel.scaling.predic
   cores less kappa x the bytes per second that cross the links of the nodes sharing their machine
   (beyond what the link's own step-after-exchange holds), and compute and codec stretch by
   perfmodel.lab.profile.kernel_share's f, solved at the predicted step. On emulated nodes every node's
-  traffic lands on the same cores (2 emulated nodes, 2026-11-26: 12.4-12.8 ms of irq + softirq per MB).
+  traffic lands on the same cores (2 emulated nodes, 2026-11-26: 8.6-12.8 ms of irq + softirq per MB).
 - Network: the link source's MPI run at the job's rank count where measured, else its largest
   (``--link-from``: a `perfmodel profile --link` file, nccl-tests or OSU output; else the profile
   itself), read at the message the exchange sends (``exchange_message``), inverted through the ring

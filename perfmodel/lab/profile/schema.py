@@ -29,8 +29,8 @@ from .fit import AffineFit, AlphaBetaFit
 
 __all__ = [
     "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
-    "ComputeProfile", "OpProfile", "ConcurrentCompute", "KernelLoad", "CommProfile", "Profile", "BUSBW_FACTORS", "BLOCK_OPS",
-    "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS", "device_key",
+    "ComputeProfile", "OpProfile", "ConcurrentCompute", "KernelLoad", "CommProfile", "Profile", "BUSBW_FACTORS",
+    "BLOCK_OPS", "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS", "device_key",
 ]
 
 SCHEMA_VERSION = 1
