@@ -6,10 +6,10 @@ Bad input prints one line, ``perfmodel: error: ...``, and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
+from .cli_checks import check_kernel_ms_per_mb
 from .cli_guard import CLIError, OneLineParser, run_guarded
 from .plan_cli import add_plan_parser
 from .predict_cli import add_predict_parser, resolve_workload_cluster
@@ -45,9 +45,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     npH = None if args.nodes_per_host is None else parse_nodes_per_host(args.nodes_per_host, bool(args.link_from))
     if args.gpus_per_node is not None and args.gpus_per_node < 1:
         raise CLIError(f"--gpus-per-node must be >= 1 (ranks per node), got {args.gpus_per_node}")
-    kms = args.kernel_ms_per_mb
-    if kms is not None and not (math.isfinite(kms) and kms >= 0):
-        raise CLIError(f"--kernel-ms-per-mb must be >= 0 and finite, got {kms}")
+    kms = check_kernel_ms_per_mb(args.kernel_ms_per_mb, CLIError)
     rows = validate(args.logs, args.profile, skip=args.skip, cores=args.cores, link=tuple(args.link_from),
                     gpus_per_node=args.gpus_per_node, nodes_per_host=npH, kernel_ms_per_mb=kms)
     for row in rows:  # what the prediction reads beyond what was measured

@@ -44,6 +44,14 @@ class _Error(ValueError):
     """Stand-in when no error class is given (perfmodel.predict_cli passes its CLIError)."""
 
 
+def check_kernel_ms_per_mb(value: float | None, error: type[ValueError] = _Error) -> float | None:
+    """``--kernel-ms-per-mb`` of predict and validate (milliseconds of kernel CPU per MB; None: the link
+    profile's): refused (``error``) unless finite and >= 0; returned as given."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise error(f"--kernel-ms-per-mb must be >= 0 and finite, got {value}")
+    return value
+
+
 def check_predict_args(args: argparse.Namespace, error: type[ValueError] = _Error) -> list[str]:
     """Refuse option combinations `perfmodel predict` cannot honour (raises ``error``); return one
     warning line per option that none of the chosen strategies reads."""

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cli_checks import check_kernel_ms_per_mb
 from .cli_guard import CLIError, OneLineParser
 from .memory import with_memory
 from .predict_options import (add_input_options, add_schedule_options, build_strategies, fixed_fields,
@@ -161,9 +161,7 @@ def _profiled_result(args: argparse.Namespace, gpus: list[int]) -> PredictResult
     link = load_links(args.link_from) if args.link_from else None
     if args.cores is not None and args.cores < 1:
         raise CLIError(f"--cores must be >= 1 (CPU cores of one machine), got {args.cores}")
-    kms = args.kernel_ms_per_mb
-    if kms is not None and not (math.isfinite(kms) and kms >= 0):
-        raise CLIError(f"--kernel-ms-per-mb must be >= 0 and finite, got {kms}")
+    kms = check_kernel_ms_per_mb(args.kernel_ms_per_mb, CLIError)
     layout = Layout(gpus_per_node=args.gpus_per_node or 1,
                     nodes_per_host=parse_nodes_per_host(args.nodes_per_host, link is not None), cores=args.cores,
                     kernel_s_per_byte=kms * 1e-9 if kms is not None else None)

@@ -1,12 +1,8 @@
 """The kernel's network CPU time per byte (perfmodel.lab.profile.kernel_load) and its share of the cores
 (perfmodel.lab.profile.kernel_share, perfmodel.lab.profile.predictor): cases worked by hand."""
 
-import contextlib
 import dataclasses
-import io
-import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -16,10 +12,8 @@ from perfmodel.lab.profile.kernel_share import MAX_LOAD_SHARE, core_stretch, hos
 from perfmodel.lab.profile.linkfile import load_links
 from perfmodel.lab.profile.profile_file import load_profile, save_profile
 from perfmodel.lab.profile.schema import KernelLoad
+from tests.test_predictor import NCCL, PROFILE, _predict
 
-ROOT = Path(__file__).resolve().parents[1]
-PROFILE = str(ROOT / "results" / "validation" / "profile_lenet_small.json")
-NCCL = str(ROOT / "tests" / "data" / "links" / "nccl_all_reduce_perf_2x1.txt")
 HZ = os.sysconf("SC_CLK_TCK")
 
 STAT = f"""cpu  {10 * HZ} 0 {3 * HZ} {50 * HZ} 0 {HZ} {2 * HZ} 0 0 0
@@ -69,14 +63,6 @@ def test_core_stretch_is_the_cores_left_to_the_ranks():
     assert lam == MAX_LOAD_SHARE * 2 and f == pytest.approx(2 / (2 - lam) / 1.0)
     with pytest.raises(ValueError):
         core_stretch(0, 1, 2, 0.0)
-
-
-def _predict(*args: str) -> tuple[list[dict], str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["predict", "--profile", PROFILE, "--format", "json", *args])
-    assert code == 0, err.getvalue()
-    return json.loads(out.getvalue()), err.getvalue()
 
 
 def _link_with_kernel_load(tmp_path, ms_per_mb: float) -> str:
