@@ -100,8 +100,9 @@ if pred is not None:
 # %% [markdown]
 # Which physical effect does what: the medians with none of the three documented effects (GPU
 # variability, Horovod's cycle, overlap interference; `perfmodel predict`'s defaults), with each
-# added in turn, and with each left out (`python -m reproduce.published --ablation`). The effects were
-# chosen on the TensorFlow page and DLPerf rows; the DeepLearningExamples rows are the held-out half.
+# added in turn, and with each left out (`python -m reproduce.published --ablation`), overall and per
+# declared half of issue 27 (the runs.csv column `half`). The effects were chosen on the TensorFlow page
+# and DLPerf rows ("other sources" are the rest).
 
 # %%
 if pred is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from perfmodel.stragglers import GPU_VARIABILITY_CV
 from reproduce import published as pub
+from reproduce.halves import is_held_out
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "published" / "runs.csv"
@@ -279,15 +280,24 @@ def test_effects_and_held_out_half():
     assert pub.parse_effects("horovod-cycle") == ("horovod-cycle",)
     with pytest.raises(pub.PublishedError, match="unknown effect"):
         pub.parse_effects("magic")
-    dev = {"source": "DLPerf benchmark test report v1.0"}
-    held = {"source": "NVIDIA DeepLearningExamples PyTorch BERT README"}
+    dev = {"source": "DLPerf benchmark test report v1.0", "source_loc": "line 1"}
+    held = {"source": "NVIDIA DeepLearningExamples PyTorch BERT README", "source_loc": "line 2"}
     assert pub.is_dev(dev) and not pub.is_dev(held)
     out = [pub.Outcome(dict(dev, nodes=2, samples_per_s=10.0, single_gpu_samples_per_s=1.0, gpus=16), 11.0),
            pub.Outcome(dict(held, nodes=1, samples_per_s=10.0, single_gpu_samples_per_s=1.0, gpus=8), 9.0),
            pub.Outcome(dict(held, nodes=2, samples_per_s=10.0, single_gpu_samples_per_s=1.0, gpus=16), 13.0)]
     s = pub.summary(out)
-    assert s["held-out"]["rows"] == 2 and s["held-out"]["median_abs_error_pct"] == pytest.approx(20.0)  # 10, 30
-    assert s["held-out multi"]["median_abs_error_pct"] == pytest.approx(30.0)
+    assert s["other sources"]["rows"] == 2 and s["other sources"]["median_abs_error_pct"] == pytest.approx(20.0)
+    assert s["other across"]["median_abs_error_pct"] == pytest.approx(30.0)  # 10, 30 above; 30 across
+    # the declared halves: the row's half column, else reproduce.halves' hash of source and source_loc
+    halves = [pub.Outcome(dict(o.row, half=h), o.predicted) for o, h in zip(out, ("held-out", "dev", "held-out"))]
+    s = pub.summary(halves)
+    assert (s["dev half"]["rows"], s["held-out half"]["rows"], s["held-out across"]["rows"]) == (1, 2, 2)
+    assert s["held-out half"]["median_abs_error_pct"] == pytest.approx(20.0)  # +10 and +30
+    assert s["held-out half"]["median_error_pct"] == pytest.approx(20.0)
+    assert s["dev half"]["median_error_pct"] == pytest.approx(-10.0) and s["dev across"]["rows"] == 0
+    loc = dict(held, source_loc="line 7")
+    assert pub.row_half(loc) == ("held-out" if is_held_out(loc["source"], "line 7") else "dev")
 
 
 def test_accumulation_exchanges_once_per_k_micro_batches(tmp_path, toy_model):
@@ -299,7 +309,7 @@ def test_accumulation_exchanges_once_per_k_micro_batches(tmp_path, toy_model):
 
 def test_report_medians_by_hand():
     def out(i, nodes, measured, predicted, single=10.0, gpus=4):
-        r = {"id": i, "source": "S", "nodes": nodes, "samples_per_s": measured,
+        r = {"id": i, "source": "S", "half": "dev", "nodes": nodes, "samples_per_s": measured,
              "single_gpu_samples_per_s": single, "gpus": gpus}
         return pub.Outcome(r, predicted, "" if predicted else "missing feature")
     outcomes = [out("a", 1, 40.0, 44.0),    # +10%; linear 40 -> 0%
