@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +20,8 @@ from trainers.collectives import BACKENDS, check_backend, resolve_backend
 from trainers.collectives.base import check_tensor, wire_dtype
 from trainers.device import LOCAL_RANK_ENV, local_rank, select_device
 from trainers.errors import UsageError
+
+from tests.mpi_job import run_job
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "mpi_scripts"
@@ -130,19 +130,11 @@ def test_device_cuda_takes_the_gpu_of_the_local_rank() -> None:
 
 def _run_checks(tmp_path: Path, ranks: int, device: str, *backends: str) -> dict:
     out = tmp_path / "out.json"
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(ranks), sys.executable,
-           str(SCRIPTS / "collectives_checks.py"), str(out), device, *backends]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        text, _ = proc.communicate(timeout=180)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        text, _ = proc.communicate()
-        pytest.fail(f"collectives checks timed out: {text.decode(errors='replace')[-2000:]}")
-    assert proc.returncode == 0, text.decode(errors="replace")[-3000:]
+    job = run_job([MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(ranks), sys.executable,
+                   str(SCRIPTS / "collectives_checks.py"), str(out), device, *backends], timeout=180)
+    if job.code is None:
+        pytest.fail(f"collectives checks timed out: {job.output[-2000:]}")
+    assert job.code == 0, job.output[-3000:]
     return json.loads(out.read_text())
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -33,6 +32,8 @@ from trainers.device import select_device, set_numerics, timing_events
 from trainers.errors import UsageError
 from trainers.grad_buckets import GradBuckets, busy_seconds
 from trainers.timers import StepTimer
+
+from tests.mpi_job import run_job
 
 REPO = Path(__file__).resolve().parents[1]
 MPIEXEC = shutil.which("mpiexec")
@@ -378,18 +379,11 @@ def test_ddp_benchmark_uses_the_rendezvous_not_loopback() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")
 def test_failed_lookup_on_rank0_ends_every_rank_with_one_line() -> None:
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    env.pop("MASTER_ADDR", None)
-    cmd = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", "2", sys.executable,
-           str(REPO / "tests" / "mpi_scripts" / "rendezvous_fail.py")]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
+    job = run_job([MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", "2", sys.executable,
+                   str(REPO / "tests" / "mpi_scripts" / "rendezvous_fail.py")], timeout=90,
+                  unset=["MASTER_ADDR"], split_stderr=True)
+    out, err = job.output, job.errors
+    if job.code is None:
         pytest.fail(f"the ranks hung in the rendezvous: {out[-1000:]} {err[-1000:]}")
     assert "Traceback" not in err, err[-3000:]
     lines = [x for x in err.splitlines() if x.startswith("trainers:")]

@@ -6,15 +6,15 @@ and bad device/backend choices end every rank with status 2 and one line."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from tests.mpi_job import mpi_env, run_job
 
 REPO = Path(__file__).resolve().parents[1]
 MPIEXEC = shutil.which("mpiexec")
@@ -24,28 +24,22 @@ pytestmark = [pytest.mark.mpi, pytest.mark.skipif(MPIEXEC is None, reason="mpiex
 # other ranks when the first one exits non-zero (the test sees every rank's status; mpiexec reports one)
 RANK_STATUS = "status=$?; echo \"rank ${OMPI_COMM_WORLD_RANK:-?} exit $status\"; exit 0"
 
+UNSET = ("DSGD_LAUNCHER",)  # removed from the environment of every job here
+
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    env.pop("DSGD_LAUNCHER", None)
-    return env
+    return mpi_env(unset=UNSET)
 
 
 def _mpirun(ranks: int, args: list[str], timeout: float, per_rank: bool = False) -> tuple[int, str]:
     cmd = [sys.executable, "-m", "trainers.run", "run", *args]
     if per_rank:
         cmd = ["sh", "-c", " ".join(f"'{c}'" for c in cmd) + "; " + RANK_STATUS]
-    argv = [MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(ranks), *cmd]
-    proc = subprocess.Popen(argv, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(f"mpiexec did not finish within {timeout} s: {out.decode(errors='replace')[-2000:]}")
-    return proc.returncode, out.decode(errors="replace")
+    job = run_job([MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-n", str(ranks), *cmd], timeout,
+                  unset=UNSET)
+    if job.code is None:
+        pytest.fail(f"mpiexec did not finish within {timeout} s: {job.output[-2000:]}")
+    return job.code, job.output
 
 
 def _read(log: Path) -> tuple[dict, list[dict]]:
