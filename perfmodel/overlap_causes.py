@@ -29,6 +29,18 @@ the schedule itself. CPU ranks (a cluster without a GPU) keep the old constant (
 the ideal schedule) until a profile measures their slowdowns.
 --overlap-efficiency E (Strategy.overlap_efficiency) overrides all of it: E times the ideal schedule's
 hidden seconds, as before.
+
+Measured slowdowns (solve_slowdowns; `perfmodel profile --workload` times them on CPU ranks,
+perfmodel.lab.profile.overlap_timing): backprop alone takes a seconds, the collective alone c, and when
+both start together backprop ends at a' and the collective at c'. Under perfmodel.overlap's model
+(during the window W in which both run, backprop advances at 1/(1+sigma) and the collective at
+1/(1+mu); whichever is left runs at full speed):
+    the collective ends first (c' <= a'):  W = c',  mu = c'/c - 1,  a' = a + W sigma/(1+sigma)
+                                            => sigma = (a' - a) / (c' - (a' - a))
+    backprop ends first (a' < c'):         W = a',  sigma = a'/a - 1,  c' = W + c - W/(1+mu)
+                                            => mu = W / (W + c - c') - 1
+each clamped to [0, SLOWDOWN_MAX] (a collective that made no progress while backprop ran has
+W + c - c' <= 0: mu = SLOWDOWN_MAX, i.e. nothing is hidden).
 """
 
 from __future__ import annotations
@@ -60,6 +72,29 @@ def overlap_inputs(strategy: Strategy, cluster: Cluster) -> tuple[float, float, 
     if cluster.peak_flops:
         return CONCURRENT_SLOWDOWN, CONCURRENT_SLOWDOWN, 1.0
     return 0.0, 0.0, OVERLAP_EFFICIENCY
+
+
+SLOWDOWN_MAX = 1e3  # a slowdown this large hides nothing: the concurrent party makes no progress
+
+
+def solve_slowdowns(alone_compute_s: float, alone_comm_s: float, both_compute_s: float,
+                    both_comm_s: float) -> tuple[float, float]:
+    """(sigma, mu) from backprop alone, the collective alone, and the two end times (seconds from their
+    common start) when both run together: the module docstring's inversion of perfmodel.overlap's
+    concurrency model, each clamped to [0, SLOWDOWN_MAX]. Times must be > 0 and finite (SpecError)."""
+    a, c, a2, c2 = (float(v) for v in (alone_compute_s, alone_comm_s, both_compute_s, both_comm_s))
+    if not all(0 < v < float("inf") for v in (a, c, a2, c2)):
+        raise SpecError(f"overlap timings must be > 0 and finite, got {a}, {c}, {a2}, {c2}")
+
+    def clamp(v: float) -> float:
+        return min(max(v, 0.0), SLOWDOWN_MAX)
+    if c2 <= a2:  # the collective ends first: it ran concurrently all along
+        lag = max(a2 - a, 0.0)
+        sigma = SLOWDOWN_MAX if lag >= c2 else lag / (c2 - lag)
+        return clamp(sigma), clamp(c2 / c - 1.0)
+    done = a2 + c - c2  # collective-alone seconds of work done while backprop ran
+    mu = SLOWDOWN_MAX if done <= 0 else a2 / done - 1.0
+    return clamp(a2 / a - 1.0), clamp(mu)
 
 
 def parse_slowdown(text: str | None) -> tuple[float | None, float | None]:

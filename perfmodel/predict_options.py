@@ -284,4 +284,6 @@ def fixed_fields(args: argparse.Namespace) -> frozenset[str]:
         out.add("daso_progress")
     if args.daso_nb_factor is not None:
         out.add("daso_nonblocking_factor")
+    if args.overlap_slowdown is not None:
+        out.add("overlap_slowdown")
     return frozenset(out)

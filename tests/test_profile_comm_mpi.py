@@ -207,6 +207,11 @@ def test_profile_command_with_ranks_1_and_2(tmp_path):
     assert prof.comm[1].compute.batches == (4, 8) and prof.comm[1].compute.repeats == 3
     # and right after an Allreduce of the model's fp32 gradient (--compute-after grad, the default)
     assert prof.comm[1].compute.after_bytes == (4432,) and len(prof.comm[1].compute.after_mean_s[0]) == 2
+    # and backprop and an Allreduce of the gradient alone and together (perfmodel.lab.profile.overlap_timing)
+    ov = prof.comm[1].compute.overlap
+    assert ov.nbytes == 4432 and ov.batches == (4, 8) and ov.repeats == 3
+    assert all(len(v) == 2 and min(v) > 0 for v in (ov.compute_s, ov.comm_s, ov.both_compute_s, ov.both_comm_s))
+    assert all(min(s) >= 0 for s in (ov.slowdowns(4), ov.slowdowns(8)))
     assert "training step on all 2 ranks at once" in res.stdout
     assert prof.machine.mpi_library and prof.machine.mpiexec_version
     link = profile_links(prof)["network"]

@@ -468,6 +468,14 @@ def format_summary(profile: Profile) -> str:
                              f"{cc.codec.encode.median_s * 1e3:.3f} ms, decode {cc.codec.decode.median_s * 1e3:.3f} ms; "
                              f"each synchronization point after its work {cc.codec.sync_wait_s * 1e3:.3f} ms "
                              f"beyond the exchange's own time")
+            ov = cc.overlap
+            if ov is not None:
+                lines.append(f"  backprop with an Allreduce of the gradient ({_bytes(ov.nbytes)}) on all {run.ranks} "
+                             f"ranks, alone -> together (ms): " + "; ".join(
+                                 f"batch {b}: backprop {a * 1e3:.2f} -> {a2 * 1e3:.2f}, Allreduce {c * 1e3:.2f} -> "
+                                 f"{c2 * 1e3:.2f}, slowdowns sigma {ov.slowdowns(b)[0]:.2f} mu {ov.slowdowns(b)[1]:.2f}"
+                                 for b, a, c, a2, c2 in zip(ov.batches, ov.compute_s, ov.comm_s, ov.both_compute_s,
+                                                            ov.both_comm_s)))
         kl = run.kernel_load
         if kl is not None:
             lines.append(f"  kernel network CPU: {kl.s_per_byte * 1e9:.3f} ms per MB sent between the hosts "

@@ -40,6 +40,11 @@ and the cluster description (``Layout``) into the specs perfmodel.scaling.predic
 - asgd: the profile's optimizer step moves from the worker's compute to the server (ps_update_s): the
   server applies the update while its worker waits.
 - DASO: progress "wait" on CPU ranks, "async" on GPUs; the non-blocking factor from the link source.
+- Overlap: where the profile timed backprop and the gradient's Allreduce alone and together
+  (perfmodel.lab.profile.overlap_timing; the link's run when the job spans nodes, else the run at k
+  ranks), the measured slowdowns (sigma, mu) at the nearest timed batch replace the CPU ranks' constant
+  (perfmodel.overlap_causes): Strategy.overlap_compute_slowdown and overlap_comm_slowdown. Not with
+  --overlap, --overlap-efficiency or --overlap-slowdown.
 
 A field the user set on the command line (``fixed``) is never replaced. Every point that reads beyond
 what the profile or the link measured adds a note (``Point.notes``: what was measured; ``profiled_records``
@@ -60,14 +65,15 @@ from ...scaling import Prediction, predict
 from ...specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, ComputeTime, Link, SpecError, Strategy,
                      Workload)
 from ...wire import aggregate_bits, levels_lane_bits, ps_shard_elems
-from .schema import ConcurrentCompute, ModelInfo, Profile, ProfileError
+from .schema import ConcurrentCompute, ModelInfo, OverlapTiming, Profile, ProfileError
 from .to_specs import nonblocking_factor, profile_cluster, profile_links, profile_workload
 
 __all__ = ["Layout", "Point", "predict_point", "exchange_message", "exchange_blocks", "global_sync_message",
            "read_sizes", "after_exchange_bytes", "optimizer_step_s", "FIXABLE"]
 
 #: Strategy fields the predictor fills from the profile unless the command line set them.
-FIXABLE = ("straggler_cv", "sync_wait_s", "codec", "ps_update_s", "daso_progress", "daso_nonblocking_factor")
+FIXABLE = ("straggler_cv", "sync_wait_s", "codec", "ps_update_s", "daso_progress", "daso_nonblocking_factor",
+           "overlap_slowdown")
 
 
 @dataclass(frozen=True)
@@ -232,6 +238,21 @@ def _link_after(link: Profile | None) -> ConcurrentCompute | None:
     return conc if conc is not None and conc.after_bytes else None
 
 
+def _overlap_timing(profile: Profile, link: Profile | None, k: int, gpus: int, per_node: int) -> OverlapTiming | None:
+    """Backprop and the gradient's Allreduce timed alone and together (perfmodel.lab.profile.overlap_timing):
+    the link's run when the job spans nodes and the link timed it, else the profile's run at the k ranks
+    that share the machine; None where neither did."""
+    runs = []
+    if link is not None and math.ceil(gpus / per_node) > 1:
+        runs.append(link.comm_for("mpi", ranks=2))
+    if k >= 2:
+        runs.append(profile.comm_for("mpi", ranks=k))
+    for run in runs:
+        if run is not None and run.compute is not None and run.compute.overlap is not None:
+            return run.compute.overlap
+    return None
+
+
 def _concurrent_counts(profile: Profile) -> list[int]:
     return sorted(c.ranks for c in profile.comm if c.backend == "mpi" and c.compute is not None)
 
@@ -329,6 +350,12 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
                 rates = (0.0, 0.0, 0.0, 0.0)
             fields.update(terngrad_encode_elems_per_s=rates[0], terngrad_decode_elems_per_s=rates[1],
                           terngrad_convert_elems_per_s=rates[2], terngrad_ps_aggregate_elems_per_s=rates[3])
+    on_cpu = profile.compute.device == "cpu"  # the overlap timing is the CPU step's (overlap_timing)
+    measured = _overlap_timing(profile, link, k, gpus, per_node) if from_profile and on_cpu else None
+    if measured is not None and "overlap_slowdown" not in fixed and strategy.overlap is None \
+            and strategy.overlap_efficiency is None:
+        sigma, mu = measured.slowdowns(batch)
+        fields.update(overlap_compute_slowdown=sigma, overlap_comm_slowdown=mu)
     if strategy.name == "daso":
         if "daso_progress" not in fixed:
             fields["daso_progress"] = "wait" if profile.compute.device == "cpu" else "async"
