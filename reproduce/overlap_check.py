@@ -47,7 +47,8 @@ RATES = ("250mbit", "100mbit")
 #: the overlap-on runs' other ways of charging the overlap: flags added to the frozen command
 ALTERNATIVES = {"constant": ["--overlap-efficiency", "0.21"], "ideal": ["--overlap-slowdown", "0"],
                 "none": ["--overlap", "0"]}
-KEY = ("remake", "rate", "overlap")
+KEY = ("scale", "remake", "rate", "overlap")
+SCALE = "small"  # the only scale: the table's rows say so (ResultTable keys hold a scale)
 
 
 def planned(overlap: bool):
@@ -135,7 +136,7 @@ def check(out: Path, remakes: int) -> Path:
     table = ResultTable(out / "overlap_check.csv", KEY)
     for remake in range(remakes):
         todo = [(rate, ov) for rate in RATES for ov in ("on", "off")
-                if not table.done(remake=remake, rate=rate, overlap=ov)]
+                if not table.done(scale=SCALE, remake=remake, rate=rate, overlap=ov)]
         if not todo:
             continue
         node, links = profiles(out, remake)
@@ -158,7 +159,7 @@ def check(out: Path, remakes: int) -> Path:
             for name, step in pred.get("alternatives", {}).items():
                 row[f"predicted_step_{name}_s"] = step
                 row[f"step_error_{name}_pct"] = (step / measured - 1.0) * 100.0
-            row.update({"remake": remake, "rate": rate, "overlap": ov, "bucket_mb": BUCKET_MB,
+            row.update({"scale": SCALE, "remake": remake, "rate": rate, "overlap": ov, "bucket_mb": BUCKET_MB,
                         "predicted_at": frozen["predicted_at"], "started_at": started, "revision": frozen["revision"],
                         "node_profile_sha256": frozen["node_profile_sha256"],
                         "link_sha256": frozen["links"][rate]["sha256"], "predict_command": pred["commands"][0],
