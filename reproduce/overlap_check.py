@@ -43,6 +43,7 @@ from reproduce.validation_recompute import relative_to_root as _rel
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "validation"
 MODEL, BATCH, STEPS, SKIP, BUCKET_MB = "resnet20", 16, 30, 5, 0.25
+PROFILE_BATCHES = "8,16"  # the node profile fits t_c(b) through two batch sizes; the runs use 16
 RATES = ("250mbit", "100mbit")
 #: the overlap-on runs' other ways of charging the overlap: flags added to the frozen command
 ALTERNATIVES = {"constant": ["--overlap-efficiency", "0.21"], "ideal": ["--overlap-slowdown", "0"],
@@ -67,7 +68,7 @@ def profiles(out: Path, remake: int) -> tuple[Path, dict[str, Path]]:
 
     node = out / f"profile_overlap_node_{MODEL}_r{remake}.json"
     if not node.exists():
-        run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", MODEL, "--batch", str(BATCH),
+        run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", MODEL, "--batch", PROFILE_BATCHES,
                      "--ranks", "1,2", "--max-bytes", "2Mi", "--ops", "allreduce,iallreduce", "--repeats", "15",
                      "--comm-repeats", "9", "--mpiexec-args", " ".join(_node_args()), "--quiet", "--out", str(node)],
                     1800, "overlap check: profile of one node")
@@ -77,7 +78,7 @@ def profiles(out: Path, remake: int) -> tuple[Path, dict[str, Path]]:
         if not link.exists():
             with EmulatedCluster(EmulationSpec(nodes=2, ranks_per_node=1, rate_bps=parse_rate(rate))) as cl:
                 run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--link", "--workload", MODEL,
-                             "--batch", str(BATCH), "--repeats", "15", "--max-bytes", "2Mi", "--comm-repeats", "9",
+                             "--batch", PROFILE_BATCHES, "--repeats", "15", "--max-bytes", "2Mi", "--comm-repeats", "9",
                              "--mpiexec-args", " ".join(cl.mpiexec_args()), "--quiet", "--out", str(link)],
                             900, f"overlap check: profile of the link at {rate}")
         links[rate] = link
