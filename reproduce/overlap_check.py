@@ -90,7 +90,7 @@ def _alternative(command: str, extra: list[str]) -> float:
     from perfmodel.lab.validate import trainer_view
     from perfmodel.predict_cli import predict_parser, predict_result
 
-    argv = shlex.split(command)[2:]  # drop "perfmodel predict"
+    argv = shlex.split(command)[1:]  # drop "perfmodel"
     result = predict_result(predict_parser().parse_args([*argv, *extra]))
     (record,), (point,) = result.records, result.points
     return trainer_view(record, point, 2)["t_step_s"]
