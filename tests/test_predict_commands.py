@@ -14,7 +14,8 @@ import pytest
 from perfmodel.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = ("validate", "emulated", "scale_out", "scale_out_baseline/scale_out", "scale_out_rendezvous/scale_out")
+TABLES = ("validate", "emulated", "scale_out", "scale_out_baseline/scale_out", "scale_out_rendezvous/scale_out",
+          "overlap_check")
 
 
 def _rows():
