@@ -26,7 +26,8 @@ gain; for a pair of equal alone-times t that is a concurrent run of (2 - 0.21) t
 by sigma = mu = 0.79. With this symmetric slowdown a collective entirely inside backprop costs 0.79 of
 its time (the old constant, 0.21 hidden), one that outlasts backprop or starts after it is charged by
 the schedule itself. CPU ranks (a cluster without a GPU) keep the old constant (OVERLAP_EFFICIENCY on
-the ideal schedule) until a profile measures their slowdowns.
+the ideal schedule) unless a profile measured their slowdowns (below; perfmodel.lab.profile.predictor
+passes them as Strategy.overlap_compute_slowdown and overlap_comm_slowdown).
 --overlap-efficiency E (Strategy.overlap_efficiency) overrides all of it: E times the ideal schedule's
 hidden seconds, as before.
 
