@@ -261,8 +261,7 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
 
 def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_classes: int,
                        batches: Sequence[int], *, warmup: int = 3, repeats: int = 10, threads: int | None = 1,
-                       lr: float = 1e-3, seed: int = 0, after_bytes: Sequence[int] = (),
-                       overlap_timing: bool = True):
+                       lr: float = 1e-3, seed: int = 0, after_bytes: Sequence[int] = ()):
     """Time one SGD step of ``model`` (CPU) on every rank of the mpi4py communicator ``comm`` at once:
     ``warmup`` then ``repeats`` rounds, each starting all ranks together after a barrier and taking the
     batch sizes in turn. Returns a ``ConcurrentCompute`` (seconds) on rank 0, None elsewhere: per
@@ -275,9 +274,9 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
     as the MPI trainer meets it (``time_terngrad_codec``, rank 0's times): after a training step the
     scalers, the Allreduce of the scalers (4 bytes per tensor, untimed) and the ternarizing, the
     decoding right after an Allreduce of the 2-bit packed codes, and what that Allreduce costs in the
-    codec's loop beyond its time after a barrier (``CodecTimes.sync_wait_s``). With ``overlap_timing``,
-    backprop and an Allreduce of the gradient are also timed alone and together
-    (perfmodel.lab.profile.overlap_timing; ``ConcurrentCompute.overlap``)."""
+    codec's loop beyond its time after a barrier (``CodecTimes.sync_wait_s``). Backprop and an Allreduce
+    of the gradient are also timed alone and together (perfmodel.lab.profile.overlap_timing;
+    ``ConcurrentCompute.overlap``)."""
     import numpy as np
     import torch
 
@@ -308,8 +307,7 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
                 step(b)
                 if it >= warmup:
                     times[k, it - warmup, j] = time.perf_counter() - t0
-    overlap = time_overlap(comm, model, loss_fn, inputs, bs, warmup=warmup, repeats=repeats) if overlap_timing \
-        else None
+    overlap = time_overlap(comm, model, loss_fn, inputs, bs, warmup=warmup, repeats=repeats)
     trained = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
     named = [(k, p.numel()) for k, p in trained]
     codec = time_terngrad_codec(named, repeats=repeats, workers=comm.Get_size(), seed=seed,

@@ -29,8 +29,8 @@ from .fit import AffineFit, AlphaBetaFit
 
 __all__ = [
     "SCHEMA_VERSION", "ProfileError", "Machine", "ModelInfo", "Stats", "ComputeRow", "CopyTimes",
-    "ComputeProfile", "OpProfile", "OverlapTiming", "ConcurrentCompute", "KernelLoad", "CommProfile", "Profile", "BUSBW_FACTORS",
-    "BLOCK_OPS", "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS", "device_key",
+    "ComputeProfile", "OpProfile", "OverlapTiming", "ConcurrentCompute", "KernelLoad", "CommProfile", "Profile",
+    "BUSBW_FACTORS", "BLOCK_OPS", "PS_ROUNDS", "op_blocks", "COMM_OPS", "BACKENDS", "FIT_STATS", "TIMINGS", "device_key",
 ]
 
 SCHEMA_VERSION = 1
@@ -408,7 +408,7 @@ class OverlapTiming:
     """How backprop and a collective slow each other when both run, timed on every rank of a
     multi-rank run at once (perfmodel.lab.profile.overlap_timing).
 
-    For each batch size (``batches``), medians over ``repeats`` rounds of rank 0's times in seconds:
+    For each batch size (``batches``), medians over ``repeats`` rounds of the mean over ranks, seconds:
     ``compute_s``, the backward pass alone; ``comm_s``, a non-blocking Allreduce of ``nbytes`` bytes
     (the model's gradient) alone, waited for at once; ``both_compute_s`` and ``both_comm_s``, the end of
     the backward pass and of the same Allreduce, counted from their common start, when the Allreduce
