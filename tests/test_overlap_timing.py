@@ -118,3 +118,16 @@ def test_the_predictor_charges_the_measured_slowdowns(tmp_path):
 def test_concurrent_compute_keeps_profiles_without_a_timing():
     cc = ConcurrentCompute(batches=(8,), mean_s=(0.01,), max_s=(0.01,), cv=(0.0,), repeats=3)
     assert cc.overlap is None
+
+
+def test_more_ranks_than_timed_take_the_largest_timing_and_say_so(tmp_path):
+    path = _with_timing(tmp_path, TIMING)  # timed on the 2-rank run only; the profile has 1, 2 and 4 ranks
+    common = ["--gpus", "4", "--batch", "32", "--strategy", "ssgd", "--bucket-mb", "0.1", "--stragglers", "none"]
+    sigma, mu = TIMING.slowdowns(32)
+    assert _json("--profile", path, *common)["t_iter_s"] == pytest.approx(
+        _json("--profile", path, *common, "--overlap-slowdown", f"{sigma!r},{mu!r}")["t_iter_s"], rel=1e-12)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["predict", "--profile", path, *common]) == 0
+    assert "# overlap: the slowdowns (sigma 0.25, mu 2.33) were timed at batch 32 on 2 ranks at once; used at " \
+           "batch 32 for 4 GPUs" in out.getvalue()

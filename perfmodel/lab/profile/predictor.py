@@ -42,7 +42,7 @@ and the cluster description (``Layout``) into the specs perfmodel.scaling.predic
 - DASO: progress "wait" on CPU ranks, "async" on GPUs; the non-blocking factor from the link source.
 - Overlap: where the profile timed backprop and the gradient's Allreduce alone and together
   (perfmodel.lab.profile.overlap_timing; the link's run when the job spans nodes, else the run at k
-  ranks), the measured slowdowns (sigma, mu) at the nearest timed batch replace the CPU ranks' constant
+  ranks, else the run at the most ranks, with a note), the measured slowdowns (sigma, mu) at the nearest timed batch replace the CPU ranks' constant
   (perfmodel.overlap_causes): Strategy.overlap_compute_slowdown and overlap_comm_slowdown. Not with
   --overlap, --overlap-efficiency or --overlap-slowdown.
 
@@ -238,19 +238,20 @@ def _link_after(link: Profile | None) -> ConcurrentCompute | None:
     return conc if conc is not None and conc.after_bytes else None
 
 
-def _overlap_timing(profile: Profile, link: Profile | None, k: int, gpus: int, per_node: int) -> OverlapTiming | None:
-    """Backprop and the gradient's Allreduce timed alone and together (perfmodel.lab.profile.overlap_timing):
-    the link's run when the job spans nodes and the link timed it, else the profile's run at the k ranks
-    that share the machine; None where neither did."""
-    runs = []
-    if link is not None and math.ceil(gpus / per_node) > 1:
-        runs.append(link.comm_for("mpi", ranks=2))
-    if k >= 2:
-        runs.append(profile.comm_for("mpi", ranks=k))
-    for run in runs:
-        if run is not None and run.compute is not None and run.compute.overlap is not None:
-            return run.compute.overlap
-    return None
+def _overlap_timing(profile: Profile, link: Profile | None, k: int, gpus: int,
+                    per_node: int) -> tuple[OverlapTiming | None, int]:
+    """Backprop and the gradient's Allreduce timed alone and together (perfmodel.lab.profile.overlap_timing)
+    and on how many ranks at once: the link's run when the job spans nodes and the link timed it, else
+    the profile's run at the k ranks that share the machine, else its run at the most ranks that timed
+    it; (None, 0) where none did."""
+    def timed(run) -> OverlapTiming | None:
+        return run.compute.overlap if run is not None and run.compute is not None else None
+    if link is not None and math.ceil(gpus / per_node) > 1 and timed(link.comm_for("mpi", ranks=2)) is not None:
+        return timed(link.comm_for("mpi", ranks=2)), 2
+    runs = sorted((c for c in profile.comm if c.backend == "mpi" and timed(c) is not None), key=lambda c: c.ranks)
+    exact = [c for c in runs if c.ranks == k]
+    run = exact[0] if exact else (runs[-1] if runs else None)
+    return (timed(run), run.ranks) if run is not None else (None, 0)
 
 
 def _concurrent_counts(profile: Profile) -> list[int]:
@@ -351,11 +352,15 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
             fields.update(terngrad_encode_elems_per_s=rates[0], terngrad_decode_elems_per_s=rates[1],
                           terngrad_convert_elems_per_s=rates[2], terngrad_ps_aggregate_elems_per_s=rates[3])
     on_cpu = profile.compute.device == "cpu"  # the overlap timing is the CPU step's (overlap_timing)
-    measured = _overlap_timing(profile, link, k, gpus, per_node) if from_profile and on_cpu else None
+    measured, on_ranks = _overlap_timing(profile, link, k, gpus, per_node) if from_profile and on_cpu else (None, 0)
     if measured is not None and "overlap_slowdown" not in fixed and strategy.overlap is None \
             and strategy.overlap_efficiency is None:
         sigma, mu = measured.slowdowns(batch)
         fields.update(overlap_compute_slowdown=sigma, overlap_comm_slowdown=mu)
+        near = min(measured.batches, key=lambda b: (abs(b - batch), b))
+        if near != batch or (link is None and on_ranks != k):
+            notes.append(f"overlap: the slowdowns (sigma {sigma:.2f}, mu {mu:.2f}) were timed at batch {near} on "
+                         f"{on_ranks} ranks at once; used at batch {batch} for")
     if strategy.name == "daso":
         if "daso_progress" not in fixed:
             fields["daso_progress"] = "wait" if profile.compute.device == "cpu" else "async"
