@@ -40,7 +40,9 @@ fit): two busy-polling ranks sharing a core time the scheduler, not the link.
 With a model (``--workload`` or ``--model``) and ``--batch``, an MPI run first times the model's
 training step on all its ranks at once (perfmodel.lab.profile.compute.concurrent_compute): the
 CommProfile's ``compute``; with ``compute_after`` also right after an Allreduce of each of those sizes,
-as a data-parallel trainer computes between two exchanges. With ``kernel_load_s`` a 2-rank MPI run
+as a data-parallel trainer computes between two exchanges; then backprop and an Allreduce of the
+gradient alone and together (perfmodel.lab.profile.overlap_timing: ``compute.overlap``, the slowdowns
+the predictor charges to overlapped buckets on CPU ranks). With ``kernel_load_s`` a 2-rank MPI run
 also measures the kernel's network CPU time per byte between its hosts (perfmodel.lab.profile.kernel_load).
 
 Backends: "mpi" (mpi4py, float32 numpy buffers), "nccl" (torch.distributed on CUDA tensors, one GPU
@@ -61,6 +63,7 @@ import os
 import re
 import sys
 import time
+import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
@@ -255,12 +258,18 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
         concurrent = None
         if (cfg.workload or cfg.model) and cfg.backend == "mpi" and t.size > 1:
             from .compute import concurrent_compute, load_callable_model, load_workload_model
+            from .overlap_timing import time_overlap
 
             model, info = (load_workload_model(cfg.workload) if cfg.workload
                            else load_callable_model(cfg.model, cfg.input_shape))
             concurrent = concurrent_compute(t.comm, model, info.input_shape, info.num_classes, cfg.batches,
                                             warmup=cfg.compute_warmup, repeats=cfg.compute_repeats,
                                             threads=cfg.threads, after_bytes=cfg.compute_after)
+            # backprop and the gradient's Allreduce alone and together (perfmodel.lab.profile.overlap_timing)
+            overlap = time_overlap(t.comm, model, info.input_shape, info.num_classes, cfg.batches,
+                                   warmup=cfg.compute_warmup, repeats=cfg.compute_repeats, threads=cfg.threads)
+            if concurrent is not None:  # rank 0
+                concurrent = dataclasses.replace(concurrent, overlap=overlap)
         ops = {}
         nodes = len(t.node_leaders())
 

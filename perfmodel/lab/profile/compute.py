@@ -274,13 +274,10 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
     as the MPI trainer meets it (``time_terngrad_codec``, rank 0's times): after a training step the
     scalers, the Allreduce of the scalers (4 bytes per tensor, untimed) and the ternarizing, the
     decoding right after an Allreduce of the 2-bit packed codes, and what that Allreduce costs in the
-    codec's loop beyond its time after a barrier (``CodecTimes.sync_wait_s``). Backprop and an Allreduce
-    of the gradient are also timed alone and together (perfmodel.lab.profile.overlap_timing;
-    ``ConcurrentCompute.overlap``)."""
+    codec's loop beyond its time after a barrier (``CodecTimes.sync_wait_s``)."""
     import numpy as np
     import torch
 
-    from .overlap_timing import time_overlap
     from .schema import ConcurrentCompute
 
     if warmup < 0 or repeats < 3:
@@ -307,7 +304,6 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
                 step(b)
                 if it >= warmup:
                     times[k, it - warmup, j] = time.perf_counter() - t0
-    overlap = time_overlap(comm, model, loss_fn, inputs, bs, warmup=warmup, repeats=repeats)
     trained = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
     named = [(k, p.numel()) for k, p in trained]
     codec = time_terngrad_codec(named, repeats=repeats, workers=comm.Get_size(), seed=seed,
@@ -330,7 +326,7 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
                              cv=tuple(float(v) for v in within / mean), repeats=repeats,
                              threads=torch.get_num_threads(), after_bytes=tuple(after),
                              after_mean_s=tuple(tuple(float(v) for v in a.mean(axis=(0, 1))) for a in t_all[1:]),
-                             codec=codec, overlap=overlap)
+                             codec=codec)
 
 
 def _packed_bytes(named_sizes: Sequence[tuple[str, int]]) -> int:

@@ -14,34 +14,46 @@ each batch size and on all ranks at once (each round after a barrier),
 
 perfmodel.overlap_causes.solve_slowdowns turns (a, c, a', c') into (sigma, mu); `perfmodel predict
 --profile` then charges the measured slowdowns instead of the constant (perfmodel.lab.profile.predictor).
-CPU ranks only: the run is the CPU training step of perfmodel.lab.profile.compute.concurrent_compute.
+CPU ranks only: the run is the CPU training step of perfmodel.lab.profile.compute.concurrent_compute,
+run by perfmodel.lab.profile.comm beside it. Its record in the profile is
+perfmodel.lab.profile.overlap_record.OverlapTiming (``ConcurrentCompute.overlap``).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from .schema import OverlapTiming, ProfileError
+from .overlap_record import OverlapTiming
+from .schema import ProfileError
 
 __all__ = ["time_overlap"]
 
 
-def time_overlap(comm: Any, model: Any, loss_fn: Callable, inputs: dict, batches: Sequence[int], *,
-                 warmup: int = 3, repeats: int = 10) -> OverlapTiming | None:
+def time_overlap(comm: Any, model: Any, input_shape: Sequence[int], num_classes: int, batches: Sequence[int], *,
+                 warmup: int = 3, repeats: int = 10, threads: int | None = 1, seed: int = 0) -> OverlapTiming | None:
     """Time backprop and an Allreduce of the model's gradient bytes alone and together (module
     docstring) on every rank of the mpi4py communicator ``comm``: ``warmup`` untimed rounds, then
-    ``repeats`` timed ones, each taking the batch sizes in turn. ``inputs[b]`` is the (inputs, labels)
-    batch of size b; ``model`` is in train mode on the CPU. Returns the medians over rounds of the mean
-    over ranks (seconds) as an ``OverlapTiming`` on rank 0, None elsewhere."""
+    ``repeats`` timed ones, each taking the batch sizes in turn, on the CPU training step of
+    perfmodel.lab.profile.compute (random inputs of ``input_shape``, ``num_classes`` labels). Returns
+    the medians over rounds of the mean over ranks (seconds) as an ``OverlapTiming`` on rank 0, None
+    elsewhere."""
     import numpy as np
     import torch
 
     from trainers.collectives.mpi import MPICollectives
 
+    from .compute import _training
+
     if warmup < 0 or repeats < 3:
         raise ProfileError(f"need warmup >= 0 and repeats >= 3, got {warmup}, {repeats}")
     bs = sorted({int(b) for b in batches})
+    if not bs or bs[0] < 1:
+        raise ProfileError(f"batch sizes must be positive, got {list(batches)}")
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch.manual_seed(seed + comm.Get_rank())
+    model, _, loss_fn, inputs, _ = _training(model, input_shape, num_classes, bs, "cpu", 1e-3)
     params = [p for p in model.parameters() if p.requires_grad]
     nbytes = 4 * sum(p.numel() for p in params)  # float32 gradients, as the trainer sends them
     if not bs or not params:
