@@ -189,7 +189,7 @@ def report(path: Path) -> str:
     for rate, part in on.groupby("rate", sort=False):
         lines.append(f"  {rate}, overlap on: measured {cell(part.step_error_pct)}, constant "
                      f"{cell(part['step_error_constant_pct']) if 'step_error_constant_pct' in part else '-'}; "
-                     f"communication {part.comm_share.median():.0%} of the step")
+                     f"communication left exposed {part.comm_share.median():.0%} of the step")
     return "\n".join(lines)
 
 
