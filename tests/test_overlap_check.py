@@ -49,3 +49,14 @@ def test_the_alternatives_recompute_from_the_frozen_commands(remake):
     for rate in oc.RATES:
         pred = frozen["rows"][f"{rate}|on"]
         assert pred["alternatives"]["ideal"] <= pred["t_step_s"] <= pred["alternatives"]["none"]
+
+
+def test_report_and_bad_input(tmp_path, capsys):
+    assert oc.main(["--report"]) == 0
+    out = capsys.readouterr().out
+    on = pd.read_csv(TABLE).query("overlap == 'on'")
+    assert f"measured slowdowns (the frozen default): {on.step_error_pct.abs().median():.1f}%" in out
+    assert oc.main(["--remakes", "0"]) == 2
+    assert oc.main(["--report", "--out", str(tmp_path)]) == 2  # no table there: one line, exit 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and "no table at" in err
