@@ -35,9 +35,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from reproduce.common import ResultTable, atomic_path
+from reproduce.common import ResultTable
 from reproduce.runs import ReproduceError, mpi_command, run_checked, run_command
-from reproduce.scale_out import _node_args, _now, _sha256, revision
+from reproduce.scale_out import _node_args, _now, write_frozen
 from reproduce.validation_recompute import relative_to_root as _rel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,12 +113,7 @@ def freeze(path: Path, node: Path, links: dict[str, Path]) -> dict:
                 pred["alternatives"] = {k: _alternative(command, v) for k, v in ALTERNATIVES.items()}
             pred["commands"] = [command.replace(str(node), _rel(node)).replace(str(links[rate]), _rel(links[rate]))]
             rows[f"{rate}|{'on' if overlap else 'off'}"] = pred
-    frozen = {"predicted_at": _now(), "revision": revision(), "node_profile": _rel(node),
-              "node_profile_sha256": _sha256(node),
-              "links": {r: {"path": _rel(p), "sha256": _sha256(p)} for r, p in links.items()}, "rows": rows}
-    with atomic_path(path, suffix=".tmp") as tmp:
-        Path(tmp).write_text(json.dumps(frozen, indent=1))
-    return frozen
+    return write_frozen(path, node, links, rows)
 
 
 def _train_args(overlap: bool, log: Path) -> list[str]:

@@ -223,6 +223,12 @@ def freeze_predictions(path: Path, sc: dict, node: Path, links: dict[str, Path])
         pred["commands"] = [c.replace(str(node), _rel(node)).replace(str(links[rate]), _rel(links[rate]))
                             for c in pred["commands"]]
         rows[f"{algo}|{ex}|{nodes}x{rpn}|{rate}"] = pred
+    return write_frozen(path, node, links, rows)
+
+
+def write_frozen(path: Path, node: Path, links: dict[str, Path], rows: dict) -> dict:
+    """Write frozen predictions ``rows`` to ``path`` (atomically) with the time, the code's revision and the
+    profiles' paths and sha256; the frozen set."""
     frozen = {"predicted_at": _now(), "revision": revision(), "node_profile": _rel(node),
               "node_profile_sha256": _sha256(node),
               "links": {r: {"path": _rel(p), "sha256": _sha256(p)} for r, p in links.items()}, "rows": rows}

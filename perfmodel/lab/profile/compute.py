@@ -259,6 +259,24 @@ def profile_compute(model: Any, input_shape: Sequence[int], num_classes: int, ba
                           fit=fit, copy=copy, host_link=host_link, codec=codec)
 
 
+def ranks_training(comm: Any, model: Any, input_shape: Sequence[int], num_classes: int, batches: Sequence[int],
+                   warmup: int, repeats: int, threads: int | None, seed: int, lr: float):
+    """What every timing on all ranks of an MPI run at once starts with: the rounds and batch sizes checked
+    (ProfileError), torch's thread count set (None keeps it), a seed per rank, and the CPU ``_training``
+    set-up. Returns (sorted batch sizes, _training's (model, opt, loss_fn, inputs, step))."""
+    import torch
+
+    if warmup < 0 or repeats < 3:
+        raise ProfileError(f"need warmup >= 0 and repeats >= 3, got {warmup}, {repeats}")
+    bs = sorted({int(b) for b in batches})
+    if not bs or bs[0] < 1:
+        raise ProfileError(f"batch sizes must be positive, got {list(batches)}")
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch.manual_seed(seed + comm.Get_rank())
+    return bs, _training(model, input_shape, num_classes, bs, "cpu", lr)
+
+
 def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_classes: int,
                        batches: Sequence[int], *, warmup: int = 3, repeats: int = 10, threads: int | None = 1,
                        lr: float = 1e-3, seed: int = 0, after_bytes: Sequence[int] = ()):
@@ -280,18 +298,11 @@ def concurrent_compute(comm: Any, model: Any, input_shape: Sequence[int], num_cl
 
     from .schema import ConcurrentCompute
 
-    if warmup < 0 or repeats < 3:
-        raise ProfileError(f"need warmup >= 0 and repeats >= 3, got {warmup}, {repeats}")
-    bs = sorted({int(b) for b in batches})
-    if not bs or bs[0] < 1:
-        raise ProfileError(f"batch sizes must be positive, got {list(batches)}")
-    if threads is not None:
-        torch.set_num_threads(threads)
     if any(int(n) < 1 for n in after_bytes):
         raise ProfileError(f"after_bytes must be positive, got {list(after_bytes)}")
     after = sorted({-(-int(n) // 4) * 4 for n in after_bytes})  # whole float32 elements
-    torch.manual_seed(seed + comm.Get_rank())
-    model, opt, loss_fn, inputs, step = _training(model, input_shape, num_classes, bs, "cpu", lr)
+    bs, (model, opt, loss_fn, inputs, step) = ranks_training(comm, model, input_shape, num_classes, batches,
+                                                             warmup, repeats, threads, seed, lr)
     buffers = [(np.ones(n // 4, dtype=np.float32), np.empty(n // 4, dtype=np.float32)) for n in after]
     times = np.empty((1 + len(after), repeats, len(bs)))  # (none, each size) x rounds x batches
     for it in range(warmup + repeats):

@@ -43,17 +43,10 @@ def time_overlap(comm: Any, model: Any, input_shape: Sequence[int], num_classes:
 
     from trainers.collectives.mpi import MPICollectives
 
-    from .compute import _training
+    from .compute import ranks_training
 
-    if warmup < 0 or repeats < 3:
-        raise ProfileError(f"need warmup >= 0 and repeats >= 3, got {warmup}, {repeats}")
-    bs = sorted({int(b) for b in batches})
-    if not bs or bs[0] < 1:
-        raise ProfileError(f"batch sizes must be positive, got {list(batches)}")
-    if threads is not None:
-        torch.set_num_threads(threads)
-    torch.manual_seed(seed + comm.Get_rank())
-    model, _, loss_fn, inputs, _ = _training(model, input_shape, num_classes, bs, "cpu", 1e-3)
+    bs, (model, _, loss_fn, inputs, _) = ranks_training(comm, model, input_shape, num_classes, batches, warmup,
+                                                        repeats, threads, seed, 1e-3)
     params = [p for p in model.parameters() if p.requires_grad]
     nbytes = 4 * sum(p.numel() for p in params)  # float32 gradients, as the trainer sends them
     if not params:

@@ -246,8 +246,9 @@ def _overlap_timing(profile: Profile, link: Profile | None, k: int, gpus: int,
     it; (None, 0) where none did."""
     def timed(run) -> OverlapTiming | None:
         return run.compute.overlap if run is not None and run.compute is not None else None
-    if link is not None and math.ceil(gpus / per_node) > 1 and timed(link.comm_for("mpi", ranks=2)) is not None:
-        return timed(link.comm_for("mpi", ranks=2)), 2
+    over_link = timed(link.comm_for("mpi", ranks=2)) if link is not None and math.ceil(gpus / per_node) > 1 else None
+    if over_link is not None:
+        return over_link, 2
     runs = sorted((c for c in profile.comm if c.backend == "mpi" and timed(c) is not None), key=lambda c: c.ranks)
     exact = [c for c in runs if c.ranks == k]
     run = exact[0] if exact else (runs[-1] if runs else None)
