@@ -19,7 +19,8 @@ ranks_per_node, daso_b, daso_w, tern_lanes, tern_min_elems, tern_fp32_last and t
 ``terngrad_exchange``, also written under its former key ``tern_exchange`` so that readers of either
 key agree).
 
-Units: batch = samples per rank (worker) per step; lr per step; epochs of the whole training set;
+Units: batch = samples per rank (worker) per step (SyncConfig: per micro-batch, accumulate of them per
+step); lr per step; epochs of the whole training set;
 steps: SyncConfig, synchronous steps of all ranks; AsyncConfig, gradients applied by the server;
 SyncConfig.eval_every in steps, AsyncConfig.eval_every in epochs (AsyncConfig.eval_every_steps in
 gradients applied, which wins when > 0); bucket_mb in MiB; delay_mean and worker_timeout in seconds.
@@ -177,7 +178,9 @@ class SyncConfig(SharedConfig):
     daso_b / daso_w fix B and W in the cycling phase (no plateau cycling); daso_rule = "paper"
     (halve B and W on a plateau) or "code" (the authors' code). backend: what moves gradients
     (mpi, gloo, nccl or auto: nccl on GPUs, mpi on CPUs; trainers.collectives); overlap: reduce
-    gradient buckets while backprop runs (trainers.grad_buckets). defaults_from: (setting, where its
+    gradient buckets while backprop runs (trainers.grad_buckets); accumulate: micro-batches of ``batch``
+    samples per rank per update (gradient accumulation: one exchange per update, DDP's ``no_sync`` on
+    the others; ssgd and terngrad). defaults_from: (setting, where its
     value came from) for lr and momentum (trainers.model_defaults).
     """
 
@@ -213,6 +216,7 @@ class SyncConfig(SharedConfig):
     daso_plateau_threshold: float = 0.05
     backend: str = "auto"
     overlap: bool = True
+    accumulate: int = 1
     defaults_from: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
@@ -253,6 +257,12 @@ class SyncConfig(SharedConfig):
         check_choice("backend", self.backend, BACKEND_CHOICES)
         if not isinstance(self.overlap, bool):
             raise TrainerError(f"overlap must be a bool, got {self.overlap!r}")
+        check_int("accumulate", self.accumulate, 1)
+
+    @property
+    def step_batch(self) -> int:
+        """Samples per rank per update: accumulate micro-batches of batch samples."""
+        return self.batch * self.accumulate
 
     @property
     def bucket_bytes(self) -> int:

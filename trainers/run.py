@@ -149,7 +149,9 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
            f"parameter server (asgd, ga, dana, gem, ...; an unknown name lists them all)")
     a("--model", default=d["model"], help="model name (see `trainers models`)")
     a("--dataset", default=d["dataset"], choices=DATASET_CHOICES, help="dataset (synthetic: generated, for tests)")
-    a("--batch", type=_int_arg, default=d["batch"], help="samples per rank per step")
+    a("--batch", type=_int_arg, default=d["batch"], help="samples per rank per micro-batch (per step with --accumulate 1)")
+    a("--accumulate", type=_int_arg, default=d["accumulate"], metavar="A",
+      help="micro-batches per step: gradient accumulation, one exchange per A micro-batches (ssgd, terngrad)")
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--epochs", type=_int_arg, default=d["epochs"], help="epochs to train (default 1)")
     length.add_argument("--steps", type=_int_arg, default=d["steps"], help="steps to train")
@@ -238,6 +240,9 @@ def config_from_args(args: argparse.Namespace) -> SyncConfig | AsyncConfig:
                            f"{algo} has no ternary exchange)")
     values["lr"], values["momentum"], sources = resolve(values.get("model", defaults(SyncConfig)["model"]),
                                                         values.get("lr"), values.get("momentum"))
+    if kind != "sync" and values.get("accumulate", 1) != 1:
+        raise TrainerError(f"--accumulate {values['accumulate']}: the parameter server ({algo}) applies every "
+                           f"gradient as it comes; gradient accumulation runs with ssgd and terngrad")
     if kind == "sync":
         values["defaults_from"] = tuple(sources.items())
         if values.get("terngrad_exchange") is None:

@@ -167,7 +167,8 @@ DEVICE_DATA_MAX_BYTES = 2 * 2**30
 _TIME_KEYS = ("t_compute", "t_comm", "t_compress", "t_idle", "t_step")  # StepTimer record keys logged per step
 
 # Run-log compatibility on --resume: these fields must match the original run.
-_RESUME_KEYS = ("algo", "model", "dataset", "batch", "seed", "synthetic_n", "optimizer", "ranks_per_node")
+_RESUME_KEYS = ("algo", "model", "dataset", "batch", "accumulate", "seed", "synthetic_n", "optimizer", "ranks_per_node")
+_RESUME_DEFAULTS = {"accumulate": 1}  # a key older run logs and checkpoints lack, and its value then
 
 
 class Trainer:
@@ -188,11 +189,15 @@ class Trainer:
         self.train_set, self.test_set = _collective(comm, self._load_data)
         if self.device.type == "cuda" and self.train_set.images.numel() <= DEVICE_DATA_MAX_BYTES:
             self.train_set = self.train_set.to(self.device)  # batches cut on the GPU: no host work per step
+        if cfg.accumulate > 1 and not getattr(factory, "accumulates", False):
+            raise UsageError(f"--accumulate {cfg.accumulate}: --algo {cfg.algo} exchanges every micro-batch; "
+                             f"gradient accumulation runs with ssgd and terngrad")
         n = len(self.train_set)
-        self.steps_per_epoch = steps_per_epoch(n, cfg.batch, self.world)
+        self.steps_per_epoch = steps_per_epoch(n, cfg.step_batch, self.world)
         if self.steps_per_epoch < 1:
-            raise UsageError(f"batch {cfg.batch} x {self.world} ranks = {cfg.batch * self.world} samples per step "
-                             f"is more than the {n} training samples of {cfg.dataset}")
+            k = f" x {cfg.accumulate} micro-batches" if cfg.accumulate > 1 else ""
+            raise UsageError(f"batch {cfg.batch}{k} x {self.world} ranks = {cfg.step_batch * self.world} samples "
+                             f"per step is more than the {n} training samples of {cfg.dataset}")
         self.total_steps = cfg.steps if cfg.steps is not None else (cfg.epochs or 1) * self.steps_per_epoch
         self.total_epochs = -(-self.total_steps // self.steps_per_epoch)
         # identical initial weights on every rank (seeded), then per-rank random streams
@@ -274,8 +279,9 @@ class Trainer:
     def _check_compatible(self, config: dict, ranks: Any, what: str) -> None:
         mine = self.cfg.to_dict()
         for key in _RESUME_KEYS:
-            if config.get(key) != mine[key]:
-                raise UsageError(f"{what} was written with {key}={config.get(key)!r}, this run has {mine[key]!r}")
+            theirs = config.get(key, _RESUME_DEFAULTS.get(key))
+            if theirs != mine[key]:
+                raise UsageError(f"{what} was written with {key}={theirs!r}, this run has {mine[key]!r}")
         if ranks != self.world:
             raise UsageError(f"{what} was written by {ranks} ranks, this run has {self.world}")
 
@@ -295,7 +301,7 @@ class Trainer:
                             "data_root": (None if self.cfg.dataset == "synthetic"
                                           else str(data_root(self.cfg.data_root)))},
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
-                "samples_per_step": self.cfg.batch * self.world, "command": " ".join(sys.argv),
+                "samples_per_step": self.cfg.step_batch * self.world, "command": " ".join(sys.argv),
                 "device": describe_device(self.device), "numerics": self.numerics, "backend": self.coll.name, "backend_library": self.coll.library,
                 "algorithm": self.algo.header()}
 
@@ -311,14 +317,15 @@ class Trainer:
         return x
 
     def batch(self, epoch: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """This rank's (x, y) for step `index` of `epoch`. The epoch's order is held where the dataset is
+        """This rank's (x, y) for step `index` of `epoch`: all its micro-batches (cfg.step_batch samples). The epoch's order is held where the dataset is
         (one copy per epoch): with the dataset on a GPU a batch is a slice of it and two gathers there,
         with no host-to-device copy of indices in the step (a launch-bound GPU step pays for every
         host-side copy and kernel before its forward starts)."""
         if epoch != self._perm_epoch:
             perm = epoch_permutation(len(self.train_set), self.cfg.seed, epoch)
             self._perm, self._perm_epoch = torch.from_numpy(perm).to(self.train_set.images.device), epoch
-        x, y = self.train_set[self._perm[batch_slice(len(self._perm), self.cfg.batch, self.rank, self.world, index)]]
+        where = batch_slice(len(self._perm), self.cfg.step_batch, self.rank, self.world, index)
+        x, y = self.train_set[self._perm[where]]
         return self._prepare(x, True).to(self.device), y.to(self.device)
 
     # ------------------------------------------------------------------ evaluation, buffers
@@ -437,7 +444,7 @@ class Trainer:
                 self.epoch_loss_sum += result.loss
                 self.epoch_loss_count += 1
                 if self.log is not None:
-                    self.log.step(step=step, epoch=pos.epoch, loss=result.loss, samples=cfg.batch * self.world,
+                    self.log.step(step=step, epoch=pos.epoch, loss=result.loss, samples=cfg.step_batch * self.world,
                                   **{k: rec[k] for k in _TIME_KEYS}, bytes_sent=result.bytes_sent,
                                   lr=lr, **result.extra)
                 self._check_divergence(step, pos, result.loss, wall0, steps_run, bytes_total)

@@ -25,10 +25,16 @@ class SSGD:
     For K a power of two this is bit-identical to averaging after the sum. The loss / K rides in one
     extra slot of the last bucket. Logged per step: t_comm (the timer's comm phase: waiting after
     backward, i.e. the exposed communication), t_comm_exposed (the same, from GradBuckets) and
-    t_comm_full (the time the backend was busy with the step's buckets, overlapped or not)."""
+    t_comm_full (the time the backend was busy with the step's buckets, overlapped or not).
+
+    Gradient accumulation (--accumulate A): the step's A micro-batches of --batch samples run forward and
+    backward one after another into the same buckets, each back-propagating loss / (K A); only the
+    last one's backward launches the buckets (DDP's ``no_sync`` on the others), so one exchange serves
+    A micro-batches and the update is the one of a per-rank batch of A x --batch samples."""
 
     name = "ssgd"
     gpu_ready = True  # runs on any --device with any --backend
+    accumulates = True  # --accumulate
     replicated = True
 
     def __init__(self, tr: Trainer) -> None:
@@ -37,17 +43,21 @@ class SSGD:
         self.loss_slot = self.buckets.extra
         # ring bytes per step; the loss slot is not counted
         self.nbytes = tcomm.ring_allreduce_bytes(4 * sum(p.numel() for p in tr.params), tr.world)
-        self.scale = 1.0 / tr.world
+        self.micro = tr.cfg.accumulate
+        self.scale = 1.0 / (tr.world * self.micro)
 
     def step(self, tr: Trainer, x: torch.Tensor, y: torch.Tensor, pos: StepPosition) -> StepResult:
         reduce = tr.world > 1
         with tr.timer.phase("compute"):
             self.buckets.zero_grad()
-            loss = F.cross_entropy(tr.model(x), y)
-            self.loss_slot.copy_(loss.detach().reshape(1) * self.scale)
-            if reduce:
-                self.buckets.begin()
-            (loss * self.scale).backward()
+            self.loss_slot.zero_()
+            parts = list(zip(x.split(tr.cfg.batch), y.split(tr.cfg.batch)))
+            for i, (xi, yi) in enumerate(parts):
+                loss = F.cross_entropy(tr.model(xi), yi)
+                self.loss_slot.add_(loss.detach().reshape(1) * self.scale)
+                if reduce and i == len(parts) - 1:
+                    self.buckets.begin()
+                (loss * self.scale).backward()
         sent, extra = 0, {}
         if reduce:
             with tr.timer.phase("comm"):

@@ -46,9 +46,14 @@ class TernGrad:
     The codes of every exchange are drawn from the same counter-based stream (trainers.compress.encode_codes:
     element i of step t draws word t*N + i of the rank's key), so the exchanges differ only in
     transport, and every rank decodes the same integer sums into s * sum / p.
+
+    Gradient accumulation (--accumulate A): the A micro-batches' gradients are summed in the buckets
+    (each back-propagates loss / A) and ternarized once per step: the codec sees the gradient of the
+    rank's whole batch of A x --batch samples, and one exchange serves A micro-batches.
     """
 
     name = "terngrad"
+    accumulates = True  # --accumulate
     replicated = True
 
     def __init__(self, tr: Trainer) -> None:
@@ -102,7 +107,9 @@ class TernGrad:
                 b.zero_()
             for b in self.exchange.buckets:
                 b.zero_()
-            self.loss_slot.fill_(_forward_backward(tr, x, y))
+            micro = tr.cfg.accumulate
+            self.loss_slot.fill_(sum(_forward_backward(tr, xi, yi, 1.0 / micro)
+                                     for xi, yi in zip(x.split(tr.cfg.batch), y.split(tr.cfg.batch))) / micro)
         grads = [p.grad for p in self.tern_params]
         with timer.phase("compress"):
             local = self.codec.scalers(grads, [True] * len(grads))
