@@ -7,7 +7,9 @@ the `trainers run` command.
     zero1-3   DeepSpeed zero_optimization.stage, reduce_bucket_size (elements), overlap_comm,
               stage3_prefetch_bucket_size; fsdp: torch FSDP ShardingStrategy.FULL_SHARD,
               backward_prefetch BACKWARD_PRE, forward_prefetch
-    every row gradient_accumulation_steps and the per-GPU micro-batch
+    every row gradient_accumulation_steps and the per-GPU micro-batch; the `trainers run` command where
+              the trainers run the row (with --accumulate for ssgd and terngrad; none for daso and asgd
+              rows that accumulate, which the trainers do not)
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from .specs import Strategy
 
 #: schemes `trainers run --algo` implements (trainers/)
 TRAINER_ALGOS = {"ssgd": "ssgd", "terngrad": "terngrad", "daso": "daso", "asgd": "asgd"}
+#: of those, the ones `trainers run --accumulate` runs (the others exchange every micro-batch)
+TRAINER_ACCUMULATES = ("ssgd", "terngrad")
 _NCCL_ALGO = {"ring": "Ring", "tree": "Tree"}
 
 
@@ -58,11 +62,12 @@ def launch_settings(strategy: Strategy, *, gpus: int, gpus_per_node: int, batch_
     elif name == "byteps":
         out["byteps"] = {"BYTEPS_PARTITION_BYTES": 4096000, "servers": "colocated"}
     algo = TRAINER_ALGOS.get(name)
-    if algo is not None:
+    if algo is not None and (accumulate == 1 or algo in TRAINER_ACCUMULATES):
         extra = {"ssgd": f" --bucket-mb {strategy.bucket_mb:g}",
                  "terngrad": f" --terngrad-exchange {strategy.terngrad_exchange}",
                  "daso": f" --daso-b {strategy.daso_B} --daso-w {strategy.daso_W}", "asgd": ""}[algo]
         opt = "adam" if optimizer == "adam" else "sgd"
-        out["trainers_run"] = (f"mpiexec -n {gpus} trainers run --algo {algo} --model {model} --batch {b} "
+        acc = f" --accumulate {accumulate}" if accumulate > 1 else ""
+        out["trainers_run"] = (f"mpiexec -n {gpus} trainers run --algo {algo} --model {model} --batch {b}{acc} "
                                f"--optimizer {opt} --ranks-per-node {gpus_per_node} --device cuda{extra}")
     return out

@@ -172,8 +172,6 @@ def _profiled_result(args: argparse.Namespace, gpus: list[int]) -> PredictResult
     if args.workload is not None:
         workload, settings = resolve_workload(args.workload, profile_cluster(profile, op_bytes=None),
                                               _compute_options(args, args.batch))
-    elif args.accumulate is not None:
-        raise CLIError("--accumulate with --profile needs --workload (the profile times one micro-batch per step)")
     if args.wire is None:
         args.wire = (settings.wire if settings is not None else None) or "fp32"
     on_cpu = profile.compute is None or profile.compute.device == "cpu"
@@ -183,13 +181,14 @@ def _profiled_result(args: argparse.Namespace, gpus: list[int]) -> PredictResult
     strategies = build_strategies(args, cluster=probe)
     records, notes, points = profiled_records(profile, strategies, gpus, args.batch, layout, link=link,
                                               workload=workload, fixed=fixed_fields(args), scaling=args.scaling,
-                                              edit=edit)
+                                              edit=edit, accumulate=args.accumulate or 1)
     model = profile.model.name if profile.model is not None else "?"
     where = "nodes share one machine's cores" if layout.nodes_per_host == 0 else \
         f"{layout.nodes_per_host} node(s) per machine"
     header = (f"# {workload.name if workload is not None else model} from profile {args.profile}"
               f"{' and link ' + ','.join(args.link_from) if args.link_from else ''}, {args.scaling} scaling, "
-              f"batch {args.batch}{' per GPU' if args.scaling == 'weak' else ' total'}, allreduce "
+              f"batch {args.batch}{' per GPU' if args.scaling == 'weak' else ' total'}"
+              f"{f' x {args.accumulate} micro-batches' if (args.accumulate or 1) > 1 else ''}, allreduce "
               f"{strategies[0].allreduce}, wire {args.wire}\n"
               f"# layout: {layout.gpus_per_node} rank(s) per node, {where}, "
               f"{layout.cores or profile.machine.cpu_affinity} cores per machine")

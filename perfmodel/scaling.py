@@ -5,7 +5,9 @@ One call predicts a whole sweep of GPU counts as numpy expressions (no Python lo
 Per iteration on W GPUs (docs/model.md sections 2 and 5):
     weak scaling  (per-GPU batch b):   T = A t_c(b) + t_comm - hidden + o;       throughput = A W b / T
     strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + o;  throughput = K / T
-A: micro-batches per exchange (the workload's ``accumulate``, 1 by default); o: the framework's cost
+A: micro-batches per exchange (the workload's ``accumulate``, 1 by default), whose optimizer step t_u
+(the compute curve's ``update_s``, where it is known apart) is paid once: A t_c stands for
+A (t_c - t_u) + t_u; o: the framework's cost
 per multi-GPU step (``step_overhead_s``, 0 by default). A framework that launches collectives from a
 periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after it is ready on average; the
 last bucket's wait is part of t_comm and never hidden. Concurrent compute and collective kernels slow
@@ -221,8 +223,10 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
         samples = np.full_like(w, float(batch))
         single = curve(float(batch) / k) * scale - copy_s
     t_micro = np.maximum(t_micro, 0.0)
-    t_comp = k * t_micro
-    single = k * float(np.atleast_1d(single)[0])  # one GPU, the whole step
+    update = curve.update_s * scale  # the optimizer step inside t_micro, paid once per exchange
+    t_comp = k * t_micro - (k - 1) * np.minimum(update / w if scaling == "strong" and paper else update, t_micro)
+    single = float(np.atleast_1d(single)[0])
+    single = k * single - (k - 1) * min(update, single)  # one GPU, the whole step
 
     result = _STRATEGY_COMM[strategy.name](workload, cluster, strategy, w, t_comp)
     comm, nbytes, extra, straggle_over = result[:4]

@@ -152,6 +152,9 @@ class ComputeTime:
     kind "linear": t(b) = t0_s + t1_s * b (a fit). kind "table": measured (batch, seconds) points,
     interpolated linearly in b and extrapolated with the slope of the last two points (the first two
     below the table). ``copy_s`` is the GPU-to-CPU copy time included in t (the TernGrad model's t_cg).
+    ``update_s`` is the optimizer step included in t, paid once per update: with gradient accumulation
+    (A micro-batches per exchange) a step computes A (t(b) - update_s) + update_s (0: not known apart,
+    every micro-batch pays its t).
     """
 
     kind: str
@@ -161,11 +164,13 @@ class ComputeTime:
     times_s: tuple[float, ...] = ()
     copy_s: float = 0.0
     source: str = ""
+    update_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in ("linear", "table"):
             raise SpecError(f"compute kind must be 'linear' or 'table', got {self.kind!r}")
         _positive("copy_s", self.copy_s, allow_zero=True)
+        _positive("update_s", self.update_s, allow_zero=True)
         if self.kind == "linear":
             _positive("t0_s", self.t0_s, allow_zero=True)
             _positive("t1_s", self.t1_s)
@@ -180,11 +185,12 @@ class ComputeTime:
                 raise SpecError(f"compute table batches must be strictly increasing, got {self.batches}")
 
     @classmethod
-    def table(cls, points: dict[int, float], copy_s: float = 0.0, source: str = "") -> "ComputeTime":
+    def table(cls, points: dict[int, float], copy_s: float = 0.0, source: str = "",
+              update_s: float = 0.0) -> "ComputeTime":
         """A table from {batch: seconds}."""
         items = sorted(points.items())
         return cls("table", batches=tuple(int(b) for b, _ in items),
-                   times_s=tuple(float(t) for _, t in items), copy_s=copy_s, source=source)
+                   times_s=tuple(float(t) for _, t in items), copy_s=copy_s, source=source, update_s=update_s)
 
     def __call__(self, batch: float | np.ndarray) -> np.ndarray:
         """Seconds per mini-batch of ``batch`` samples (vectorized)."""

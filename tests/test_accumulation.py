@@ -91,3 +91,36 @@ def test_daso_refuses_accumulation_with_one_line_and_status_2(tmp_path: Path) ->
     lines = [ln for ln in out.splitlines() if ln.startswith("trainers: error:")]
     assert lines and "--accumulate 2: --algo daso exchanges every micro-batch" in lines[0]
     assert "Traceback" not in out
+
+
+def test_plan_launches_accumulated_rows_with_the_trainers_that_run_them() -> None:
+    from perfmodel.launch_settings import launch_settings
+    from perfmodel.specs import Strategy
+
+    def run(name: str, accumulate: int) -> str | None:
+        return launch_settings(Strategy(name), gpus=8, gpus_per_node=4, batch_per_gpu=16, accumulate=accumulate,
+                               model="resnet50", optimizer="sgd").get("trainers_run")
+
+    assert "--batch 16 --accumulate 4 " in run("ssgd", 4) and "--batch 16 --accumulate 2 " in run("terngrad", 2)
+    assert "--accumulate" not in run("ssgd", 1) and "--accumulate" not in run("daso", 1)
+    assert run("daso", 2) is None and run("asgd", 2) is None  # the trainers exchange every micro-batch there
+    # the printed command parses, and gives the accumulation asked for
+    argv = run("ssgd", 4).split("trainers run ")[1].split()
+    cfg = config_from_args(build_run_parser(make_parser("t")).parse_args(argv))
+    assert (cfg.batch, cfg.accumulate, cfg.step_batch) == (16, 4, 64)
+
+
+def test_validate_predicts_an_accumulated_run_with_its_micro_batches() -> None:
+    from perfmodel.lab.validate import RunMeasurement, Scenario, predict_commands
+
+    def argv(accumulate: int | None) -> list[str]:
+        cfg = {"algo": "ssgd", "model": "lenet", "batch": 8, "overlap": True, "bucket_mb": 25.0, "ranks_per_node": 1}
+        if accumulate is not None:
+            cfg["accumulate"] = accumulate
+        run = RunMeasurement("log", "ssgd", "lenet", 2, 8, 1, 20, 1.0, 0.0, 0.0, 0.0, 1.0, cfg, {}, 0.0, "mpi", 0)
+        ((args, _),) = predict_commands(run, Scenario("p.json", ("l.json",), 1, 0, 2))
+        return args
+
+    got = argv(4)
+    assert got[got.index("--batch") + 1] == "8" and got[got.index("--accumulate") + 1] == "4"
+    assert "--accumulate" not in argv(1) and "--accumulate" not in argv(None)  # run logs before the option

@@ -167,3 +167,32 @@ def test_a_link_that_timed_the_step_after_its_exchange_scales_the_node_step(tmp_
     ratio = (0.025 + (0.030 - 0.025) * (sent - 1e6) / 1e6) / 0.020  # linear between the measured sizes
     t_c = float(profile_workload(node).compute["cpu"](64.0))  # real nodes: one rank computes alone
     assert rec["t_compute_s"] == pytest.approx(t_c * ratio, rel=1e-9)
+
+
+def test_accumulation_from_a_profile_pays_the_update_and_the_slowed_step_once(tmp_path):
+    """--accumulate A from a profile: A micro-batches, the optimizer step (the profile's median) once, and
+    the link's slowdown after an exchange on the first micro-batch only: t_c ratio + (A - 1)(t_c - u)."""
+    import dataclasses
+
+    from perfmodel.lab.profile.profile_file import save_profile
+    from perfmodel.lab.profile.schema import ConcurrentCompute
+    from perfmodel.lab.profile.to_specs import optimizer_step_s
+
+    node = load_profile(PROFILE)
+    t_c = float(profile_workload(node).compute["cpu"](64.0))
+    u = optimizer_step_s(node)
+    assert 0 < u < t_c
+    (one,), _ = _predict("--gpus", "1", "--batch", "64", "--strategy", "ssgd", "--accumulate", "4")
+    assert one["t_compute_s"] == pytest.approx(4 * t_c - 3 * u, rel=1e-12)
+    assert one["throughput"] == pytest.approx(4 * 64 / one["t_iter_s"], rel=1e-12)
+    link = load_links([NCCL])
+    (comm,) = link.comm
+    slow = ConcurrentCompute(batches=(32, 64), mean_s=(0.010, 0.020), max_s=(0.010, 0.020), cv=(0.0, 0.0),
+                             repeats=3, after_bytes=(1_000_000, 2_000_000),
+                             after_mean_s=((0.012, 0.025), (0.013, 0.030)))
+    save_profile(dataclasses.replace(link, comm=(dataclasses.replace(comm, compute=slow),)), tmp_path / "link.json")
+    (rec,), err = _predict("--link-from", str(tmp_path / "link.json"), "--gpus", "2", "--batch", "64",
+                           "--strategy", "ssgd", "--overlap", "0", "--stragglers", "none", "--accumulate", "4")
+    ratio = (0.025 + (0.030 - 0.025) * (rec["bytes_per_gpu"] - 1e6) / 1e6) / 0.020
+    assert rec["t_compute_s"] == pytest.approx(t_c * ratio + 3 * (t_c - u), rel=1e-9)
+    assert rec["throughput"] == pytest.approx(2 * 4 * 64 / rec["t_iter_s"], rel=1e-12)

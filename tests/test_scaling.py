@@ -324,3 +324,24 @@ def test_gpus_must_fill_nodes_where_needed():
         predict(wl, cl, Strategy("ssgd"), [0, 2], batch=32)
     with pytest.raises(SpecError, match="batch"):
         predict(wl, cl, Strategy("ssgd"), [2], batch=0)
+
+
+@pytest.mark.parametrize("scaling,batch", [("weak", 10), ("strong", 60)])
+def test_accumulation_pays_the_optimizer_step_once(scaling, batch):
+    """t(b) = 0.01 + 0.001 b includes an optimizer step of 4 ms: A = 3 micro-batches of 10 samples take
+    3 x 0.02 - 2 x 0.004 = 0.052 s (one update); without update_s every micro-batch pays its 0.02 s.
+    Strong scaling with 60 samples: 20 per micro-batch on 1 GPU (3 x 0.03 - 0.008), 10 on 2."""
+    ct = ComputeTime("linear", t0_s=0.01, t1_s=0.001, update_s=0.004)
+    wl = Workload("w", SIZES, {"gpu": ct}, accumulate=3)
+    p = predict(wl, make_cluster(), Strategy("ssgd"), [1, 2], scaling=scaling, batch=batch)
+    first = 0.052 if scaling == "weak" else 0.082
+    assert p.t_compute_s.tolist() == pytest.approx([first, 0.052], rel=1e-12)
+    assert p.throughput[0] == pytest.approx((30 if scaling == "weak" else 60) / first, rel=1e-12)
+    plain = predict(replace(wl, compute={"gpu": replace(ct, update_s=0.0)}), make_cluster(), Strategy("ssgd"), [2],
+                    scaling=scaling, batch=batch)
+    assert plain.t_compute_s[0] == pytest.approx(0.06, rel=1e-12)
+    one = predict(replace(wl, accumulate=1), make_cluster(), Strategy("ssgd"), [2], scaling=scaling,
+                  batch=batch // 3 if scaling == "strong" else batch)
+    assert one.t_compute_s[0] == pytest.approx(0.02, rel=1e-12)  # A = 1: the whole t, optimizer included
+    with pytest.raises(SpecError, match="update_s"):
+        ComputeTime("linear", t0_s=0.01, t1_s=0.001, update_s=-1e-3)

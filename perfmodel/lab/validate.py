@@ -252,6 +252,8 @@ def predict_commands(run: RunMeasurement, scenario: Scenario) -> list[tuple[list
     for link in scenario.link:
         base += ["--link-from", link]
     base += ["--gpus", str(run.workers or run.ranks), "--batch", str(run.batch), "--gpus-per-node", str(gpn)]
+    if int(cfg.get("accumulate") or 1) > 1:  # trainers run --accumulate: micro-batches of --batch per step
+        base += ["--accumulate", str(int(cfg["accumulate"]))]
     if scenario.nodes_per_host is not None:
         base += ["--nodes-per-host", "all" if scenario.nodes_per_host == 0 else str(scenario.nodes_per_host)]
     if scenario.cores is not None:

@@ -66,7 +66,7 @@ from ...specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster,
                      Workload)
 from ...wire import aggregate_bits, levels_lane_bits, ps_shard_elems
 from .schema import ConcurrentCompute, ModelInfo, OverlapTiming, Profile, ProfileError
-from .to_specs import nonblocking_factor, profile_cluster, profile_links, profile_workload
+from .to_specs import nonblocking_factor, optimizer_step_s, profile_cluster, profile_links, profile_workload
 
 __all__ = ["Layout", "Point", "predict_point", "exchange_message", "exchange_blocks", "global_sync_message",
            "read_sizes", "after_exchange_bytes", "optimizer_step_s", "FIXABLE"]
@@ -202,22 +202,18 @@ def after_exchange_bytes(sent_bytes: float, ranks: int) -> float:
     return sent_bytes * ranks / (2.0 * (ranks - 1)) if ranks > 1 else 0.0
 
 
-def optimizer_step_s(profile: Profile) -> float:
-    """The profile's optimizer-step time (median over its batch sizes; seconds), 0 when not measured."""
-    rows = profile.compute.rows if profile.compute is not None else ()
-    return float(np.median([r.step.median_s for r in rows])) if rows else 0.0
-
-
 # ---------------------------------------------------------------- compute
 
 
 def _scaled(ct: ComputeTime, factor: float, less_s: float = 0.0) -> ComputeTime:
-    """ct times ``factor``, less ``less_s`` seconds per step (never below 1 us)."""
+    """ct times ``factor``, less ``less_s`` seconds per step (never below 1 us); ``less_s`` comes off the
+    optimizer step first (update_s: the parameter server's worker does not apply the update)."""
     if factor == 1.0 and less_s == 0.0:
         return ct
+    update = max(ct.update_s * factor - less_s, 0.0)
     if ct.kind == "linear":
-        return replace(ct, t0_s=max(ct.t0_s * factor - less_s, 0.0), t1_s=ct.t1_s * factor)
-    return replace(ct, times_s=tuple(max(t * factor - less_s, 1e-6) for t in ct.times_s))
+        return replace(ct, t0_s=max(ct.t0_s * factor - less_s, 0.0), t1_s=ct.t1_s * factor, update_s=update)
+    return replace(ct, times_s=tuple(max(t * factor - less_s, 1e-6) for t in ct.times_s), update_s=update)
 
 
 def _concurrent(profile: Profile, k: int) -> ConcurrentCompute | None:
@@ -265,13 +261,14 @@ def _concurrent_counts(profile: Profile) -> list[int]:
 def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, layout: Layout, *,
                   link: Profile | None = None, workload: Workload | None = None,
                   fixed: frozenset[str] = frozenset(), scaling: str = "weak",
-                  edit: Callable[[Cluster], Cluster] | None = None) -> Point:
+                  edit: Callable[[Cluster], Cluster] | None = None, accumulate: int = 1) -> Point:
     """Predict ``strategy`` at ``gpus`` GPUs (asgd: workers) from ``profile`` (one machine's compute,
     codecs and collectives) and ``link`` (the network between nodes; None: the profile's own MPI runs).
 
     workload: a workload the user named (its compute is then its own, and the profile gives only the
     links); None: the profiled model. fixed: Strategy fields (FIXABLE) the user set, left as given.
-    edit: the command line's link overrides, applied to the cluster last."""
+    edit: the command line's link overrides, applied to the cluster last. accumulate: micro-batches of
+    ``batch`` per exchange for the profiled model (a named workload carries its own)."""
     if profile.model is None or profile.compute is None:
         raise ProfileError("the profile has no compute measurements of a model; rerun `perfmodel profile` "
                            "with --workload")
@@ -315,7 +312,8 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
         intra = profile_links(profile, ranks=per_node)["network"]  # the profile's run on one node's ranks
     # compute: the step timed on the k ranks that share the machine's cores at once
     from_profile = workload is None
-    wl = workload if workload is not None else profile_workload(profile)
+    wl = workload if workload is not None else replace(profile_workload(profile), accumulate=accumulate)
+    micro = wl.accumulate  # the step after an exchange is the first of these micro-batches
     gpu = next(iter(wl.compute))
     k = layout.computing(gpus, per_node)
     cores = layout.cores or profile.machine.cpu_affinity or os.cpu_count() or 1
@@ -328,7 +326,8 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
     if from_profile:
         if conc is not None:
             wl = replace(wl, compute={gpu: ComputeTime.table(dict(zip(conc.batches, conc.mean_s)),
-                                                             source=f"training step on {k} ranks at once")})
+                                                             source=f"training step on {k} ranks at once",
+                                                             update_s=optimizer_step_s(profile) * share)})
             if "straggler_cv" not in fixed:
                 fields["straggler_cv"] = conc.at(batch)[2]
         else:
@@ -382,15 +381,19 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
             base = wl.compute[gpu]
             batches = after.batches
             wl = replace(wl, compute={gpu: ComputeTime.table(
-                {b: float(base(float(b))) * after.after(b, sent) / after.at(b)[0] for b in batches},
+                {b: float(base(float(b))) * (after.after(b, sent) / after.at(b)[0] + micro - 1) / micro
+                 for b in batches}, update_s=base.update_s,
                 source=f"training step on {k} ranks at once, times the link's slowdown after an exchange "
-                       f"that sends {sent:.0f} B per rank")})
+                       f"that sends {sent:.0f} B per rank" + (f" (on 1 of {micro} micro-batches)" if micro > 1 else ""))})
             p = predict(wl, cl, strat, [gpus], scaling=scaling, batch=batch)
         elif conc is not None and conc.after_bytes and gpus > 1:
             nbytes_after = after_exchange_bytes(sent, gpus)
+            plain = wl.compute[gpu]
             wl = replace(wl, compute={gpu: ComputeTime.table(
-                {b: conc.after(b, nbytes_after) for b in conc.batches},
-                source=f"training step on {k} ranks at once after an Allreduce of {nbytes_after:.0f} B")})
+                {b: (conc.after(b, nbytes_after) + (micro - 1) * float(plain(float(b)))) / micro
+                 for b in conc.batches}, update_s=plain.update_s,
+                source=f"training step on {k} ranks at once after an Allreduce of {nbytes_after:.0f} B"
+                       + (f" (on 1 of {micro} micro-batches)" if micro > 1 else ""))})
             p = predict(wl, cl, strat, [gpus], scaling=scaling, batch=batch)
         kappa = _kernel_s_per_byte(layout, link)
         nodes = math.ceil(gpus / per_node)
@@ -454,7 +457,8 @@ def _free_host() -> Link:
 def profiled_records(profile: Profile, strategies: list[Strategy], gpus: list[int], batch: int, layout: Layout, *,
                      link: Profile | None = None, workload: Workload | None = None,
                      fixed: frozenset[str] = frozenset(), scaling: str = "weak",
-                     edit: Callable[[Cluster], Cluster] | None = None) -> tuple[list[dict], list[str], list[Point]]:
+                     edit: Callable[[Cluster], Cluster] | None = None,
+                     accumulate: int = 1) -> tuple[list[dict], list[str], list[Point]]:
     """Records (perfmodel.scaling.Prediction.records) of every strategy at every GPU count it can run,
     each predicted on its own by ``predict_point``; speedup and efficiency are over the strategy's
     one-GPU point (the one-process step). Returns (records, notes, points); notes name the skipped
@@ -470,17 +474,18 @@ def profiled_records(profile: Profile, strategies: list[Strategy], gpus: list[in
         probe = Cluster(name="layout", gpus_per_node=layout.gpus_per_node, intra=_free_host(),
                         host=_free_host(), network=_free_host())
         keep = np.ones(len(w), bool)
-        for why, bad in unrunnable(w, probe, strategy, scaling=scaling, batch=batch).items():
+        acc = workload.accumulate if workload is not None else accumulate
+        for why, bad in unrunnable(w, probe, strategy, scaling=scaling, batch=batch, accumulate=acc).items():
             keep &= ~np.isin(w, bad)
             notes.append(f"skipped {strategy.name} at {', '.join(str(int(x)) for x in bad)} GPUs: {why}")
         one = None
         for count in w[keep]:
             pt = predict_point(profile, strategy, int(count), batch, layout, link=link, workload=workload,
-                               fixed=fixed, scaling=scaling, edit=edit)
+                               fixed=fixed, scaling=scaling, edit=edit, accumulate=accumulate)
             if one is None:
                 one = pt if int(count) == 1 else predict_point(profile, strategy, 1, batch, layout, link=link,
                                                                workload=workload, fixed=fixed, scaling=scaling,
-                                                               edit=edit)
+                                                               edit=edit, accumulate=accumulate)
             (rec,) = pt.prediction.records()
             single = float(one.prediction.throughput[0])
             rec["speedup"] = rec["throughput"] / single

@@ -7,6 +7,7 @@ Cluster, or a preset with the profiled links put in), and DASO's non-blocking sy
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import typing
 
 from ...specs import Cluster, ComputeTime, Link, SpecError, Workload
@@ -18,13 +19,20 @@ def _describe(profile: Profile) -> str:
     return f"profile of {profile.machine.hostname} ({profile.created})"
 
 
+def optimizer_step_s(profile: Profile) -> float:
+    """The profile's optimizer-step time (median over its batch sizes; seconds), 0 when not measured."""
+    rows = profile.compute.rows if profile.compute is not None else ()
+    return float(statistics.median([r.step.median_s for r in rows])) if rows else 0.0
+
+
 def profile_workload(profile: Profile, name: str | None = None, *, kind: str = "linear") -> Workload:
     """A Workload from the profiled model and its compute times.
 
     kind "linear": ComputeTime t(b) = t0 + t1 b with t0 = fitted intercept + t_cg and t1 the fitted
     slope (falls back to the table if the fitted slope is 0); kind "table": the measured medians
     (+ t_cg). copy_s = t_cg: the spec's t includes the device->host copy, which the TernGrad model
-    subtracts and charges again as communication. Compute is keyed by ``device_key`` of the GPU, or "cpu".
+    subtracts and charges again as communication. update_s: the optimizer step (optimizer_step_s),
+    paid once per step under gradient accumulation. Compute is keyed by ``device_key`` of the GPU, or "cpu".
     """
     if kind not in ("linear", "table"):
         raise ProfileError(f"kind must be 'linear' or 'table', got {kind!r}")
@@ -33,13 +41,14 @@ def profile_workload(profile: Profile, name: str | None = None, *, kind: str = "
                            "--workload or --model")
     m, c = profile.model, profile.compute
     t_cg = c.t_cg
+    update = optimizer_step_s(profile)
     where = (f"{_describe(profile)}: {c.device_name}, {c.threads} thread(s), batches "
              f"{','.join(str(r.batch) for r in c.rows)}")
     if kind == "linear" and c.fit.slope > 0:
-        ct = ComputeTime("linear", t0_s=c.fit.intercept + t_cg, t1_s=c.fit.slope, copy_s=t_cg,
+        ct = ComputeTime("linear", t0_s=c.fit.intercept + t_cg, t1_s=c.fit.slope, copy_s=t_cg, update_s=update,
                          source=f"{where}; linear fit, max error {c.fit.max_rel_err:.1%}")
     else:
-        ct = ComputeTime.table({r.batch: r.total.median_s + t_cg for r in c.rows}, copy_s=t_cg,
+        ct = ComputeTime.table({r.batch: r.total.median_s + t_cg for r in c.rows}, copy_s=t_cg, update_s=update,
                                source=f"{where}; measured medians")
     try:
         return Workload(name=name or m.name, tensor_sizes=tuple(m.tensor_sizes), compute={c.key: ct},
