@@ -111,7 +111,9 @@ def test_plan_launches_accumulated_rows_with_the_trainers_that_run_them() -> Non
 
 
 def test_validate_predicts_an_accumulated_run_with_its_micro_batches() -> None:
-    from perfmodel.lab.validate import RunMeasurement, Scenario, predict_commands
+    from dataclasses import replace
+
+    from perfmodel.lab.validate import RunMeasurement, Scenario, predict_commands, predict_run
 
     def argv(accumulate: int | None) -> list[str]:
         cfg = {"algo": "ssgd", "model": "lenet", "batch": 8, "overlap": True, "bucket_mb": 25.0, "ranks_per_node": 1}
@@ -124,3 +126,11 @@ def test_validate_predicts_an_accumulated_run_with_its_micro_batches() -> None:
     got = argv(4)
     assert got[got.index("--batch") + 1] == "8" and got[got.index("--accumulate") + 1] == "4"
     assert "--accumulate" not in argv(1) and "--accumulate" not in argv(None)  # run logs before the option
+    # the predicted throughput counts every micro-batch's samples: 2 ranks x 8 x 4 per step
+    profile = str(Path(__file__).resolve().parents[1] / "results" / "validation" / "profile_lenet_small.json")
+    cfg = {"algo": "ssgd", "model": "lenet", "batch": 8, "overlap": True, "bucket_mb": 25.0, "accumulate": 4}
+    run = RunMeasurement("log", "ssgd", "lenet", 2, 8, 1, 20, 1.0, 0.0, 0.0, 0.0, 1.0, cfg, {}, 0.0, "mpi", 0)
+    pred = predict_run(run, Scenario(profile))
+    assert pred["throughput"] == pytest.approx(2 * 8 * 4 / pred["t_step_s"], rel=1e-12)
+    one = predict_run(replace(run, config={**cfg, "accumulate": 1}), Scenario(profile))
+    assert 2.5 * one["t_step_s"] < pred["t_step_s"] < 4 * one["t_step_s"]  # the exchange once, not 4 times

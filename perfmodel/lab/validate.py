@@ -336,7 +336,7 @@ def predict_run(run: RunMeasurement, scenario: Scenario) -> dict:
         commands.append(command_text(argv))
         notes.extend(x for x in result.notes if x not in notes)
     out = {k: v / steps for k, v in totals.items()}
-    samples = run.batch * (run.workers or run.ranks)
+    samples = run.batch * int(run.config.get("accumulate") or 1) * (run.workers or run.ranks)  # per step
     out.update(throughput=thr / steps if run.workers else samples / out["t_step_s"], commands=commands,
                notes=notes, server_utilization=server / steps, computing_ranks=computing)
     return out
