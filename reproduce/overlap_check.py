@@ -62,25 +62,27 @@ def planned(overlap: bool):
                           "mpi", 0)
 
 
-def profiles(out: Path, remake: int) -> tuple[Path, dict[str, Path]]:
-    """The remake's node profile and one link profile per rate, made unless they exist."""
+def profiles(out: Path, remake: int, check: str = "overlap",
+             rates: tuple[str, ...] = RATES) -> tuple[Path, dict[str, Path]]:
+    """The remake's node profile and one link profile per rate, made unless they exist (named for the
+    check that makes them)."""
     from perfmodel.lab.emulate import EmulatedCluster, EmulationSpec, parse_rate
 
-    node = out / f"profile_overlap_node_{MODEL}_r{remake}.json"
+    node = out / f"profile_{check}_node_{MODEL}_r{remake}.json"
     if not node.exists():
         run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--workload", MODEL, "--batch", PROFILE_BATCHES,
                      "--ranks", "1,2", "--max-bytes", "2Mi", "--ops", "allreduce,iallreduce", "--repeats", "15",
                      "--comm-repeats", "9", "--mpiexec-args", " ".join(_node_args()), "--quiet", "--out", str(node)],
-                    1800, "overlap check: profile of one node")
+                    1800, f"{check} check: profile of one node")
     links = {}
-    for rate in RATES:
-        link = out / f"profile_overlap_link_2x1_{rate}_r{remake}.json"
+    for rate in rates:
+        link = out / f"profile_{check}_link_2x1_{rate}_r{remake}.json"
         if not link.exists():
             with EmulatedCluster(EmulationSpec(nodes=2, ranks_per_node=1, rate_bps=parse_rate(rate))) as cl:
                 run_checked([sys.executable, "-m", "perfmodel.cli", "profile", "--link", "--workload", MODEL,
                              "--batch", PROFILE_BATCHES, "--repeats", "15", "--max-bytes", "2Mi", "--comm-repeats", "9",
                              "--mpiexec-args", " ".join(cl.mpiexec_args()), "--quiet", "--out", str(link)],
-                            900, f"overlap check: profile of the link at {rate}")
+                            900, f"{check} check: profile of the link at {rate}")
         links[rate] = link
     return node, links
 
