@@ -196,3 +196,20 @@ def test_accumulation_from_a_profile_pays_the_update_and_the_slowed_step_once(tm
     ratio = (0.025 + (0.030 - 0.025) * (rec["bytes_per_gpu"] - 1e6) / 1e6) / 0.020
     assert rec["t_compute_s"] == pytest.approx(t_c * ratio + 3 * (t_c - u), rel=1e-9)
     assert rec["throughput"] == pytest.approx(2 * 4 * 64 / rec["t_iter_s"], rel=1e-12)
+
+
+def test_accumulated_micro_batches_spread_independently():
+    """Ranks sharing the cores: the profile's spread between ranks of one step (CV) is jitter, independent
+    between micro-batches, so a step of A = 4 waits as with CV / 2 given by hand (--stragglers)."""
+    conc = load_profile(PROFILE).comm_for("mpi", ranks=2).compute
+    cv = conc.at(64)[2]
+    assert cv > 0
+    args = ("--gpus", "2", "--batch", "64", "--strategy", "ssgd", "--overlap", "0", "--accumulate", "4")
+    (rec,), _ = _predict(*args)
+    (half,), _ = _predict(*args, "--stragglers", repr(cv / 2))
+    (whole,), _ = _predict(*args, "--stragglers", repr(cv))
+    assert rec["t_straggler_s"] == pytest.approx(half["t_straggler_s"], rel=1e-12)
+    assert 0 < rec["t_straggler_s"] < whole["t_straggler_s"]
+    (one,), _ = _predict(*args[:-2])
+    (one_cv,), _ = _predict(*args[:-2], "--stragglers", repr(cv))
+    assert one["t_straggler_s"] == pytest.approx(one_cv["t_straggler_s"], rel=1e-12)  # A = 1: the profile's CV

@@ -329,7 +329,9 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
                                                              source=f"training step on {k} ranks at once",
                                                              update_s=optimizer_step_s(profile) * share)})
             if "straggler_cv" not in fixed:
-                fields["straggler_cv"] = conc.at(batch)[2]
+                # the ranks' spread in one micro-batch's step: scheduling jitter, independent between
+                # micro-batches (not a slow chip), so a step of A micro-batches has CV / sqrt(A)
+                fields["straggler_cv"] = conc.at(batch)[2] / math.sqrt(micro)
         else:
             timed = _concurrent_counts(profile)
             if k > 1 and share > 1.0 and (not timed or k > max(timed)):
