@@ -38,6 +38,20 @@ def test_config_counts_micro_batches_and_refuses_bad_values() -> None:
             SyncConfig(algo="ssgd", accumulate=bad)
 
 
+def test_resume_needs_the_same_accumulation_and_older_logs_count_as_one() -> None:
+    from types import SimpleNamespace
+
+    from trainers.errors import UsageError
+    from trainers.sync.loop import Trainer
+
+    older = SyncConfig(algo="ssgd", batch=4).to_dict()
+    del older["accumulate"]  # run logs and checkpoints written before --accumulate
+    check = Trainer._check_compatible
+    check(SimpleNamespace(cfg=SyncConfig(algo="ssgd", batch=4), world=2), older, 2, "checkpoint c")
+    with pytest.raises(UsageError, match="checkpoint c was written with accumulate=1, this run has 2"):
+        check(SimpleNamespace(cfg=SyncConfig(algo="ssgd", batch=4, accumulate=2), world=2), older, 2, "checkpoint c")
+
+
 def test_the_parameter_server_refuses_accumulation() -> None:
     args = build_run_parser(make_parser("t")).parse_args(["--algo", "asgd", "--accumulate", "2"])
     with pytest.raises(TrainerError, match="parameter server .* ssgd and terngrad"):
