@@ -176,10 +176,11 @@ def report(path: Path) -> str:
         if not len(part):
             continue
         acc, one, t = part[part.accumulate > 1], part[part.accumulate == 1], transfer(part)
+        moved = cell(t["ratio_error_pct"]) if len(t) else "-"
         lines += [f"  {name} (remakes {part.remake.min()}-{part.remake.max()}):",
                   f"    A > 1: {cell(acc.step_error_pct)}  n={len(acc)}; A = 1 (control): {cell(one.step_error_pct)}"
                   f"  n={len(one)}",
-                  f"    transfer from A=1 (predicted T_A/T_1 over measured): {cell(t['ratio_error_pct']) if len(t) else '-'}"
+                  f"    transfer from A=1 (predicted T_A/T_1 over measured): {moved}"
                   f"  n={len(t)}"]
     held = groups[1][1] if len(groups[1][1]) else groups[0][1]
     for (algo, overlap, a), part in held.groupby(["algo", "overlap", "accumulate"], sort=False):

@@ -62,8 +62,8 @@ def test_transfer_is_the_ratio_of_ratios_and_the_report_prints_the_table():
     t = ac.transfer(d)
     assert len(t) == 4 * d.remake.nunique()  # ssgd on A=2, 4; ssgd off A=4; terngrad A=4
     r = t.iloc[0]
-    one = d[(d.remake == r.remake) & (d.algo == r.algo) & (d.overlap == r.overlap) & (d.accumulate == 1)].iloc[0]
-    acc = d[(d.remake == r.remake) & (d.algo == r.algo) & (d.overlap == r.overlap) & (d.accumulate == r.accumulate)].iloc[0]
+    same = d[(d.remake == r.remake) & (d.algo == r.algo) & (d.overlap == r.overlap)]
+    one, acc = same[same.accumulate == 1].iloc[0], same[same.accumulate == r.accumulate].iloc[0]
     expect = (acc.predicted_step_s / one.predicted_step_s) / (acc.measured_step_s / one.measured_step_s) - 1
     assert r.ratio_error_pct == pytest.approx(100 * expect, rel=1e-12)
     text = ac.report(TABLE)

@@ -149,7 +149,8 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
            f"parameter server (asgd, ga, dana, gem, ...; an unknown name lists them all)")
     a("--model", default=d["model"], help="model name (see `trainers models`)")
     a("--dataset", default=d["dataset"], choices=DATASET_CHOICES, help="dataset (synthetic: generated, for tests)")
-    a("--batch", type=_int_arg, default=d["batch"], help="samples per rank per micro-batch (per step with --accumulate 1)")
+    a("--batch", type=_int_arg, default=d["batch"],
+      help="samples per rank per micro-batch (per step with --accumulate 1)")
     a("--accumulate", type=_int_arg, default=d["accumulate"], metavar="A",
       help="micro-batches per step: gradient accumulation, one exchange per A micro-batches (ssgd, terngrad)")
     length = parser.add_mutually_exclusive_group()

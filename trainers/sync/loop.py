@@ -317,10 +317,10 @@ class Trainer:
         return x
 
     def batch(self, epoch: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """This rank's (x, y) for step `index` of `epoch`: all its micro-batches (cfg.step_batch samples). The epoch's order is held where the dataset is
-        (one copy per epoch): with the dataset on a GPU a batch is a slice of it and two gathers there,
-        with no host-to-device copy of indices in the step (a launch-bound GPU step pays for every
-        host-side copy and kernel before its forward starts)."""
+        """This rank's (x, y) for step `index` of `epoch`: all its micro-batches (cfg.step_batch samples).
+        The epoch's order is held where the dataset is (one copy per epoch): with the dataset on a GPU a
+        batch is a slice of it and two gathers there, with no host-to-device copy of indices in the step
+        (a launch-bound GPU step pays for every host-side copy and kernel before its forward starts)."""
         if epoch != self._perm_epoch:
             perm = epoch_permutation(len(self.train_set), self.cfg.seed, epoch)
             self._perm, self._perm_epoch = torch.from_numpy(perm).to(self.train_set.images.device), epoch

@@ -386,7 +386,8 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
                 {b: float(base(float(b))) * (after.after(b, sent) / after.at(b)[0] + micro - 1) / micro
                  for b in batches}, update_s=base.update_s,
                 source=f"training step on {k} ranks at once, times the link's slowdown after an exchange "
-                       f"that sends {sent:.0f} B per rank" + (f" (on 1 of {micro} micro-batches)" if micro > 1 else ""))})
+                       f"that sends {sent:.0f} B per rank"
+                       + (f" (on 1 of {micro} micro-batches)" if micro > 1 else ""))})
             p = predict(wl, cl, strat, [gpus], scaling=scaling, batch=batch)
         elif conc is not None and conc.after_bytes and gpus > 1:
             nbytes_after = after_exchange_bytes(sent, gpus)
