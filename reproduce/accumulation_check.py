@@ -36,14 +36,13 @@ the first profile of this check was made.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-from reproduce.common import ResultTable
+from reproduce.common import ResultTable, emulated_check_main
 from reproduce.overlap_check import BATCH, BUCKET_MB, MODEL, SKIP, STEPS, profiles
-from reproduce.runs import ReproduceError, mpi_command, run_command
+from reproduce.runs import mpi_command, run_command
 from reproduce.scale_out import _now, write_frozen
 from reproduce.validation_recompute import relative_to_root as _rel
 
@@ -190,26 +189,8 @@ def report(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reproduce.accumulation_check", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--remakes", type=int, default=6, help="remakes 0..N-1, each with its own profiles (default 6)")
-    ap.add_argument("--out", type=Path, default=OUT, help="results folder (default: %(default)s)")
-    ap.add_argument("--report", action="store_true", help="only print the medians of the committed table")
-    args = ap.parse_args(argv)
-    from perfmodel.lab.emulate import EmulateError
-    from perfmodel.lab.validate import ValidateError
-
-    if args.remakes < 1:
-        print(f"accumulation_check: error: --remakes must be >= 1, got {args.remakes}", file=sys.stderr)
-        return 2
-    try:
-        path = args.out / "accumulation_check.csv" if args.report else check(args.out, args.remakes)
-        if not path.exists():
-            raise ReproduceError(f"no table at {path}")
-        print(report(path))
-    except (ReproduceError, ValidateError, EmulateError) as e:
-        print(f"accumulation_check: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return emulated_check_main(argv, name="accumulation_check", doc=__doc__, table="accumulation_check.csv", out=OUT,
+                               remakes=6, check=check, report=report)
 
 
 if __name__ == "__main__":

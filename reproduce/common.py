@@ -210,3 +210,31 @@ def progress(iterable: Iterable, args: argparse.Namespace, desc: str, total: int
     from tqdm import tqdm
 
     return tqdm(iterable, desc=desc, total=total, disable=args.no_progress, leave=False)
+
+
+def emulated_check_main(argv: list[str] | None, *, name: str, doc: str, table: str, out: Path, remakes: int,
+                        check: Callable[[Path, int], Path], report: Callable[[Path], str]) -> int:
+    """The command line of an out-of-sample check on emulated nodes (reproduce.overlap_check,
+    reproduce.accumulation_check): --remakes N runs remakes 0..N-1 (``check``), --report prints the
+    committed ``table``'s medians only (``report``); bad input and failed runs are one line, exit 2."""
+    ap = argparse.ArgumentParser(prog=f"python -m reproduce.{name}", description=doc.split("\n\n")[0])
+    ap.add_argument("--remakes", type=int, default=remakes,
+                    help=f"remakes 0..N-1, each with its own profiles (default {remakes})")
+    ap.add_argument("--out", type=Path, default=out, help="results folder (default: %(default)s)")
+    ap.add_argument("--report", action="store_true", help="only print the medians of the committed table")
+    args = ap.parse_args(argv)
+    from perfmodel.lab.emulate import EmulateError
+    from perfmodel.lab.validate import ValidateError
+
+    if args.remakes < 1:
+        print(f"{name}: error: --remakes must be >= 1, got {args.remakes}", file=sys.stderr)
+        return 2
+    try:
+        path = args.out / table if args.report else check(args.out, args.remakes)
+        if not path.exists():
+            raise ReproduceError(f"no table at {path}")
+        print(report(path))
+    except (ReproduceError, ValidateError, EmulateError) as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+        return 2
+    return 0

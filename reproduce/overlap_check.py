@@ -29,14 +29,13 @@ the first profile of this check was made.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
 from pathlib import Path
 
-from reproduce.common import ResultTable
-from reproduce.runs import ReproduceError, mpi_command, run_checked, run_command
+from reproduce.common import ResultTable, emulated_check_main
+from reproduce.runs import mpi_command, run_checked, run_command
 from reproduce.scale_out import _node_args, _now, write_frozen
 from reproduce.validation_recompute import relative_to_root as _rel
 
@@ -191,26 +190,8 @@ def report(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reproduce.overlap_check", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--remakes", type=int, default=3, help="remakes 0..N-1, each with its own profiles (default 3)")
-    ap.add_argument("--out", type=Path, default=OUT, help="results folder (default: %(default)s)")
-    ap.add_argument("--report", action="store_true", help="only print the medians of the committed table")
-    args = ap.parse_args(argv)
-    from perfmodel.lab.emulate import EmulateError
-    from perfmodel.lab.validate import ValidateError
-
-    if args.remakes < 1:
-        print(f"overlap_check: error: --remakes must be >= 1, got {args.remakes}", file=sys.stderr)
-        return 2
-    try:
-        path = args.out / "overlap_check.csv" if args.report else check(args.out, args.remakes)
-        if not path.exists():
-            raise ReproduceError(f"no table at {path}")
-        print(report(path))
-    except (ReproduceError, ValidateError, EmulateError) as e:
-        print(f"overlap_check: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return emulated_check_main(argv, name="overlap_check", doc=__doc__, table="overlap_check.csv", out=OUT,
+                               remakes=3, check=check, report=report)
 
 
 if __name__ == "__main__":
