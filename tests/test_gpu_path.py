@@ -522,10 +522,11 @@ def test_a_dataset_moves_to_a_device_whole_and_leaves_the_original() -> None:
 
 
 def _batching_stand_in(data, batch: int, rank: int, world: int):
-    """What Trainer.batch reads of a trainer, with the dataset given."""
+    """What Trainer.batch reads of a trainer, with the dataset given (one micro-batch per step)."""
     import types
 
-    return types.SimpleNamespace(train_set=data, cfg=types.SimpleNamespace(batch=batch, seed=3), rank=rank,
+    cfg = types.SimpleNamespace(batch=batch, step_batch=batch, seed=3)
+    return types.SimpleNamespace(train_set=data, cfg=cfg, rank=rank,
                                  world=world, device=data.images.device, _prepare=lambda x, train: x,
                                  _perm_epoch=-1, _perm=torch.empty(0, dtype=torch.int64))
 
