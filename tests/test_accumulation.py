@@ -1,7 +1,9 @@
 """Gradient accumulation (``trainers run --accumulate A``): A micro-batches of --batch samples per step,
 one exchange per step. SSGD's update equals the update of a per-rank batch of A x --batch samples (a
 single-process torch loop), its run log counts A x --batch samples per rank and the same bytes per
-step as the large batch; TernGrad agrees with its large-batch run; the other algorithms refuse it."""
+step as the large batch; TernGrad agrees with its large-batch run; the other algorithms refuse it.
+`perfmodel plan` prints the accumulation in its `trainers run` command, and `perfmodel validate` predicts
+an accumulated run with it. The MPI runs of overlap off and of TernGrad are in the slow step."""
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def test_the_parameter_server_refuses_accumulation() -> None:
 
 @pytest.mark.mpi
 @mpi_only
-@pytest.mark.parametrize("overlap", ["on", "off"])
+@pytest.mark.parametrize("overlap", ["on", pytest.param("off", marks=pytest.mark.slow)])
 def test_ssgd_accumulation_equals_the_large_batch(overlap: str, tmp_path: Path) -> None:
     world, micro, a = 2, 4, 4
     assert micro * a == EQ["batch"]
@@ -82,6 +84,7 @@ def test_ssgd_accumulation_equals_the_large_batch(overlap: str, tmp_path: Path) 
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
 @mpi_only
 def test_terngrad_accumulation_matches_the_large_batch(tmp_path: Path) -> None:
     base = [a if a != "ssgd" else "terngrad" for a in _args(["--steps", "6"], drop=("--batch", "--steps"))]
