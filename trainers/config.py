@@ -14,8 +14,8 @@
 Every default is written here once: the command-line parsers read them from these classes. Every
 class validates itself on creation with trainers.validators and raises trainers.errors.TrainerError
 (one line naming the field). ``to_dict()`` is the run log header's ``config`` object; its keys are
-the field names (perfmodel.lab.validate and reproduce/ read model, batch, threads, bucket_mb, overlap,
-ranks_per_node, daso_b, daso_w, tern_lanes, tern_min_elems, tern_fp32_last and the TernGrad exchange:
+the field names (perfmodel.lab.validate and reproduce/ read model, batch, accumulate, threads, bucket_mb,
+overlap, ranks_per_node, daso_b, daso_w, tern_lanes, tern_min_elems, tern_fp32_last and the TernGrad exchange:
 ``terngrad_exchange``, also written under its former key ``tern_exchange`` so that readers of either
 key agree).
 
