@@ -44,7 +44,6 @@ from reproduce.common import ResultTable, emulated_check_main
 from reproduce.overlap_check import BATCH, BUCKET_MB, MODEL, SKIP, STEPS, profiles
 from reproduce.runs import mpi_command, run_command
 from reproduce.scale_out import _now, write_frozen
-from reproduce.validation_recompute import relative_to_root as _rel
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "validation"
@@ -88,7 +87,6 @@ def freeze(path: Path, node: Path, link: Path) -> dict:
     rows = {}
     for algo, overlap, a in RUNS:
         pred = predict_run(planned(algo, overlap, a), Scenario(str(node), (str(link),), 1, 0, cores))
-        pred["commands"] = [c.replace(str(node), _rel(node)).replace(str(link), _rel(link)) for c in pred["commands"]]
         rows[_row_key(algo, overlap, a)] = pred
     return write_frozen(path, node, {RATE: link}, rows)
 
@@ -96,10 +94,8 @@ def freeze(path: Path, node: Path, link: Path) -> dict:
 def _train_args(algo: str, overlap: str, accumulate: int, log: Path) -> list[str]:
     from reproduce.validation_runs import run_args
 
-    args = run_args(algo, MODEL, BATCH, 2, STEPS, log)
-    # enough synthetic samples that no epoch ends inside the timed steps (the last flag wins)
-    return [*args, "--synthetic-n", str(BATCH * accumulate * 2 * (STEPS + 2)), "--accumulate", str(accumulate),
-            "--bucket-mb", str(BUCKET_MB), "--overlap", overlap]
+    return [*run_args(algo, MODEL, BATCH, 2, STEPS, log, accumulate), "--bucket-mb", str(BUCKET_MB),
+            "--overlap", overlap]
 
 
 def check(out: Path, remakes: int) -> Path:

@@ -37,7 +37,6 @@ from pathlib import Path
 from reproduce.common import ResultTable, emulated_check_main
 from reproduce.runs import mpi_command, run_checked, run_command
 from reproduce.scale_out import _node_args, _now, write_frozen
-from reproduce.validation_recompute import relative_to_root as _rel
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "validation"
@@ -112,7 +111,6 @@ def freeze(path: Path, node: Path, links: dict[str, Path]) -> dict:
             (command,) = pred["commands"]
             if overlap:
                 pred["alternatives"] = {k: _alternative(command, v) for k, v in ALTERNATIVES.items()}
-            pred["commands"] = [command.replace(str(node), _rel(node)).replace(str(links[rate]), _rel(links[rate]))]
             rows[f"{rate}|{'on' if overlap else 'off'}"] = pred
     return write_frozen(path, node, links, rows)
 

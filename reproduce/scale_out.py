@@ -220,15 +220,21 @@ def freeze_predictions(path: Path, sc: dict, node: Path, links: dict[str, Path])
     for algo, ex, nodes, rpn, rate in _jobs(sc):
         scenario = Scenario(str(node), (str(links[rate]),), rpn if algo != "asgd" else 1, 0, cores)
         pred = predict_run(planned_run(algo, ex, nodes, rpn, sc), scenario)
-        pred["commands"] = [c.replace(str(node), _rel(node)).replace(str(links[rate]), _rel(links[rate]))
-                            for c in pred["commands"]]
         rows[f"{algo}|{ex}|{nodes}x{rpn}|{rate}"] = pred
     return write_frozen(path, node, links, rows)
 
 
 def write_frozen(path: Path, node: Path, links: dict[str, Path], rows: dict) -> dict:
     """Write frozen predictions ``rows`` to ``path`` (atomically) with the time, the code's revision and the
-    profiles' paths and sha256; the frozen set."""
+    profiles' paths and sha256; the frozen set. Each row's ``commands`` name the profiles relative to the
+    checkout, so they rerun from any clone."""
+    for pred in rows.values():
+        commands = []
+        for c in pred["commands"]:
+            for p in (node, *links.values()):
+                c = c.replace(str(p), _rel(p))
+            commands.append(c)
+        pred["commands"] = commands
     frozen = {"predicted_at": _now(), "revision": revision(), "node_profile": _rel(node),
               "node_profile_sha256": _sha256(node),
               "links": {r: {"path": _rel(p), "sha256": _sha256(p)} for r, p in links.items()}, "rows": rows}

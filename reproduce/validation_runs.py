@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 
 
-def run_args(algo: str, model: str, batch: int, ranks: int, steps: int, log: Path) -> list[str]:
-    """`trainers run` flags of one validation run."""
+def run_args(algo: str, model: str, batch: int, ranks: int, steps: int, log: Path, accumulate: int = 1) -> list[str]:
+    """`trainers run` flags of one validation run (``accumulate`` micro-batches of ``batch`` per step;
+    enough synthetic samples that no epoch ends inside the run)."""
     args = ["--algo", algo, "--model", model, "--dataset", "synthetic",
-            "--synthetic-n", str(batch * ranks * (steps + 2)), "--batch", str(batch), "--steps", str(steps),
-            "--lr", "0.01", "--momentum", "0.9", "--seed", "0", "--threads", "1", "--no-progress",
-            "--log", str(log)]
+            "--synthetic-n", str(batch * accumulate * ranks * (steps + 2)), "--batch", str(batch),
+            "--steps", str(steps), "--lr", "0.01", "--momentum", "0.9", "--seed", "0", "--threads", "1",
+            "--no-progress", "--log", str(log)]
+    if accumulate > 1:
+        args += ["--accumulate", str(accumulate)]
     if algo == "daso":
         args += ["--ranks-per-node", str(min(ranks, 2)), "--daso-warmup-epochs", "0",
                  "--daso-cooldown-epochs", "0", "--daso-b", "2", "--daso-w", "1"]

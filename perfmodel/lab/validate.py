@@ -67,6 +67,11 @@ class RunMeasurement:
     workers: int = 0  # parameter server: the W workers (ranks = W + 1); 0 for synchronous runs
     load_avg: tuple[float, ...] = ()  # the machine's 1-minute load average at the run's start and end
 
+    @property
+    def accumulate(self) -> int:
+        """Micro-batches of ``batch`` per step (`trainers run --accumulate`; 1 in logs written before it)."""
+        return int(self.config.get("accumulate") or 1)
+
 
 def _median(values: list[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float))) if values else float("nan")
@@ -252,8 +257,8 @@ def predict_commands(run: RunMeasurement, scenario: Scenario) -> list[tuple[list
     for link in scenario.link:
         base += ["--link-from", link]
     base += ["--gpus", str(run.workers or run.ranks), "--batch", str(run.batch), "--gpus-per-node", str(gpn)]
-    if int(cfg.get("accumulate") or 1) > 1:  # trainers run --accumulate: micro-batches of --batch per step
-        base += ["--accumulate", str(int(cfg["accumulate"]))]
+    if run.accumulate > 1:
+        base += ["--accumulate", str(run.accumulate)]
     if scenario.nodes_per_host is not None:
         base += ["--nodes-per-host", "all" if scenario.nodes_per_host == 0 else str(scenario.nodes_per_host)]
     if scenario.cores is not None:
@@ -336,7 +341,7 @@ def predict_run(run: RunMeasurement, scenario: Scenario) -> dict:
         commands.append(command_text(argv))
         notes.extend(x for x in result.notes if x not in notes)
     out = {k: v / steps for k, v in totals.items()}
-    samples = run.batch * int(run.config.get("accumulate") or 1) * (run.workers or run.ranks)  # per step
+    samples = run.batch * run.accumulate * (run.workers or run.ranks)  # per step
     out.update(throughput=thr / steps if run.workers else samples / out["t_step_s"], commands=commands,
                notes=notes, server_utilization=server / steps, computing_ranks=computing)
     return out

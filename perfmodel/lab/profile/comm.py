@@ -63,8 +63,7 @@ import os
 import re
 import sys
 import time
-import dataclasses
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Sequence
 
 from .schema import BACKENDS, BUSBW_FACTORS, COMM_OPS, FIT_STATS, TIMINGS, CommProfile, OpProfile, ProfileError, Stats
@@ -269,7 +268,7 @@ def run_benchmarks(cfg: CommConfig, *, progress: Callable[[str, int], None] | No
             overlap = time_overlap(t.comm, model, info.input_shape, info.num_classes, cfg.batches,
                                    warmup=cfg.compute_warmup, repeats=cfg.compute_repeats, threads=cfg.threads)
             if concurrent is not None:  # rank 0
-                concurrent = dataclasses.replace(concurrent, overlap=overlap)
+                concurrent = replace(concurrent, overlap=overlap)
         ops = {}
         nodes = len(t.node_leaders())
 

@@ -216,6 +216,12 @@ def _scaled(ct: ComputeTime, factor: float, less_s: float = 0.0) -> ComputeTime:
     return replace(ct, times_s=tuple(max(t * factor - less_s, 1e-6) for t in ct.times_s), update_s=update)
 
 
+def _slowed_once(after_s: float, plain_s: float, micro: int) -> float:
+    """Mean seconds per micro-batch of a step of ``micro`` whose first follows an exchange (``after_s``)
+    and the rest do not (``plain_s``): the exchange's slowdown falls on one of them."""
+    return (after_s + (micro - 1) * plain_s) / micro
+
+
 def _concurrent(profile: Profile, k: int) -> ConcurrentCompute | None:
     """The training step timed on k ranks at once (the profile's MPI run at k ranks), None if not timed."""
     if k < 2:
@@ -383,8 +389,8 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
             base = wl.compute[gpu]
             batches = after.batches
             wl = replace(wl, compute={gpu: ComputeTime.table(
-                {b: float(base(float(b))) * (after.after(b, sent) / after.at(b)[0] + micro - 1) / micro
-                 for b in batches}, update_s=base.update_s,
+                {b: _slowed_once(float(base(float(b))) * after.after(b, sent) / after.at(b)[0], float(base(float(b))),
+                                 micro) for b in batches}, update_s=base.update_s,
                 source=f"training step on {k} ranks at once, times the link's slowdown after an exchange "
                        f"that sends {sent:.0f} B per rank"
                        + (f" (on 1 of {micro} micro-batches)" if micro > 1 else ""))})
@@ -393,7 +399,7 @@ def predict_point(profile: Profile, strategy: Strategy, gpus: int, batch: int, l
             nbytes_after = after_exchange_bytes(sent, gpus)
             plain = wl.compute[gpu]
             wl = replace(wl, compute={gpu: ComputeTime.table(
-                {b: (conc.after(b, nbytes_after) + (micro - 1) * float(plain(float(b)))) / micro
+                {b: _slowed_once(conc.after(b, nbytes_after), float(plain(float(b))), micro)
                  for b in conc.batches}, update_s=plain.update_s,
                 source=f"training step on {k} ranks at once after an Allreduce of {nbytes_after:.0f} B"
                        + (f" (on 1 of {micro} micro-batches)" if micro > 1 else ""))})
