@@ -179,9 +179,10 @@ def test_sigint_to_the_ranks_under_mpiexec(tmp_path):
 @pytest.mark.mpi
 @pytest.mark.slow
 @pytest.mark.skipif(MPIEXEC is None, reason="needs mpiexec")
-def test_ctrl_c_on_mpiexec_in_a_terminal_prints_the_resume_line(tmp_path):
-    """A real Ctrl-C (^C typed into a terminal) on `mpiexec -n 2 trainers run`: mpiexec SIGTERMs the
-    ranks and drops their output; rank 0's line still reaches the terminal."""
+def _ctrl_c_in_a_terminal(tmp_path) -> tuple[str, int]:
+    """Run `mpiexec -n 2 trainers run` on a pseudo-terminal, type ^C once 12 steps are logged; the
+    screen's text and mpiexec's exit status."""
+    tmp_path.mkdir(exist_ok=True)
     log, ck = tmp_path / "run.jsonl", tmp_path / "ck.pt"
     cmd = [MPIEXEC, *MPI_ARGS, "-n", "2", *TRAINERS, *QUICK, "--steps", "100000", "--log", str(log),
            "--checkpoint", str(ck), "--checkpoint-every", "5"]
@@ -213,10 +214,22 @@ def test_ctrl_c_on_mpiexec_in_a_terminal_prints_the_resume_line(tmp_path):
         os.close(fd)
     text = screen.decode(errors="replace")
     assert sent, text[-2000:]
-    ours = [ln.strip("^C\r ") for ln in text.splitlines() if "trainers:" in ln]
+    return text, os.waitstatus_to_exitcode(status)
+
+
+def test_ctrl_c_on_mpiexec_in_a_terminal_prints_the_resume_line(tmp_path):
+    """A real Ctrl-C (^C typed into a terminal) on `mpiexec -n 2 trainers run`: mpiexec SIGTERMs the
+    ranks and drops their output; rank 0's line still reaches the terminal. mpiexec SIGKILLs the ranks
+    0.25 s after its SIGTERM, so on a loaded machine the line can miss that window (docs/cli_behaviour.md):
+    a second try is allowed; a rank that never writes it fails both."""
+    for attempt in (1, 2):
+        text, status = _ctrl_c_in_a_terminal(tmp_path / f"try{attempt}")
+        assert status != 0
+        ours = [ln.strip("^C\r ") for ln in text.splitlines() if "trainers:" in ln]
+        if ours or attempt == 2:
+            break
     assert len(ours) == 1 and ours[0].startswith("trainers: interrupted at step "), text[-2000:]
     assert ours[0].endswith("rerun the same command with --resume")
-    assert os.waitstatus_to_exitcode(status) != 0
 
 
 # ------------------------------------------------------------------------------------ defaults

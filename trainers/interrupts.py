@@ -14,7 +14,8 @@ Under mpiexec: a signal sent to the ranks (``kill -INT``, a batch system's signa
 and the job ends with 130; Open MPI's mpiexec then adds its own note that a process exited with a
 non-zero status. Ctrl-C on mpiexec itself makes mpiexec send SIGTERM to the ranks and drop their
 output; rank 0 then also writes its line to the controlling terminal (``/dev/tty``), and mpiexec
-exits with its own status (1).
+exits with its own status (1). Open MPI 5.0's mpiexec follows the SIGTERM with SIGKILL 0.25 s later,
+so on a heavily loaded machine that line can be lost (docs/cli_behaviour.md).
 
 The training loops report progress with :func:`note_step` and :func:`note_checkpoint` (cheap; nothing
 happens without an installed watch).
