@@ -1,0 +1,47 @@
+"""The V100 PCIe rows (data/published/pcie_runs.csv, data/published/build_pcie.py)."""
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+from reproduce import published as pub
+
+ROOT = Path(__file__).resolve().parent.parent
+PCIE = ROOT / "data" / "published" / "pcie_runs.csv"
+EXCERPT = ROOT / "data" / "published" / "excerpts" / "hkbu_ddl_results.md"
+
+
+def test_pcie_runs_are_what_build_pcie_makes(tmp_path):
+    spec = importlib.util.spec_from_file_location("published_build_pcie",
+                                                  ROOT / "data" / "published" / "build_pcie.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    build.main(tmp_path / "pcie_runs.csv")
+    assert (tmp_path / "pcie_runs.csv").read_text() == PCIE.read_text()
+
+
+def test_every_pcie_number_is_on_its_line_of_the_excerpt():
+    rows = pub.load_runs(PCIE)
+    lines = EXCERPT.read_text().splitlines()[1:]  # the file's line 1 is lines[0]
+    assert len(rows) == 144 and sum(r["nodes"] > 1 for r in rows) == 108
+    col = {4: 5, 8: 6, 16: 7, 32: 8}  # the table's columns: DNN, BS, CONNECTION, METHOD, 1 GPU, 4 .. 32 GPUs
+    for r in rows:
+        n = int(r["source_loc"].split(" line ")[1].split(",")[0])
+        cells = [c.strip() for c in lines[n - 1].strip().strip("|").split("|")]
+        assert cells[3] in r["source_loc"] and cells[0] in r["source_loc"], r["id"]
+        assert float(cells[col[r["gpus"]]].split("+-")[0]) == r["samples_per_s"], r["id"]
+        assert float(cells[4]) == r["single_gpu_samples_per_s"] and int(cells[1]) == r["batch_per_gpu"]
+        assert r["nodes"] == r["gpus"] // 4 and r["intra"] == "pcie3"
+        # issue 27's half rule, computed here apart from build.half
+        odd = int(hashlib.sha256(f"{r['source']}|{r['source_loc']}".encode()).hexdigest(), 16) % 2
+        assert r["half"] == ("held-out" if odd else "dev")
+
+
+def test_pcie_rows_map_to_the_models_schemes():
+    rows = pub.load_runs(PCIE)
+    bsp = next(r for r in rows if "BSP-A2A" in r["source_loc"] and r["gpus"] == 8)
+    st = pub.build_strategy(bsp)
+    assert st.name == "ssgd" and st.overlap == 0.0  # one fused allreduce after backprop
+    ps = next(r for r in rows if "WFBP-PS" in r["source_loc"] and r["gpus"] == 16)
+    st = pub.build_strategy(ps)
+    assert st.name == "byteps" and st.ps_servers == 4 and st.ps_placement == "dedicated"
