@@ -45,3 +45,16 @@ def test_pcie_rows_map_to_the_models_schemes():
     ps = next(r for r in rows if "WFBP-PS" in r["source_loc"] and r["gpus"] == 16)
     st = pub.build_strategy(ps)
     assert st.name == "byteps" and st.ps_servers == 4 and st.ps_placement == "dedicated"
+
+
+def test_the_judged_predictions_are_what_the_model_gives():
+    """results/published_pcie/predictions.csv is the one judgement of these rows (docs/validation.md):
+    a model change that moves them must say so by rewriting that file."""
+    import csv
+
+    frozen = {r["id"]: float(r["predicted"]) for r in csv.DictReader(open(ROOT / "results" / "published_pcie" /
+                                                                          "predictions.csv"))}
+    rows = pub.load_runs(PCIE)
+    assert set(frozen) == {r["id"] for r in rows}
+    for r in rows:
+        assert abs(pub.predict_row(r).predicted / frozen[r["id"]] - 1) < 1e-6, r["id"]
