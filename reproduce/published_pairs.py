@@ -1,7 +1,7 @@
 """Does the plan rank the measured-faster of two published schemes first? Pairs of data/published/runs.csv.
 
-A pair is two rows with different schemes and different measured rates on the same system, GPU, GPU
-count, model, per-GPU batch, precision, accumulation, data and source (PAIR_KEY). Each row is predicted
+A pair is two rows with different schemes and different measured rates on the same system, GPU, network,
+GPU count, model, per-GPU batch, precision, accumulation, data and source (PAIR_KEY). Each row is predicted
 from its own single-GPU rate (reproduce.published.predict_row; nothing fitted to multi-GPU rates), the
 two are ranked by perfmodel.plan.rank on time to train for a fixed amount of work, and the pair is right
 when the measured-faster row comes first.
@@ -33,7 +33,7 @@ from pathlib import Path
 from perfmodel.plan import rank
 from reproduce.published import ROOT, RUNS, PublishedError, load_runs, predict_row
 
-PAIR_KEY = ("system", "gpu", "gpus", "model", "batch_per_gpu", "precision", "accumulate", "data", "source")
+PAIR_KEY = ("system", "gpu", "network", "gpus", "model", "batch_per_gpu", "precision", "accumulate", "data", "source")
 TIE_PCT = 2.5  # percent: DLPerf's largest spread over seven repeats of one setting (module docstring)
 NOISE_EXCERPT = ROOT / "data" / "published" / "excerpts" / "noise_dlperf_of_rn50_0821_runs.md"
 PAIR_HALVES = ("dev", "held-out")

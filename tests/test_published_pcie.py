@@ -58,3 +58,14 @@ def test_the_judged_predictions_are_what_the_model_gives():
     assert set(frozen) == {r["id"] for r in rows}
     for r in rows:
         assert abs(pub.predict_row(r).predicted / frozen[r["id"]] - 1) < 1e-6, r["id"]
+
+
+def test_the_plans_ranking_of_allreduce_and_parameter_server_on_these_rows():
+    """Out of sample for issue 28's ranking (docs/plan.md section 6): Horovod allreduce against BytePS on
+    the same network, GPU count and model. Pinned as judged: a change that ranks fewer fails."""
+    from reproduce.published_pairs import pairs, tally
+
+    ps = pairs(pub.load_runs(PCIE))
+    assert all(a["network"] == b["network"] and a["gpus"] == b["gpus"] for a, b in ((p.a, p.b) for p in ps))
+    t = tally(ps)
+    assert t["pairs"] == 144 and t["right"] >= 92 and t["right_or_tie"] >= 102
