@@ -176,9 +176,6 @@ def test_sigint_to_the_ranks_under_mpiexec(tmp_path):
     assert "Traceback" not in text and "MPI_ABORT" not in text and "help-mpi-api" not in text
 
 
-@pytest.mark.mpi
-@pytest.mark.slow
-@pytest.mark.skipif(MPIEXEC is None, reason="needs mpiexec")
 def _ctrl_c_in_a_terminal(tmp_path) -> tuple[str, int]:
     """Run `mpiexec -n 2 trainers run` on a pseudo-terminal, type ^C once 12 steps are logged; the
     screen's text and mpiexec's exit status."""
@@ -217,6 +214,9 @@ def _ctrl_c_in_a_terminal(tmp_path) -> tuple[str, int]:
     return text, os.waitstatus_to_exitcode(status)
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.skipif(MPIEXEC is None, reason="needs mpiexec")
 def test_ctrl_c_on_mpiexec_in_a_terminal_prints_the_resume_line(tmp_path):
     """A real Ctrl-C (^C typed into a terminal) on `mpiexec -n 2 trainers run`: mpiexec SIGTERMs the
     ranks and drops their output; rank 0's line still reaches the terminal. mpiexec SIGKILLs the ranks
