@@ -946,15 +946,20 @@ def main(out: Path = HERE / "runs.csv") -> None:
             if r["gpu"] == "a100" and "80GB" in r["source_loc"]:  # the table's heading names the 80 GB A100
                 r["gpu"] = "a100-80gb"
             rows.append(r)
+    write_rows(rows, out, "p")
+
+
+def write_rows(rows: list[dict], out: Path, id_prefix: str) -> None:
+    """Number the rows (<id_prefix>001...), give each its half, write them as CSV and say how many."""
     for i, r in enumerate(rows, start=1):
-        r["id"] = f"p{i:03d}"
+        r["id"] = f"{id_prefix}{i:03d}"
         r["half"] = half(r["source"], r["source_loc"])
     with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     multi = sum(int(r["nodes"]) > 1 for r in rows)
-    print(f"runs.csv: {len(rows)} rows, {multi} across nodes")
+    print(f"{out.name}: {len(rows)} rows, {multi} across nodes")
 
 
 if __name__ == "__main__":

@@ -14,13 +14,12 @@ backprop, and the BytePS parameter server in the same two forms). Not transcribe
 chosen by a cost model at run time) and ByteScheduler (tensor partitioning and priority scheduling),
 which the model has no term for.
 """
-import csv
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from build import COLUMNS, excerpt, half, md_table, num, row  # noqa: E402
+from build import excerpt, md_table, num, row, write_rows  # noqa: E402
 
 COMMIT = "30de09bc38a599d213f5568acf9efeb79505aa42"
 URL = f"https://github.com/HKBU-HPML/ddl-benchmarks/blob/{COMMIT}/results/2020-05-29/README.md"
@@ -91,16 +90,7 @@ def hkbu_rows() -> list[dict]:
 
 
 def main(out: Path = HERE / "pcie_runs.csv") -> None:
-    rows = hkbu_rows()
-    for i, r in enumerate(rows, start=1):
-        r["id"] = f"q{i:03d}"
-        r["half"] = half(r["source"], r["source_loc"])
-    with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    multi = sum(int(r["nodes"]) > 1 for r in rows)
-    print(f"pcie_runs.csv: {len(rows)} rows, {multi} across nodes")
+    write_rows(hkbu_rows(), out, "q")
 
 
 if __name__ == "__main__":
