@@ -2,7 +2,7 @@
 
 reproduce.published predicts every row from its single-GPU rate alone. A user who can run one node of
 the cluster before the big job has more: the scheme's throughput on that node with all its GPUs. Here
-every row across nodes that has such a row beside it (NODE_KEY: same source, system, GPU, framework,
+every row across nodes that has such a row beside it (NODE_KEY: same source, system, GPU, network, framework,
 scheme, model, per-GPU batch, precision, accumulation, data, wire format and overlap; the node row at
 gpus = gpus_per_node, nodes = 1) is predicted by the same model with the framework's step overhead that
 the node row measures (perfmodel.node_overhead: o = max(0, G b K / R_node - t_model(G))), the input that
@@ -35,7 +35,7 @@ from reproduce.published import (RUNS, NotExpressible, Outcome, PublishedError, 
                                  build_workload, load_runs, predict_row)
 from reproduce.published_pairs import groups, miss_line, pairs, tally
 
-NODE_KEY = ("source", "system", "gpu", "framework", "scheme", "model", "batch_per_gpu", "precision", "accumulate",
+NODE_KEY = ("source", "system", "gpu", "network", "framework", "scheme", "model", "batch_per_gpu", "precision", "accumulate",
             "data", "grad_wire", "comm_overlap")
 HALVES = ("dev", "held-out")
 #: NODE_KEY without the per-GPU batch: node runs of the same scheme at any batch

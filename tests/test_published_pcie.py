@@ -79,3 +79,26 @@ def test_the_80_percent_band_on_these_rows_is_as_reported():
     rows, bands = predicted_rows(PCIE), load_bands()
     assert coverage(rows, bands, "dev")["all"] == (34, 65)
     assert coverage(rows, bands, "held-out")["all"] == (46, 79)
+
+
+def test_from_one_nodes_run_these_rows_are_as_reported():
+    """docs/validation.md: each scheme's 4-GPU node run predicts its rows across nodes (node_overhead)."""
+    import numpy as np
+
+    from reproduce.published_node import NODE_KEY, node_rows, predict_from_node
+
+    rows = pub.load_runs(PCIE)
+    nodes = node_rows(rows)
+    err = {h: [] for h in ("dev", "held-out")}
+    for r in rows:
+        o = predict_from_node(r, nodes)
+        if r["nodes"] > 1:
+            # the node run of the same scheme, model and network: the 4-GPU column of the same table row
+            node = nodes[tuple(r[k] for k in NODE_KEY)]
+            assert node["source_loc"].split(", column")[0] == r["source_loc"].split(", column")[0]
+            err[r["half"]].append(pub.error_pct(o.predicted, r["samples_per_s"]))
+        else:
+            assert o.predicted is None
+    assert [len(err["dev"]), len(err["held-out"])] == [46, 62]
+    assert round(float(np.median(np.abs(err["dev"]))), 1) == 8.5
+    assert round(float(np.median(np.abs(err["held-out"]))), 1) == 9.1
