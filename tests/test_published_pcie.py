@@ -102,3 +102,15 @@ def test_from_one_nodes_run_these_rows_are_as_reported():
     assert [len(err["dev"]), len(err["held-out"])] == [46, 62]
     assert round(float(np.median(np.abs(err["dev"]))), 1) == 8.5
     assert round(float(np.median(np.abs(err["held-out"]))), 1) == 9.1
+
+
+def test_pairs_across_nodes_from_the_node_runs_are_as_reported():
+    from reproduce.published_node import node_rows, predict_from_node
+    from reproduce.published_pairs import pairs, tally
+
+    rows = pub.load_runs(PCIE)
+    nodes = node_rows(rows)
+    across = [r for r in rows if r["nodes"] > 1]
+    assert tally(pairs(across))["right"] == 67
+    t = tally(pairs(across, predict=lambda r: predict_from_node(r, nodes)))
+    assert t["pairs"] == 108 and t["right"] >= 79
