@@ -3,9 +3,9 @@
 A family the model had never been checked on: V100 PCIe servers (4 GPUs per node, no NVLink) across
 2-8 nodes over 10 GbE, 100 Gb/s EDR InfiniBand with RDMA, and TCP over that InfiniBand. One source:
 the benchmark scripts and results table of Shi et al., "Communication-Efficient Distributed Deep
-Learning: A Comprehensive Survey" (HKBU-HPML/ddl-benchmarks), excerpts/hkbu_ddl_results.md (the
-table) and excerpts/hkbu_ddl_testbed.md (the scripts that state the testbed and each method's
-settings). Kept apart from runs.csv: these rows were transcribed after the model of issue 27 was fixed,
+Learning: Survey, Evaluation, and Challenges" (arXiv 2005.13247, the repository's citation;
+HKBU-HPML/ddl-benchmarks): excerpts/hkbu_ddl_results.md (the table) and excerpts/hkbu_ddl_testbed.md
+(the scripts that state the testbed and each method's settings). Kept apart from runs.csv: these rows were transcribed after the model of issue 27 was fixed,
 and are judged once against it (docs/validation.md, "V100 PCIe clusters").
 
 Columns as runs.csv (data/published/README.md). Transcribed: the table's methods that perfmodel
@@ -14,12 +14,14 @@ backprop, and the BytePS parameter server in the same two forms). Not transcribe
 chosen by a cost model at run time) and ByteScheduler (tensor partitioning and priority scheduling),
 which the model has no term for.
 """
-import sys
+import importlib.util
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from build import excerpt, md_table, num, row, write_rows  # noqa: E402
+_spec = importlib.util.spec_from_file_location("published_build", HERE / "build.py")
+_build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_build)
+excerpt, md_table, num, row, write_rows = _build.excerpt, _build.md_table, _build.num, _build.row, _build.write_rows
 
 COMMIT = "30de09bc38a599d213f5568acf9efeb79505aa42"
 URL = f"https://github.com/HKBU-HPML/ddl-benchmarks/blob/{COMMIT}/results/2020-05-29/README.md"
