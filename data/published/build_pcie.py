@@ -5,8 +5,9 @@ A family the model had never been checked on: V100 PCIe servers (4 GPUs per node
 the benchmark scripts and results table of Shi et al., "Communication-Efficient Distributed Deep
 Learning: Survey, Evaluation, and Challenges" (arXiv 2005.13247, the repository's citation;
 HKBU-HPML/ddl-benchmarks): excerpts/hkbu_ddl_results.md (the table) and excerpts/hkbu_ddl_testbed.md
-(the scripts that state the testbed and each method's settings). Kept apart from runs.csv: these rows were transcribed after the model of issue 27 was fixed,
-and are judged once against it (docs/validation.md, "V100 PCIe clusters").
+(the scripts that state the testbed and each method's settings). Kept apart from runs.csv: these rows
+were transcribed after the model of issue 27 was fixed, and are judged once against it
+(docs/validation.md, "V100 PCIe clusters").
 
 Columns as runs.csv (data/published/README.md). Transcribed: the table's methods that perfmodel
 expresses (Horovod allreduce with one fused buffer after backprop, Horovod allreduce per tensor during
