@@ -79,7 +79,7 @@ def hkbu_rows() -> list[dict]:
                 source=SOURCE, source_url=URL,
                 source_loc=f"results/2020-05-29/README.md line {line}, row '{dnn} | {bs} | {conn} | {method}', "
                 f"column '{gpus} GPUs' (mean of 5 tries)",
-                read_from="table", system="hkbu-v100-pcie-cluster", gpu="v100", gpus_per_node=GPUS_PER_NODE,
+                read_from="table", system="hkbu-v100-pcie-cluster", gpu="v100-pcie", gpus_per_node=GPUS_PER_NODE,
                 intra="pcie3", network=NETWORKS[conn], nics=1, hardware_source=HARDWARE, framework=FRAMEWORK,
                 scheme=scheme, scheme_detail=detail, ps_servers=nodes if scheme == "byteps" else None,
                 ps_placement="dedicated" if scheme == "byteps" else None, model=model, batch_per_gpu=int(bs),
