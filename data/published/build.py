@@ -750,7 +750,10 @@ CSC_DETAIL = {
 }
 
 
-def csc_rows() -> list[dict]:
+def csc_rows(clusters: tuple[str, ...] = ("puhti", "mahti"), systems: dict | None = None) -> list[dict]:
+    """The DDP and Lightning rows of CSC's results.md on ``clusters`` (systems: SYSTEMS by default, keyed
+    csc-<cluster>)."""
+    systems = SYSTEMS if systems is None else systems
     head, lines = excerpt("csc_ml_benchmarks")
     assert head.startswith(f"<!-- mvsjober/ml-benchmarks@{CSC_COMMIT} results.md lines 1-"), head
     recs = []
@@ -763,7 +766,7 @@ def csc_rows() -> list[dict]:
     rows = []
     for r in recs:
         kind = r["bench"].split(",")[0].strip()
-        if r["cluster"] not in ("puhti", "mahti") or kind not in CSC_DETAIL or r["gpus"] == 1:
+        if r["cluster"] not in clusters or kind not in CSC_DETAIL or r["gpus"] == 1:
             continue
         if num(r["rate"]) is None or r["rate"].upper() == "ERROR":
             continue
@@ -774,11 +777,11 @@ def csc_rows() -> list[dict]:
         s = same[0]
         sysname = f"csc-{r['cluster']}"
         prec = "amp" if "fp16" in r["bench"] else ("tf32" if r["cluster"] == "mahti" else "fp32")
-        gpn = SYSTEMS[sysname]["gpus_per_node"]
+        gpn = systems[sysname]["gpus_per_node"]
         rows.append(row(
             source="CSC ml-benchmarks results (mvsjober/ml-benchmarks)", source_url=CSC_URL,
             source_loc=f"results.md line {r['line']}, row '{r['bench']} | {r['fw']} | {r['cluster']} | {r['gpus']} | "
-            f"{r['date']}', column 'Img/sec'", read_from="table", system=sysname, **SYSTEMS[sysname],
+            f"{r['date']}', column 'Img/sec'", read_from="table", system=sysname, **systems[sysname],
             framework=r["fw"] + (", Lightning" if kind == "DDP Lightning" else ""), scheme="pytorch-ddp",
             scheme_detail=CSC_DETAIL[kind], model="resnet50", batch_per_gpu=32, accumulate=1, precision=prec,
             grad_wire="fp32", comm_overlap="during-backward",
