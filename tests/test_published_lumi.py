@@ -1,0 +1,32 @@
+"""The AMD MI250X rows (data/published/lumi_runs.csv, data/published/build_lumi.py)."""
+
+import importlib.util
+from pathlib import Path
+
+from reproduce import published as pub
+
+ROOT = Path(__file__).resolve().parent.parent
+LUMI = ROOT / "data" / "published" / "lumi_runs.csv"
+EXCERPT = ROOT / "data" / "published" / "excerpts" / "csc_ml_benchmarks.md"
+
+
+def test_lumi_runs_are_what_build_lumi_makes(tmp_path):
+    spec = importlib.util.spec_from_file_location("published_build_lumi", ROOT / "data" / "published" / "build_lumi.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    build.main(tmp_path / "lumi_runs.csv")
+    assert (tmp_path / "lumi_runs.csv").read_text() == LUMI.read_text()
+
+
+def test_every_lumi_number_is_on_its_line_and_the_cluster_is_the_guides():
+    rows = pub.load_runs(LUMI)
+    lines = EXCERPT.read_text().splitlines()[1:]
+    assert len(rows) == 38 and sum(r["nodes"] > 1 for r in rows) == 16
+    for r in rows:
+        n = int(r["source_loc"].split(" line ")[1].split(",")[0])
+        cells = [c.strip() for c in lines[n - 1].strip().strip("|").split("|")]
+        assert cells[2] == "lumi" and int(cells[3]) == r["gpus"] and float(cells[5]) == r["samples_per_s"]
+        assert r["nodes"] == -(-r["gpus"] // 8) and r["gpu"] == "mi250x-gcd"
+    c = pub.build_cluster(rows[0])
+    assert c.gpus_per_node == 8 and c.intra.bandwidth_Bps == 50e9 and c.nics == 4
+    assert c.network.bandwidth_Bps == 4 * 200e9 / 8  # four 200 Gb/s endpoints, per direction
