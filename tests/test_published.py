@@ -35,12 +35,14 @@ def test_runs_parse_strictly_with_every_required_column_filled():
     assert len({len(x) for x in lines}) == 1
 
 
-def test_runs_csv_is_what_build_py_makes_from_the_excerpts(tmp_path):
-    spec = importlib.util.spec_from_file_location("published_build", ROOT / "data" / "published" / "build.py")
+@pytest.mark.parametrize("script, table", [("build.py", "runs.csv"), ("build_pcie.py", "pcie_runs.csv"),
+                                           ("build_lumi.py", "lumi_runs.csv")])
+def test_each_runs_csv_is_what_its_script_makes_from_the_excerpts(tmp_path, script, table):
+    spec = importlib.util.spec_from_file_location(f"published_{script[:-3]}", ROOT / "data" / "published" / script)
     build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build)
-    build.main(tmp_path / "runs.csv")
-    assert (tmp_path / "runs.csv").read_text() == RUNS.read_text()
+    build.main(tmp_path / table)
+    assert (tmp_path / table).read_text() == (ROOT / "data" / "published" / table).read_text()
 
 
 def test_every_measured_number_is_printed_in_its_excerpt():
