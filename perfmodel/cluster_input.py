@@ -235,3 +235,15 @@ def describe(cluster: Cluster) -> str:
             f"{gb(cluster.host)}; network {gb(cluster.network)}{nics}; {nodes}")
 
 
+def pcie_intra_note(cluster: Cluster) -> str | None:
+    """One line when the GPUs of a node talk over a PCIe fabric preset (pcie3-5): that preset is one
+    x16 link's copy rate, and on published PCIe nodes the exchange inside the node ran far slower
+    (docs/validation.md, "V100 PCIe clusters"). None for other links, measured figures and 1-GPU nodes."""
+    fabric = cluster.intra.source.split(":", 1)[0]
+    if cluster.gpus_per_node < 2 or fabric not in ("pcie3", "pcie4", "pcie5"):
+        return None
+    return (f"the node's GPUs talk over the {fabric} preset ({cluster.intra.bandwidth_Bps / 1e9:.4g} GB/s, one x16 "
+            f"link's copy rate): on 144 published runs of 4 V100 PCIe per node it made the model 20.6% too fast "
+            f"inside one node (docs/validation.md); profile the node (perfmodel profile) or give its measured "
+            f"allreduce bus bandwidth with --intra")
+

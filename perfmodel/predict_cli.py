@@ -222,7 +222,7 @@ def _with_node_overhead(args: argparse.Namespace, workload, cluster, strategies:
 
 def predict_result(args: argparse.Namespace) -> PredictResult:
     """Everything `perfmodel predict` prints, computed from its parsed arguments (``build_parser``)."""
-    from .cluster_input import describe
+    from .cluster_input import describe, pcie_intra_note
 
     gpus = parse_gpus(args.gpus)
     if args.profile and args.cluster in (None, "local"):
@@ -241,7 +241,8 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
     if args.node_rate is not None:
         strategies, node_note = _with_node_overhead(args, workload, cluster, strategies)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
-    notes = node_note + notes
+    pcie = pcie_intra_note(cluster) if max(gpus) > 1 else None
+    notes = node_note + notes + ([pcie] if pcie else [])
     records, notes = with_memory(records, notes, workload, cluster, strategies)
     _, _, source = workload.compute_for(cluster)
     accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""

@@ -201,6 +201,22 @@ def test_table_header_says_cluster_and_estimate(capsys):
     assert "x 4 micro-batches" in out and "# cluster: 8x h100 per node" in out and "# compute: ESTIMATE" in out
 
 
+def test_a_pcie_preset_inside_the_node_gets_one_note_and_a_measured_figure_none(capsys):
+    """docs/validation.md, "V100 PCIe clusters": the pcie3 preset was 20.6% too fast inside one node."""
+    base = ["predict", "--cluster", "custom", "--gpu", "v100-pcie", "--gpus-per-node", "4", "--network", "ib-edr",
+            "--workload", "resnet50", "--samples-per-s", "360", "--batch", "64", "--strategy", "ssgd"]
+    code, out, err = run(capsys, *base, "--intra", "pcie3", "--gpus", "1,8")
+    assert code == 0, err
+    notes = [ln for ln in out.splitlines() if "pcie3 preset" in ln]
+    assert len(notes) == 1 and notes[0].startswith("# ") and "20.6% too fast" in notes[0]
+    code, out, err = run(capsys, *base, "--intra", "pcie3", "--gpus", "8", "--format", "json")
+    assert code == 0 and "perfmodel: note: the node's GPUs talk over the pcie3 preset" in err
+    json.loads(out)  # the note stays out of the JSON
+    for intra, gpus in (("4.6GB/s", "8"), ("nvlink2", "8"), ("pcie3", "1")):
+        code, out, err = run(capsys, *base, "--intra", intra, "--gpus", gpus)
+        assert code == 0 and "preset (" not in out + err, (intra, gpus)
+
+
 def test_workload_file_wire_maps_to_the_strategy(tmp_path, capsys):
     w = tmp_path / "w.toml"
     w.write_text('[r18]\nmodel = "resnet18"\nwire = "fp16"\n')
