@@ -241,7 +241,7 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
     if args.node_rate is not None:
         strategies, node_note = _with_node_overhead(args, workload, cluster, strategies)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
-    pcie = pcie_intra_note(cluster) if max(gpus) > 1 else None
+    pcie = pcie_intra_note(cluster) if max(gpus) > 1 and args.node_rate is None else None  # a node run measured it
     notes = node_note + notes + ([pcie] if pcie else [])
     records, notes = with_memory(records, notes, workload, cluster, strategies)
     _, _, source = workload.compute_for(cluster)

@@ -215,6 +215,8 @@ def test_a_pcie_preset_inside_the_node_gets_one_note_and_a_measured_figure_none(
     for intra, gpus in (("4.6GB/s", "8"), ("nvlink2", "8"), ("pcie3", "1")):
         code, out, err = run(capsys, *base, "--intra", intra, "--gpus", gpus)
         assert code == 0 and "preset (" not in out + err, (intra, gpus)
+    code, out, err = run(capsys, *base, "--intra", "pcie3", "--gpus", "8", "--node-rate", "1300")  # measured node
+    assert code == 0 and "preset (" not in out + err and "step overhead" in out, err
 
 
 def test_workload_file_wire_maps_to_the_strategy(tmp_path, capsys):
