@@ -36,14 +36,13 @@ the first profile of this check was made.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from reproduce.common import ResultTable, emulated_check_main
 from reproduce.overlap_check import BATCH, BUCKET_MB, MODEL, SKIP, STEPS, profiles
 from reproduce.runs import mpi_command, run_command
-from reproduce.scale_out import _now, write_frozen
+from reproduce.scale_out import _now, freeze_once
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "validation"
@@ -76,19 +75,21 @@ def _row_key(algo: str, overlap: str, accumulate: int) -> str:
     return f"{algo}|{overlap}|{accumulate}"
 
 
+def frozen_path(out: Path, remake: int) -> Path:
+    """Where remake ``remake``'s predictions are frozen."""
+    return out / f"accumulation_check_predictions_r{remake}.json"
+
+
 def freeze(path: Path, node: Path, link: Path) -> dict:
     """Every planned run's prediction, written to ``path`` (atomically) unless it exists."""
-    from perfmodel.lab.profile.profile_file import load_profile
     from perfmodel.lab.validate import Scenario, predict_run
 
-    if path.exists():
-        return json.loads(path.read_text())
-    cores = load_profile(node).machine.cpu_affinity
-    rows = {}
-    for algo, overlap, a in RUNS:
-        pred = predict_run(planned(algo, overlap, a), Scenario(str(node), (str(link),), 1, 0, cores))
-        rows[_row_key(algo, overlap, a)] = pred
-    return write_frozen(path, node, {RATE: link}, rows)
+    def rows(cores) -> dict:
+        return {_row_key(algo, overlap, a): predict_run(planned(algo, overlap, a),
+                                                        Scenario(str(node), (str(link),), 1, 0, cores))
+                for algo, overlap, a in RUNS}
+
+    return freeze_once(path, node, {RATE: link}, rows)
 
 
 def _train_args(algo: str, overlap: str, accumulate: int, log: Path) -> list[str]:
@@ -111,7 +112,7 @@ def check(out: Path, remakes: int) -> Path:
             continue
         node, links = profiles(out, remake, "accumulation", (RATE,))
         link = links[RATE]
-        frozen = freeze(out / f"accumulation_check_predictions_r{remake}.json", node, link)
+        frozen = freeze(frozen_path(out, remake), node, link)
         runs = out / "runs" / f"accumulation_check_r{remake}"
         for algo, overlap, a in todo:
             log = runs / f"{MODEL}_2x1_{RATE}_{algo}_overlap_{overlap}_a{a}.jsonl"

@@ -29,14 +29,13 @@ the first profile of this check was made.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
 
 from reproduce.common import ResultTable, emulated_check_main
 from reproduce.runs import mpi_command, run_checked, run_command
-from reproduce.scale_out import _node_args, _now, write_frozen
+from reproduce.scale_out import _node_args, _now, freeze_once
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "validation"
@@ -96,23 +95,27 @@ def _alternative(command: str, extra: list[str]) -> float:
     return trainer_view(record, point, 2)["t_step_s"]
 
 
+def frozen_path(out: Path, remake: int) -> Path:
+    """Where remake ``remake``'s predictions are frozen."""
+    return out / f"overlap_check_predictions_r{remake}.json"
+
+
 def freeze(path: Path, node: Path, links: dict[str, Path]) -> dict:
     """Every planned run's predictions, written to ``path`` (atomically) unless it exists."""
-    from perfmodel.lab.profile.profile_file import load_profile
     from perfmodel.lab.validate import Scenario, predict_run
 
-    if path.exists():
-        return json.loads(path.read_text())
-    cores = load_profile(node).machine.cpu_affinity
-    rows = {}
-    for rate in RATES:
-        for overlap in (True, False):
-            pred = predict_run(planned(overlap), Scenario(str(node), (str(links[rate]),), 1, 0, cores))
-            (command,) = pred["commands"]
-            if overlap:
-                pred["alternatives"] = {k: _alternative(command, v) for k, v in ALTERNATIVES.items()}
-            rows[f"{rate}|{'on' if overlap else 'off'}"] = pred
-    return write_frozen(path, node, links, rows)
+    def rows(cores) -> dict:
+        out = {}
+        for rate in RATES:
+            for overlap in (True, False):
+                pred = predict_run(planned(overlap), Scenario(str(node), (str(links[rate]),), 1, 0, cores))
+                (command,) = pred["commands"]
+                if overlap:
+                    pred["alternatives"] = {k: _alternative(command, v) for k, v in ALTERNATIVES.items()}
+                out[f"{rate}|{'on' if overlap else 'off'}"] = pred
+        return out
+
+    return freeze_once(path, node, links, rows)
 
 
 def _train_args(overlap: bool, log: Path) -> list[str]:
@@ -135,7 +138,7 @@ def check(out: Path, remakes: int) -> Path:
         if not todo:
             continue
         node, links = profiles(out, remake)
-        frozen = freeze(out / f"overlap_check_predictions_r{remake}.json", node, links)
+        frozen = freeze(frozen_path(out, remake), node, links)
         runs = out / "runs" / f"overlap_check_r{remake}"
         for rate, ov in todo:
             log = runs / f"{MODEL}_2x1_{rate}_ssgd_overlap_{ov}.jsonl"

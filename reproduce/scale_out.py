@@ -211,17 +211,28 @@ def freeze_predictions(path: Path, sc: dict, node: Path, links: dict[str, Path])
     """Every planned run's prediction, written to ``path`` (atomically) unless it exists; the frozen set."""
     from perfmodel.lab.validate import Scenario, predict_run
 
+    def rows(cores) -> dict:
+        return {f"{algo}|{ex}|{nodes}x{rpn}|{rate}": predict_run(
+                    planned_run(algo, ex, nodes, rpn, sc),
+                    Scenario(str(node), (str(links[rate]),), rpn if algo != "asgd" else 1, 0, cores))
+                for algo, ex, nodes, rpn, rate in _jobs(sc)}
+
+    return freeze_once(path, node, links, rows)
+
+
+def read_frozen(path: Path) -> dict:
+    """A frozen set of predictions as write_frozen wrote it."""
+    return json.loads(path.read_text())
+
+
+def freeze_once(path: Path, node: Path, links: dict[str, Path], rows_of) -> dict:
+    """The frozen set at ``path``; where there is none yet, ``rows_of(cores)`` (the node profile's CPU
+    affinity) makes its rows and write_frozen writes them. A frozen set is never recomputed."""
     from perfmodel.lab.profile.profile_file import load_profile
 
     if path.exists():
-        return json.loads(path.read_text())
-    rows = {}
-    cores = load_profile(node).machine.cpu_affinity
-    for algo, ex, nodes, rpn, rate in _jobs(sc):
-        scenario = Scenario(str(node), (str(links[rate]),), rpn if algo != "asgd" else 1, 0, cores)
-        pred = predict_run(planned_run(algo, ex, nodes, rpn, sc), scenario)
-        rows[f"{algo}|{ex}|{nodes}x{rpn}|{rate}"] = pred
-    return write_frozen(path, node, links, rows)
+        return read_frozen(path)
+    return write_frozen(path, node, links, rows_of(load_profile(node).machine.cpu_affinity))
 
 
 def write_frozen(path: Path, node: Path, links: dict[str, Path], rows: dict) -> dict:

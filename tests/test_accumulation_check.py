@@ -2,7 +2,6 @@
 against its frozen prediction, the frozen predictions recompute at this commit from their commands, the
 transfer ratios follow from the rows, and the report's figures are the table's."""
 
-import json
 import os
 import shlex
 from pathlib import Path
@@ -11,6 +10,7 @@ import pandas as pd
 import pytest
 
 from reproduce import accumulation_check as ac
+from reproduce.scale_out import read_frozen
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "results" / "validation" / "accumulation_check.csv"
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not TABLE.exists(), reason="no committed accumul
 
 
 def _frozen(remake: int) -> dict:
-    return json.loads((ROOT / "results" / "validation" / f"accumulation_check_predictions_r{remake}.json").read_text())
+    return read_frozen(ac.frozen_path(ROOT / "results" / "validation", remake))
 
 
 def test_every_planned_run_is_in_the_table_against_its_frozen_prediction():

@@ -1,7 +1,6 @@
 """The committed overlap check (reproduce.overlap_check): its frozen predictions recompute at this commit,
 the alternatives too, and every row's error is its prediction over its measurement."""
 
-import json
 import os
 from pathlib import Path
 
@@ -9,6 +8,7 @@ import pandas as pd
 import pytest
 
 from reproduce import overlap_check as oc
+from reproduce.scale_out import read_frozen
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "results" / "validation" / "overlap_check.csv"
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not TABLE.exists(), reason="no committed overlap
 
 
 def _frozen(remake: int) -> dict:
-    return json.loads((ROOT / "results" / "validation" / f"overlap_check_predictions_r{remake}.json").read_text())
+    return read_frozen(oc.frozen_path(ROOT / "results" / "validation", remake))
 
 
 def test_every_planned_run_is_in_the_table_against_its_frozen_prediction():
