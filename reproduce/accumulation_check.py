@@ -42,7 +42,7 @@ from pathlib import Path
 from reproduce.common import ResultTable, emulated_check_main
 from reproduce.overlap_check import BATCH, BUCKET_MB, MODEL, SKIP, STEPS, profiles
 from reproduce.runs import mpi_command, run_command
-from reproduce.scale_out import _now, freeze_once
+from reproduce.scale_out import _now, check_provenance, freeze_once, judged_row
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "validation"
@@ -102,7 +102,6 @@ def _train_args(algo: str, overlap: str, accumulate: int, log: Path) -> list[str
 def check(out: Path, remakes: int) -> Path:
     """Profile, freeze and run every remake not in the table yet (module docstring); the table's path."""
     from perfmodel.lab.emulate import EmulatedCluster, EmulationSpec, check_host, parse_rate
-    from perfmodel.lab.validate import ValidateError, validate
 
     check_host()
     table = ResultTable(out / "accumulation_check.csv", KEY)
@@ -123,19 +122,10 @@ def check(out: Path, remakes: int) -> Path:
                 run_command(mpi_command(2, _train_args(algo, overlap, a, log), extra=cl.mpiexec_args()), log, want,
                             900, f"accumulation check r{remake} {algo} overlap {overlap} A={a}")
             pred = frozen["rows"][_row_key(algo, overlap, a)]
-            (row,) = validate([str(log)], [str(node)], skip=SKIP, link=(str(link),), gpus_per_node=1,
-                              nodes_per_host=0, cores=None)
-            if abs(row["predicted_step_s"] - pred["t_step_s"]) > 1e-12 * pred["t_step_s"]:
-                raise ValidateError(f"accumulation check {algo} {overlap} A={a}: the frozen prediction "
-                                    f"{pred['t_step_s']:.6g} s does not recompute ({row['predicted_step_s']:.6g} s): "
-                                    f"code or profile changed")
+            row = judged_row(log, node, link, pred, f"accumulation check {algo} {overlap} A={a}", skip=SKIP)
             row.update({"scale": SCALE, "remake": remake, "algo": algo, "overlap": overlap, "accumulate": a,
-                        "rate": RATE, "bucket_mb": BUCKET_MB, "predicted_at": frozen["predicted_at"],
-                        "started_at": started, "revision": frozen["revision"],
-                        "node_profile_sha256": frozen["node_profile_sha256"],
-                        "link_sha256": frozen["links"][RATE]["sha256"], "predict_command": pred["commands"][0],
-                        "log": str(log.relative_to(out)), "profile": node.name, "link": link.name,
-                        "comm_share": row["measured_comm_s"] / row["measured_step_s"]})
+                        "rate": RATE, "bucket_mb": BUCKET_MB,
+                        **check_provenance(row, frozen, pred, RATE, started, log, out, node, link)})
             table.add(row)
     return out / "accumulation_check.csv"
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from reproduce.common import ResultTable, emulated_check_main
 from reproduce.runs import mpi_command, run_checked, run_command
-from reproduce.scale_out import _node_args, _now, freeze_once
+from reproduce.scale_out import _node_args, _now, check_provenance, freeze_once, judged_row
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "results" / "validation"
@@ -128,7 +128,6 @@ def _train_args(overlap: bool, log: Path) -> list[str]:
 def check(out: Path, remakes: int) -> Path:
     """Profile, freeze and run every remake not in the table yet (module docstring); the table's path."""
     from perfmodel.lab.emulate import EmulatedCluster, EmulationSpec, check_host, parse_rate
-    from perfmodel.lab.validate import ValidateError, validate
 
     check_host()
     table = ResultTable(out / "overlap_check.csv", KEY)
@@ -148,21 +147,12 @@ def check(out: Path, remakes: int) -> Path:
                 run_command(mpi_command(2, _train_args(ov == "on", log), extra=cl.mpiexec_args()), log, want, 900,
                             f"overlap check r{remake} {rate} overlap {ov}")
             pred = frozen["rows"][f"{rate}|{ov}"]
-            (row,) = validate([str(log)], [str(node)], skip=SKIP, link=(str(links[rate]),), gpus_per_node=1,
-                              nodes_per_host=0, cores=None)
-            if abs(row["predicted_step_s"] - pred["t_step_s"]) > 1e-12 * pred["t_step_s"]:
-                raise ValidateError(f"overlap check {rate} {ov}: the frozen prediction {pred['t_step_s']:.6g} s does "
-                                    f"not recompute ({row['predicted_step_s']:.6g} s): code or profile changed")
-            measured = row["measured_step_s"]
+            row = judged_row(log, node, links[rate], pred, f"overlap check {rate} {ov}", skip=SKIP)
             for name, step in pred.get("alternatives", {}).items():
                 row[f"predicted_step_{name}_s"] = step
-                row[f"step_error_{name}_pct"] = (step / measured - 1.0) * 100.0
+                row[f"step_error_{name}_pct"] = (step / row["measured_step_s"] - 1.0) * 100.0
             row.update({"scale": SCALE, "remake": remake, "rate": rate, "overlap": ov, "bucket_mb": BUCKET_MB,
-                        "predicted_at": frozen["predicted_at"], "started_at": started, "revision": frozen["revision"],
-                        "node_profile_sha256": frozen["node_profile_sha256"],
-                        "link_sha256": frozen["links"][rate]["sha256"], "predict_command": pred["commands"][0],
-                        "log": str(log.relative_to(out)), "profile": node.name, "link": links[rate].name,
-                        "comm_share": row["measured_comm_s"] / measured})
+                        **check_provenance(row, frozen, pred, rate, started, log, out, node, links[rate])})
             table.add(row)
     return out / "overlap_check.csv"
 

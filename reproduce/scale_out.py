@@ -235,6 +235,32 @@ def freeze_once(path: Path, node: Path, links: dict[str, Path], rows_of) -> dict
     return write_frozen(path, node, links, rows_of(load_profile(node).machine.cpu_affinity))
 
 
+def judged_row(log: Path, node: Path, link: Path, pred: dict, label: str, *, skip: int,
+               gpus_per_node: int = 1) -> dict:
+    """The validate row of a finished run against its node and link profiles, after checking that the
+    frozen prediction ``pred`` recomputes from them to 1e-12 (ValidateError naming ``label`` if not:
+    the code or a profile changed since it was frozen)."""
+    from perfmodel.lab.validate import ValidateError, validate
+
+    (row,) = validate([str(log)], [str(node)], skip=skip, link=(str(link),), gpus_per_node=gpus_per_node,
+                      nodes_per_host=0, cores=None)
+    if abs(row["predicted_step_s"] - pred["t_step_s"]) > 1e-12 * pred["t_step_s"]:
+        raise ValidateError(f"{label}: the frozen prediction {pred['t_step_s']:.6g} s does not recompute "
+                            f"({row['predicted_step_s']:.6g} s): code or profile changed")
+    return row
+
+
+def check_provenance(row: dict, frozen: dict, pred: dict, rate: str, started: float, log: Path, out: Path,
+                     node: Path, link: Path) -> dict:
+    """The columns an emulated check's row (reproduce.overlap_check, reproduce.accumulation_check) carries
+    after its settings: when and from what its prediction was frozen, when the run started, its files,
+    and the share of the measured step its communication took."""
+    return {"predicted_at": frozen["predicted_at"], "started_at": started, "revision": frozen["revision"],
+            "node_profile_sha256": frozen["node_profile_sha256"], "link_sha256": frozen["links"][rate]["sha256"],
+            "predict_command": pred["commands"][0], "log": str(log.relative_to(out)), "profile": node.name,
+            "link": link.name, "comm_share": row["measured_comm_s"] / row["measured_step_s"]}
+
+
 def write_frozen(path: Path, node: Path, links: dict[str, Path], rows: dict) -> dict:
     """Write frozen predictions ``rows`` to ``path`` (atomically) with the time, the code's revision and the
     profiles' paths and sha256; the frozen set. Each row's ``commands`` name the profiles relative to the
@@ -257,7 +283,6 @@ def write_frozen(path: Path, node: Path, links: dict[str, Path], rows: dict) -> 
 def scale_out_table(args: argparse.Namespace, out: Path) -> None:
     """Profile one node and the 2x1 link, freeze the predictions, run the layouts (module docstring)."""
     from perfmodel.lab.emulate import EmulatedCluster, EmulationSpec, parse_rate
-    from perfmodel.lab.validate import ValidateError, validate
     from reproduce.validation_runs import can_emulate
 
     if not can_emulate(args, "scale-out"):
@@ -294,12 +319,8 @@ def scale_out_table(args: argparse.Namespace, out: Path) -> None:
             for algo, ex, log, started in done:
                 key = f"{algo}|{ex}|{nodes}x{rpn}|{rate}"
                 pred = frozen["rows"][key]
-                (row,) = validate([str(log)], [str(node)], skip=sc["skip"],
-                                  link=(str(links[rate]),), gpus_per_node=rpn if algo != "asgd" else 1,
-                                  nodes_per_host=0, cores=None)
-                if abs(row["predicted_step_s"] - pred["t_step_s"]) > 1e-12 * pred["t_step_s"]:
-                    raise ValidateError(f"scale-out {key}: the frozen prediction {pred['t_step_s']:.6g} s does not "
-                                        f"recompute ({row['predicted_step_s']:.6g} s): code or profile changed")
+                row = judged_row(log, node, links[rate], pred, f"scale-out {key}", skip=sc["skip"],
+                                 gpus_per_node=rpn if algo != "asgd" else 1)
                 row.update({"scale": args.scale, "remake": remake, "exchange": ex, "nodes": nodes,
                             "ranks_per_node": rpn, "rate": rate, "rate_bps": parse_rate(rate),
                             "set": layout_set(nodes, rpn), "profile_nodes": 1,
