@@ -88,8 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_predict_parser(sub)
     add_plan_parser(sub, add_input_options, resolve_workload_cluster)
-    p = sub.add_parser("presets", help="list fabrics, GPUs, clusters, workloads and library models with sources")
-    p.add_argument("--kind", choices=["fabric", "gpu", "cluster", "workload", "model"], default=None)
+    from .presets import PRESET_KINDS
+
+    p = sub.add_parser("presets", help="list fabrics, GPUs, host CPUs, clusters, workloads and library models with "
+                       "sources")
+    p.add_argument("--kind", choices=list(PRESET_KINDS), default=None)
     p.add_argument("--sources", action="store_true", help="print each preset's source")
     p.set_defaults(func=cmd_presets)
 

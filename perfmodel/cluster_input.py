@@ -11,6 +11,8 @@ inline [<cluster>.gpu] table in the gpus.toml schema in a cluster file.
 Overrides on any of them: --gpu NAME, --gpus-per-node N, --intra LINK, --network LINK, --nics K (the
 network is K NICs of the per-NIC figure), --nodes N (the cluster's node count; without it and without
 max_nodes the cluster is open-ended). LINK: see perfmodel.fabrics.
+--gpu-topology FILE (what `nvidia-smi topo -m` prints on one node) with --host-cpu NAME sets the intra link
+to the slowest hop of the best GPU ring through that node's PCIe and socket paths (perfmodel.gpu_topology).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .fabrics import parse_link
+from .gpu_topology import read_topology, topology_link
 from .preset_toml import PresetError, read_toml
 from .presets import (GpuPreset, cluster_from_table, cluster_gpu_fields, fabrics, gpu_from_table, gpus, load_cluster,
                       presets_dir)
@@ -47,6 +50,8 @@ class ClusterOptions:
     gpu_mem_bw: float | None = None
     gpu_memory_gb: float | None = None
     gpu_host: str | None = None
+    gpu_topology: str | None = None
+    host_cpu: str | None = None
 
     def custom_gpu(self) -> bool:
         """Whether the options describe the GPU's figures (an unlisted GPU or a preset's overridden)."""
@@ -54,7 +59,8 @@ class ClusterOptions:
 
     def any(self) -> bool:
         return self.custom_gpu() or any(v is not None for v in (self.gpu, self.gpus_per_node, self.intra,
-                                                                 self.network, self.nics, self.nodes))
+                                                                 self.network, self.nics, self.nodes,
+                                                                 self.gpu_topology, self.host_cpu))
 
 
 def _figure(text: str, what: str) -> float:
@@ -139,6 +145,8 @@ def table_from_file(path: Path, name: str | None, kind: str, marker: str) -> tup
 
 
 def _custom(opts: ClusterOptions, root: Path) -> Cluster:
+    if opts.gpus_per_node is None and opts.gpu_topology is not None:
+        opts = replace(opts, gpus_per_node=len(read_topology(opts.gpu_topology).gpus))
     missing = [o for o, v in (("--gpu", opts.gpu or opts.gpu_tflops), ("--gpus-per-node", opts.gpus_per_node),
                               ("--network", opts.network)) if v is None]
     if missing:
@@ -158,7 +166,20 @@ def _custom(opts: ClusterOptions, root: Path) -> Cluster:
     cluster = cluster_from_table(CUSTOM, table, "--cluster custom", root)
     if opts.nics is not None:
         cluster = _with_nics(cluster, opts.nics, f"--network {opts.network}")
+    cluster = _with_topology(cluster, opts, root)
     return replace(cluster, source=f"built on the command line: {describe(cluster)}")
+
+
+def _with_topology(cluster: Cluster, opts: ClusterOptions, root: Path) -> Cluster:
+    """The cluster with its intra link from --gpu-topology and --host-cpu (perfmodel.gpu_topology)."""
+    if opts.gpu_topology is None:
+        if opts.host_cpu is not None:
+            raise SpecError("--host-cpu needs --gpu-topology (the node's `nvidia-smi topo -m` output)")
+        return cluster
+    if opts.intra is not None:
+        raise SpecError("give one of --intra (the link's figure) and --gpu-topology (the node's paths), not both")
+    link = topology_link(opts.gpu_topology, cluster.host, opts.host_cpu, root, cluster.gpus_per_node)
+    return replace(cluster, intra=link)
 
 
 def _with_nics(cluster: Cluster, nics: int, what: str) -> Cluster:
@@ -206,6 +227,9 @@ def apply_overrides(cluster: Cluster, opts: ClusterOptions, root: Path | None = 
             said.append(f"{opts.nics} NICs")
     except SpecError as e:
         raise SpecError(f"cluster overrides: {e}") from None
+    out = _with_topology(out, opts, root)
+    if opts.gpu_topology is not None:
+        said.append(f"intra from --gpu-topology {opts.gpu_topology}")
     return replace(out, name=f"{cluster.name} ({', '.join(said)})")
 
 
@@ -244,6 +268,6 @@ def pcie_intra_note(cluster: Cluster) -> str | None:
         return None
     return (f"the node's GPUs talk over the {fabric} preset ({cluster.intra.bandwidth_Bps / 1e9:.4g} GB/s, one x16 "
             f"link's copy rate): on 144 published runs of 4 V100 PCIe per node it made the model 20.6% too fast "
-            f"inside one node (docs/validation.md); profile the node (perfmodel profile) or give its measured "
-            f"allreduce bus bandwidth with --intra")
+            f"inside one node (docs/validation.md); profile the node (perfmodel profile), give its measured "
+            f"allreduce bus bandwidth with --intra, or its `nvidia-smi topo -m` with --gpu-topology and --host-cpu")
 

@@ -218,6 +218,12 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gpu-memory-gb", type=float, default=None, metavar="GB", help="the GPU's memory size")
     g.add_argument("--gpu-host", default=None, metavar="FABRIC",
                    help="the GPU's host link (pcie3, pcie4, pcie5; default pcie5 for a described GPU)")
+    g.add_argument("--gpu-topology", default=None, metavar="FILE",
+                   help="what `nvidia-smi topo -m` prints on one node: the intra link becomes the slowest hop of "
+                        "the best GPU ring through its PCIe and socket paths (instead of --intra); docs/cli.md")
+    g.add_argument("--host-cpu", default=None, metavar="CPU",
+                   help="the node's CPU for --gpu-topology paths through it (broadwell, skylake, sapphire-rapids, "
+                        "amd-zen3 ...; `perfmodel presets --kind host-cpu`)")
     g = p.add_argument_group("workload", "a preset, a library model, or a TOML file; compute time on the "
                              "cluster's GPU from one of --samples-per-s, --compute-ms, --estimate, --profile")
     g.add_argument("--workload", default=None,

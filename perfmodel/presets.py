@@ -365,7 +365,7 @@ def load_workload_with_settings(name: str, root: Path | None = None,
     return workload_from_table(name, data[name], f"workloads.toml [{name}]", root, root, compute)
 
 
-PRESET_KINDS = ("fabric", "gpu", "cluster", "workload", "model")
+PRESET_KINDS = ("fabric", "gpu", "host-cpu", "cluster", "workload", "model")
 
 
 def list_presets(root: Path | None = None, kinds: tuple[str, ...] = PRESET_KINDS) -> list[PresetInfo]:
@@ -390,6 +390,12 @@ def list_presets(root: Path | None = None, kinds: tuple[str, ...] = PRESET_KINDS
             if g.host:
                 parts.append(f"host {g.host}")
             out.append(PresetInfo("gpu", name, ", ".join(parts), g.source))
+    if "host-cpu" in kinds:
+        from .gpu_topology import host_cpus
+
+        for name, c in host_cpus(root).items():
+            out.append(PresetInfo("host-cpu", name, f"inter-socket {c.inter_socket_Bps / 1e9:.4g} GB/s, P2P "
+                                  f"overhead {c.p2p_overhead:g} (for --gpu-topology)", c.source))
     if "cluster" in kinds:
         for name in cluster_names(root):
             c = load_cluster(name, root)

@@ -237,7 +237,7 @@ def test_presets_lists_every_kind(capsys):
     code, out, _ = run(capsys, "presets")
     assert code == 0
     kinds = {line.split()[0] for line in out.splitlines()}
-    assert kinds == {"fabric", "gpu", "cluster", "workload", "model"}
+    assert kinds == {"fabric", "gpu", "host-cpu", "cluster", "workload", "model"}
     for name in ("ib-hdr", "nvswitch-h100", "pcie5", "h100", "k80", "gpt2-xl", "bert-large", "inception-v3"):
         assert f" {name} " in out
     code, out, _ = run(capsys, "presets", "--kind", "fabric", "--sources")

@@ -1,0 +1,228 @@
+"""A PCIe node's GPU ring bandwidth from what ``nvidia-smi topo -m`` prints on it (``--gpu-topology``).
+
+A node whose GPUs talk over PCIe runs its allreduce as fast as the slowest hop of the ring NCCL builds
+through them, and that hop depends on where the GPUs sit: behind one PCIe switch, behind the CPU's root
+complex, or on two sockets. ``nvidia-smi topo -m`` names the path between every pair of GPUs:
+
+    X     the GPU itself
+    PIX   at most one PCIe bridge          PXB   several PCIe bridges, no host bridge
+    PHB   through a PCIe host bridge (the CPU)
+    NODE  between PCIe host bridges inside one NUMA node
+    SYS   across the link between NUMA nodes (QPI/UPI, Infinity Fabric); SOC in old releases
+    NV#   a bond of # NVLinks
+
+Each hop's bandwidth per direction, with P the GPU's host link (its PCIe preset, achievable), and for
+the host CPU (data/presets/host_cpus.toml, NCCL's own topology figures) o its P2P overhead (6/5 on
+Intel: GPU-to-GPU traffic through the root complex travels as 64-byte TLPs) and S its inter-socket link:
+
+    PIX, PXB     b = P                     peer to peer through PCIe switches
+    PHB, NODE    b = P / o                 through the CPU's root complex
+    SYS          b = min(P / o, S / k)     k: the ring's hops that cross between the same two sockets in
+                                           the same direction (they share that direction of the link)
+    NV#          faster than any PCIe path: never the bottleneck here
+
+Ring bandwidth = max over the rings through all GPUs (Hamiltonian cycles) of the slowest hop: NCCL
+searches its rings for the same thing. Every ring of up to 8 GPUs is tried (2,520 at 8); a larger node
+must have one path class between all its GPUs. A node whose GPUs can ring over NVLink alone is refused:
+its bandwidth is the NVLink fabric's (an NVLink preset for --intra). The sockets are the groups of GPUs
+with no SYS path between them. Not modelled: a PCIe switch's uplink shared by two hops in the same
+direction, and PCIe links narrower than x16.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .preset_toml import PresetError, read_toml
+from .specs import Link, SpecError
+
+CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS", "NV")
+MAX_SEARCH_GPUS = 8
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_GPU = re.compile(r"GPU(\d+)$")
+
+
+@dataclass(frozen=True)
+class HostCpu:
+    """A host CPU's figures: inter_socket_Bps (bytes/s per direction), p2p_overhead (PCIe bytes per byte)."""
+
+    name: str
+    inter_socket_Bps: float
+    p2p_overhead: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The GPU-to-GPU path classes of one node: paths[i][j] in CLASSES ("" on the diagonal)."""
+
+    gpus: tuple[str, ...]
+    paths: tuple[tuple[str, ...], ...]
+    where: str
+
+    def sockets(self) -> tuple[int, ...]:
+        """Socket index of each GPU: GPUs with no SYS path between them share one."""
+        n = len(self.gpus)
+        group = list(range(n))
+        for i, j in itertools.combinations(range(n), 2):
+            if self.paths[i][j] != "SYS":
+                old, new = group[j], group[i]
+                group = [new if g == old else g for g in group]
+        for i, j in itertools.combinations(range(n), 2):
+            if (group[i] != group[j]) != (self.paths[i][j] == "SYS"):
+                raise SpecError(f"{self.where}: {self.gpus[i]}-{self.gpus[j]} is {self.paths[i][j]}, but the other "
+                                f"paths put them on {'different' if group[i] != group[j] else 'the same'} socket(s)")
+        labels = {g: k for k, g in enumerate(dict.fromkeys(group))}
+        return tuple(labels[g] for g in group)
+
+
+@dataclass(frozen=True)
+class Ring:
+    """The best ring: bandwidth_Bps (bytes/s per direction), GPU order, and its slowest hop in words."""
+
+    bandwidth_Bps: float
+    order: tuple[int, ...]
+    bottleneck: str
+
+
+def _cell(text: str, where: str) -> str:
+    t = text.upper()
+    if t == "SOC":
+        return "SYS"
+    if re.fullmatch(r"NV\d+", t):
+        return "NV"
+    if t in CLASSES or t == "X":
+        return t
+    raise SpecError(f"{where}: unknown path {text!r} (nvidia-smi topo -m cells: X, PIX, PXB, PHB, NODE, SYS, NV#)")
+
+
+def parse_topology(text: str, where: str = "nvidia-smi topo -m") -> Topology:
+    """The GPU rows of ``nvidia-smi topo -m`` output (tabs or spaces, terminal colour codes allowed)."""
+    lines = [_ANSI.sub("", ln) for ln in text.splitlines()]
+    at = next((k for k, ln in enumerate(lines) if ln.split()[:1] == ["GPU0"]), None)
+    if at is None:
+        raise SpecError(f"{where}: no header row starting with GPU0 (paste what `nvidia-smi topo -m` prints)")
+    names = tuple(itertools.takewhile(lambda t: _GPU.match(t) is not None, lines[at].split()))
+    n = len(names)
+    rows: dict[str, list[str]] = {}
+    for ln in lines[at + 1:]:
+        tok = ln.split()
+        if tok and tok[0] in names and len(tok) > n:
+            if tok[0] in rows:
+                raise SpecError(f"{where}: row {tok[0]} appears twice")
+            rows[tok[0]] = [_cell(c, f"{where}, row {tok[0]}") for c in tok[1:n + 1]]
+    missing = [g for g in names if g not in rows]
+    if missing:
+        raise SpecError(f"{where}: no row for {', '.join(missing)}")
+    paths = []
+    for i, g in enumerate(names):
+        row = rows[g]
+        for j, c in enumerate(row):
+            if (c == "X") != (i == j):
+                raise SpecError(f"{where}: {g}-{names[j]} is {c!r}; X belongs on the diagonal only")
+            if i != j and c != rows[names[j]][i]:
+                raise SpecError(f"{where}: {g}-{names[j]} is {c} but {names[j]}-{g} is {rows[names[j]][i]}")
+        paths.append(tuple("" if c == "X" else c for c in row))
+    return Topology(names, tuple(paths), where)
+
+
+def read_topology(path: str | Path) -> Topology:
+    """parse_topology of a file; a missing or unreadable file is a SpecError naming it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise SpecError(f"--gpu-topology {path}: cannot read it ({e.strerror or e})") from None
+    return parse_topology(text, f"--gpu-topology {path}")
+
+
+def host_cpus(root: Path) -> dict[str, HostCpu]:
+    """The host CPUs of host_cpus.toml by name."""
+    out = {}
+    for name, d in read_toml(root / "host_cpus.toml").items():
+        try:
+            out[name] = HostCpu(name, float(d["inter_socket_Bps"]), float(d["p2p_overhead"]), str(d["source"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise PresetError(f"host_cpus.toml [{name}]: {e}") from None
+    return out
+
+
+def ring(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
+    """The ring with the fastest slowest hop (module docstring); ``cpu`` is needed for PHB, NODE and SYS."""
+    n = len(topo.gpus)
+    if n < 2:
+        raise SpecError(f"{topo.where}: one GPU has no GPU-to-GPU path")
+    needs_cpu = sorted({c for row in topo.paths for c in row if c in ("PHB", "NODE", "SYS")})
+    if needs_cpu and cpu is None:
+        raise SpecError(f"{topo.where}: paths through the CPU ({', '.join(needs_cpu)}) need --host-cpu "
+                        f"(broadwell, skylake, sapphire-rapids, amd-zen3 ...; `perfmodel presets --kind host-cpu`)")
+    sockets = topo.sockets()
+    classes = {c for row in topo.paths for c in row if c}
+    if n <= MAX_SEARCH_GPUS:
+        cycles = ((0, *p) for p in itertools.permutations(range(1, n)) if n < 3 or p[0] < p[-1])
+    elif len(classes) == 1:
+        cycles = iter([tuple(range(n))])
+    else:
+        raise SpecError(f"{topo.where}: {n} GPUs with mixed paths ({', '.join(sorted(classes))}); up to "
+                        f"{MAX_SEARCH_GPUS} are searched: give the node's measured bus bandwidth with --intra")
+    best: Ring | None = None
+    for order in cycles:
+        hops = [(order[i], order[(i + 1) % n]) for i in range(n)]
+        crossings: dict[tuple[int, int], int] = {}
+        for a, b in hops:
+            if sockets[a] != sockets[b]:
+                crossings[(sockets[a], sockets[b])] = crossings.get((sockets[a], sockets[b]), 0) + 1
+        slowest, said = math.inf, ""
+        for a, b in hops:
+            bw, why = _hop(topo.paths[a][b], host_Bps, cpu, crossings.get((sockets[a], sockets[b]), 0))
+            if bw < slowest:
+                slowest, said = bw, f"{topo.gpus[a]}->{topo.gpus[b]} {topo.paths[a][b]}: {why}"
+        if best is None or slowest > best.bandwidth_Bps:
+            best = Ring(slowest, order, said)
+    assert best is not None
+    if math.isinf(best.bandwidth_Bps):
+        raise SpecError(f"{topo.where}: the GPUs ring over NVLink alone; give the NVLink fabric with --intra "
+                        f"(nvlink2, nvswitch-a100 ...; --gpu-topology prices PCIe and socket paths)")
+    return best
+
+
+def _hop(path: str, host_Bps: float, cpu: HostCpu | None, k: int) -> tuple[float, str]:
+    """One hop's bandwidth (bytes/s) and how it was reached."""
+    gb = lambda v: f"{v / 1e9:.4g} GB/s"  # noqa: E731
+    if path == "NV":
+        return math.inf, "NVLink"
+    if path in ("PIX", "PXB"):
+        return host_Bps, f"PCIe {gb(host_Bps)}"
+    assert cpu is not None
+    through_cpu = host_Bps / cpu.p2p_overhead
+    said = f"PCIe {gb(host_Bps)} / {cpu.p2p_overhead:g} ({cpu.name} root complex)"
+    if path in ("PHB", "NODE"):
+        return through_cpu, said
+    shared = cpu.inter_socket_Bps / k
+    if shared < through_cpu:
+        return shared, f"{cpu.name} inter-socket {gb(cpu.inter_socket_Bps)} / {k} hop(s) crossing that way"
+    return through_cpu, said
+
+
+def topology_link(path: str | Path, host: Link, cpu_name: str | None, root: Path, gpus_per_node: int | None) -> Link:
+    """The intra-node link (bytes/s, the host link's latency) that ``path`` (nvidia-smi topo -m output)
+    gives GPUs whose host link is ``host`` on CPU ``cpu_name``; its GPU count must be ``gpus_per_node``."""
+    topo = read_topology(path)
+    if gpus_per_node is not None and len(topo.gpus) != gpus_per_node:
+        raise SpecError(f"{topo.where}: {len(topo.gpus)} GPUs, but the cluster's nodes have {gpus_per_node} "
+                        f"(--gpus-per-node)")
+    cpu = None
+    if cpu_name is not None:
+        cpus = host_cpus(root)
+        if cpu_name not in cpus:
+            raise SpecError(f"unknown --host-cpu {cpu_name!r}; host CPUs: {', '.join(cpus)}")
+        cpu = cpus[cpu_name]
+    best = ring(topo, host.bandwidth_Bps, cpu)
+    nsock = len(set(topo.sockets()))
+    return Link(host.latency_s, best.bandwidth_Bps,
+                f"gpu-topology: {path} ({len(topo.gpus)} GPUs, {nsock} socket(s)); ring "
+                f"{'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}"
+                + (f"; {cpu.source}" if cpu else ""))

@@ -1,0 +1,151 @@
+"""--gpu-topology: a PCIe node's ring bandwidth from `nvidia-smi topo -m`, cases worked by hand from
+perfmodel/gpu_topology.py's rules and data/presets/host_cpus.toml (NCCL's topology figures)."""
+
+import json
+
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.gpu_topology import host_cpus, parse_topology, read_topology, ring, topology_link
+from perfmodel.presets import presets_dir
+from perfmodel.specs import Link, SpecError
+
+PCIE3 = 12.15e9  # fabrics.toml pcie3, achievable
+CPUS = host_cpus(presets_dir())
+
+
+def matrix(rows: list[str], extra: str = "\tCPU Affinity\tNUMA Affinity") -> str:
+    """nvidia-smi topo -m text: a header, one tab-separated row per GPU, and the legend."""
+    n = len(rows)
+    head = "\t" + "\t".join(f"GPU{i}" for i in range(n)) + extra
+    body = [f"GPU{i}\t" + "\t".join(r.split()) + ("\t0-19\t0" if extra else "") for i, r in enumerate(rows)]
+    return "\n".join([head, *body, "", "Legend:", "", "  X    = Self", "  SYS  = Connection traversing PCIe"]) + "\n"
+
+
+SPLIT = matrix(["X PIX SYS SYS", "PIX X SYS SYS", "SYS SYS X PIX", "SYS SYS PIX X"])  # 2 + 2 on two sockets
+ALONE = matrix(["X SYS SYS SYS", "SYS X NODE NODE", "SYS NODE X NODE", "SYS NODE NODE X"])  # NVIDIA/nccl #428's node
+SWITCH = matrix(["X PIX PXB PXB", "PIX X PXB PXB", "PXB PXB X PIX", "PXB PXB PIX X"])  # one PCIe switch tree
+
+
+def bw(text: str, cpu: str | None = None) -> float:
+    return ring(parse_topology(text), PCIE3, CPUS[cpu] if cpu else None).bandwidth_Bps
+
+
+def test_two_sockets_cost_the_inter_socket_link_or_the_root_complex_whichever_is_slower():
+    # one SYS hop each way: min(P / o, S / 1); the PIX hops run at P
+    assert bw(SPLIT, "broadwell") == pytest.approx(6.0e9)  # min(12.15/1.2, 6)
+    assert bw(SPLIT, "skylake") == pytest.approx(10.0e9)  # min(10.125, 10)
+    assert bw(SPLIT, "amd-zen3") == pytest.approx(PCIE3)  # min(12.15/1, 24) and the PIX hops: 12.15
+    assert bw(ALONE, "skylake") == pytest.approx(10.0e9)  # SYS 10, NODE 12.15/1.2 = 10.125
+    assert bw(ALONE, "amd-zen2") == pytest.approx(PCIE3)  # NODE 12.15/1, SYS min(12.15, 16)
+
+
+def test_a_switch_only_node_is_the_pcie_figure_and_needs_no_cpu():
+    assert bw(SWITCH) == pytest.approx(PCIE3)  # the same figure as --intra pcie3
+
+
+def test_the_search_keeps_each_socket_s_gpus_together():
+    # 8 GPUs, even ones on socket 0 and odd ones on socket 1: the ring 0-1-2-...-7 crosses 8 times (k = 4
+    # each way: 6/4 = 1.5 GB/s on Broadwell); the best ring crosses once each way: 6 GB/s
+    rows = [" ".join("X" if i == j else ("PXB" if i % 2 == j % 2 else "SYS") for j in range(8)) for i in range(8)]
+    topo = parse_topology(matrix(rows))
+    assert topo.sockets() == (0, 1, 0, 1, 0, 1, 0, 1)
+    best = ring(topo, PCIE3, CPUS["broadwell"])
+    assert best.bandwidth_Bps == pytest.approx(6.0e9)
+    crossings = sum(topo.sockets()[a] != topo.sockets()[b] for a, b in zip(best.order, best.order[1:] + best.order[:1]))
+    assert crossings == 2
+
+
+def test_nvlink_bridges_leave_the_pcie_hops_as_the_bottleneck():
+    # pairs bridged by NVLink (0-1, 2-3); the ring must cross PHB twice: 12.15 / 1.2 on an Intel host
+    text = matrix(["X NV4 PHB PHB", "NV4 X PHB PHB", "PHB PHB X NV4", "PHB PHB NV4 X"])
+    assert bw(text, "skylake") == pytest.approx(PCIE3 / 1.2)
+
+
+def test_terminal_colours_and_the_old_soc_name_parse():
+    text = "\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\n\x1b[4mGPU0\x1b[0m\t X \tSOC\t0-9\n\x1b[4mGPU1\x1b[0m\tSOC\t X \t10-19\n"
+    topo = parse_topology(text)
+    assert topo.paths == (("", "SYS"), ("SYS", "")) and topo.sockets() == (0, 1)
+    assert bw(text, "broadwell") == pytest.approx(6.0e9)
+
+
+@pytest.mark.parametrize("text, cpu, words", [
+    (matrix(["X NV12 NV12", "NV12 X NV12", "NV12 NV12 X"]), None, "NVLink alone"),
+    (matrix(["X PCI", "PCI X"]), None, "unknown path 'PCI'"),
+    (matrix(["X PIX PIX", "PIX X PXB", "PXB PXB X"]), None, "GPU0-GPU2 is PIX but GPU2-GPU0 is PXB"),
+    (matrix(["PIX PIX", "PIX X"]), None, "X belongs on the diagonal"),
+    ("GPU0\tGPU1\nGPU0\t X \tPIX\n", None, "no row for GPU1"),
+    ("nvidia-smi: command not found\n", None, "no header row"),
+    (matrix(["X PIX SYS", "PIX X PIX", "SYS PIX X"]), "broadwell", "socket"),
+    (SPLIT, None, "need --host-cpu"),
+    (matrix([" ".join("X" if i == j else ("PIX" if i // 5 == j // 5 else "PXB") for j in range(10))
+             for i in range(10)]), None, "10 GPUs with mixed paths"),
+])
+def test_what_cannot_be_priced_is_one_clear_error(text, cpu, words):
+    with pytest.raises(SpecError, match=words):
+        ring(parse_topology(text), PCIE3, CPUS[cpu] if cpu else None)
+
+
+def test_a_large_node_with_one_path_class_is_priced_without_a_search():
+    text = matrix([" ".join("X" if i == j else "PIX" for j in range(10)) for i in range(10)])
+    assert bw(text) == pytest.approx(PCIE3)
+
+
+def test_topology_link_checks_the_gpu_count_the_cpu_name_and_the_file(tmp_path):
+    f = tmp_path / "topo.txt"
+    f.write_text(SPLIT)
+    host = Link(1e-5, PCIE3)
+    link = topology_link(f, host, "broadwell", presets_dir(), 4)
+    assert (link.bandwidth_Bps, link.latency_s) == (pytest.approx(6.0e9), 1e-5)
+    assert "GPU1->GPU2 SYS" in link.source or "GPU3->GPU0 SYS" in link.source
+    with pytest.raises(SpecError, match="4 GPUs, but the cluster's nodes have 8"):
+        topology_link(f, host, "broadwell", presets_dir(), 8)
+    with pytest.raises(SpecError, match="unknown --host-cpu 'pentium'"):
+        topology_link(f, host, "pentium", presets_dir(), 4)
+    with pytest.raises(SpecError, match="cannot read it"):
+        read_topology(tmp_path / "missing.txt")
+
+
+def test_every_host_cpu_cites_nccl_s_topology_figure():
+    assert set(CPUS) >= {"broadwell", "skylake", "sapphire-rapids", "amd-zen3"}
+    for c in CPUS.values():
+        assert "src/graph/topo.h" in c.source and c.inter_socket_Bps > 0 and c.p2p_overhead >= 1
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+BASE = ["predict", "--cluster", "custom", "--gpu", "v100-pcie", "--network", "ib-edr", "--workload", "resnet50",
+        "--samples-per-s", "360", "--batch", "64", "--strategy", "ssgd", "--gpus", "4,8", "--format", "json"]
+
+
+def test_predict_with_a_topology_is_predict_with_its_ring_figure(tmp_path, capsys):
+    f = tmp_path / "topo.txt"
+    f.write_text(SPLIT)
+    code, out, err = run(capsys, *BASE, "--gpu-topology", str(f), "--host-cpu", "broadwell")  # 4 GPUs from the file
+    assert code == 0, err
+    code2, out2, err2 = run(capsys, *BASE, "--gpus-per-node", "4", "--intra", "6GB/s,10us")
+    assert code2 == 0, err2
+    got, want = json.loads(out), json.loads(out2)
+    assert [r["throughput"] for r in got] == pytest.approx([r["throughput"] for r in want], rel=1e-12)
+    assert "pcie3 preset" not in err  # no PCIe note: the intra figure is the node's own
+    code, out, err = run(capsys, *BASE[:-2], "--format", "table", "--gpus-per-node", "4", "--gpu-topology", str(f),
+                         "--host-cpu", "skylake")
+    assert code == 0 and "intra 10 GB/s, 10 us" in out, err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--intra", "pcie3"], "give one of --intra"),
+    (["--host-cpu", "skylake", "--gpus-per-node", "4"], "--host-cpu needs --gpu-topology"),
+    (["--gpu-topology", "/nonexistent/topo.txt"], "cannot read it"),
+])
+def test_predict_refuses_bad_topology_options_in_one_line(tmp_path, capsys, extra, words):
+    f = tmp_path / "topo.txt"
+    f.write_text(SPLIT)
+    if extra[0] == "--intra":
+        extra = [*extra, "--gpu-topology", str(f), "--host-cpu", "broadwell"]
+    code, out, err = run(capsys, *BASE, *extra)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
