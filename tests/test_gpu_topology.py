@@ -62,6 +62,26 @@ def test_nvlink_bridges_leave_the_pcie_hops_as_the_bottleneck():
     assert bw(text, "skylake") == pytest.approx(PCIE3 / 1.2)
 
 
+# A real node's output with NIC columns and rows (NVIDIA/nccl issue #243, 2019): 6 GPUs, 3 per socket.
+NCCL_243 = """ \tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tmlx5_1\tmlx5_0\tCPU Affinity
+GPU0\t X \tPIX\tNODE\tSYS\tSYS\tSYS\tSYS\tNODE\t0-13,28-41
+GPU1\tPIX\t X \tNODE\tSYS\tSYS\tSYS\tSYS\tNODE\t0-13,28-41
+GPU2\tNODE\tNODE\t X \tSYS\tSYS\tSYS\tSYS\tPIX\t0-13,28-41
+GPU3\tSYS\tSYS\tSYS\t X \tPIX\tNODE\tNODE\tSYS\t14-27,42-55
+GPU4\tSYS\tSYS\tSYS\tPIX\t X \tNODE\tNODE\tSYS\t14-27,42-55
+GPU5\tSYS\tSYS\tSYS\tNODE\tNODE\t X \tPIX\tSYS\t14-27,42-55
+mlx5_1\tSYS\tSYS\tSYS\tNODE\tNODE\tPIX\t X \tSYS\t
+mlx5_0\tNODE\tNODE\tPIX\tSYS\tSYS\tSYS\tSYS\t X \t
+"""
+
+
+def test_a_real_output_with_nic_columns():
+    topo = parse_topology(NCCL_243)
+    assert topo.gpus == tuple(f"GPU{i}" for i in range(6)) and topo.sockets() == (0, 0, 0, 1, 1, 1)
+    assert bw(NCCL_243, "broadwell") == pytest.approx(6.0e9)  # SYS once each way: min(10.125, 6)
+    assert bw(NCCL_243, "sapphire-rapids") == pytest.approx(PCIE3 / 1.2)  # the NODE hops: 10.125 < 22
+
+
 def test_terminal_colours_and_the_old_soc_name_parse():
     text = "\x1b[4m\tGPU0\tGPU1\tCPU Affinity\x1b[0m\n\x1b[4mGPU0\x1b[0m\t X \tSOC\t0-9\n\x1b[4mGPU1\x1b[0m\tSOC\t X \t10-19\n"
     topo = parse_topology(text)
