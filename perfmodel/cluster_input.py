@@ -12,7 +12,8 @@ Overrides on any of them: --gpu NAME, --gpus-per-node N, --intra LINK, --network
 network is K NICs of the per-NIC figure), --nodes N (the cluster's node count; without it and without
 max_nodes the cluster is open-ended). LINK: see perfmodel.fabrics.
 --gpu-topology FILE (what `nvidia-smi topo -m` prints on one node) with --host-cpu NAME sets the intra link
-to the slowest hop of the best GPU ring through that node's PCIe and socket paths (perfmodel.gpu_topology).
+to the slowest hop of the best GPU ring through that node's PCIe and socket paths (perfmodel.gpu_topology);
+in a cluster file, gpu_topology = "FILE" (relative to the cluster file) and host_cpu = "NAME" instead of intra.
 """
 
 from __future__ import annotations
@@ -244,10 +245,30 @@ def resolve_cluster(ref: str | None, opts: ClusterOptions = ClusterOptions(), ro
     if file_ref is not None:
         path, name = file_ref
         name, table, where = table_from_file(path, name, "cluster", "gpus_per_node")
+        table, topology, cpu = _file_layout(table, path, where)
         cluster = cluster_from_table(name, table, where, root)
+        if topology is not None:
+            cluster = replace(cluster, intra=topology_link(topology, cluster.host, cpu, root, cluster.gpus_per_node))
     else:
         cluster = load_cluster(ref, root)
     return apply_overrides(cluster, opts, root)
+
+
+def _file_layout(table: dict, path: Path, where: str) -> tuple[dict, Path | None, str | None]:
+    """A cluster file's table without its layout keys (gpu_topology: an nvidia-smi topo -m file, relative
+    to the cluster file; host_cpu), the layout's path and the host CPU; (table, None, None) without them."""
+    topology, cpu = table.get("gpu_topology"), table.get("host_cpu")
+    if topology is None:
+        if cpu is not None:
+            raise PresetError(f"{where}: host_cpu needs gpu_topology (a node's `nvidia-smi topo -m` file)")
+        return table, None, None
+    if not isinstance(topology, str) or not (cpu is None or isinstance(cpu, str)):
+        raise PresetError(f"{where}: gpu_topology must be a file name and host_cpu a CPU name (strings)")
+    if "intra" in table:
+        raise PresetError(f"{where}: give intra (the link) or gpu_topology (the node's paths), not both")
+    rest = {k: v for k, v in table.items() if k not in ("gpu_topology", "host_cpu")}
+    rest["intra"] = "1GB/s"  # a placeholder: the layout's link replaces it
+    return rest, path.parent / topology, cpu
 
 
 def describe(cluster: Cluster) -> str:
@@ -257,6 +278,13 @@ def describe(cluster: Cluster) -> str:
     nics = f" ({cluster.nics} NICs)" if cluster.nics > 1 else ""
     return (f"{cluster.gpus_per_node}x {cluster.gpu or '?'} per node; intra {gb(cluster.intra)}; host "
             f"{gb(cluster.host)}; network {gb(cluster.network)}{nics}; {nodes}")
+
+
+def topology_note(cluster: Cluster) -> str | None:
+    """Where the intra link came from when a node layout priced it: the ring and its slowest hop."""
+    if not cluster.intra.source.startswith("gpu-topology: "):
+        return None
+    return "; ".join(cluster.intra.source.split("; ")[:2])  # the layout and the ring, not the CPU's source
 
 
 def pcie_intra_note(cluster: Cluster) -> str | None:

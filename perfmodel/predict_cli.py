@@ -223,7 +223,7 @@ def _with_node_overhead(args: argparse.Namespace, workload, cluster, strategies:
 
 def predict_result(args: argparse.Namespace) -> PredictResult:
     """Everything `perfmodel predict` prints, computed from its parsed arguments (``build_parser``)."""
-    from .cluster_input import describe, pcie_intra_note
+    from .cluster_input import describe, pcie_intra_note, topology_note
 
     gpus = parse_gpus(args.gpus)
     if args.profile and args.cluster in (None, "local"):
@@ -252,7 +252,8 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
               f"allreduce {strategies[0].allreduce}{', staged on host' if args.staging == 'host' else ''}, "
               f"wire {args.wire}\n"
               f"# cluster: {describe(cluster)}\n"
-              f"# compute: {source}")
+              + (f"# intra: {topology_note(cluster)}\n" if topology_note(cluster) else "")
+              + f"# compute: {source}")
     return PredictResult(records, notes, header)
 
 

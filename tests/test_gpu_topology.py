@@ -140,6 +140,7 @@ def run(capsys, *argv):
 
 BASE = ["predict", "--cluster", "custom", "--gpu", "v100-pcie", "--network", "ib-edr", "--workload", "resnet50",
         "--samples-per-s", "360", "--batch", "64", "--strategy", "ssgd", "--gpus", "4,8", "--format", "json"]
+WORK = BASE[7:]  # BASE after its cluster options: the workload, GPUs and format
 
 
 def test_predict_with_a_topology_is_predict_with_its_ring_figure(tmp_path, capsys):
@@ -168,4 +169,31 @@ def test_predict_refuses_bad_topology_options_in_one_line(tmp_path, capsys, extr
     if extra[0] == "--intra":
         extra = [*extra, "--gpu-topology", str(f), "--host-cpu", "broadwell"]
     code, out, err = run(capsys, *BASE, *extra)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_cluster_file_names_its_layout_beside_it(tmp_path, capsys):
+    (tmp_path / "topo.txt").write_text(SPLIT)
+    cfile = tmp_path / "lab.toml"
+    cfile.write_text('[lab]\ngpu = "v100-pcie"\ngpus_per_node = 4\ngpu_topology = "topo.txt"\nhost_cpu = "broadwell"\n'
+                     'network = "ib-edr"\n')
+    code, out, err = run(capsys, "predict", "--cluster", str(cfile), *WORK)
+    assert code == 0, err
+    code2, out2, err2 = run(capsys, *BASE, "--gpus-per-node", "4", "--intra", "6GB/s,10us")
+    assert [r["throughput"] for r in json.loads(out)] == pytest.approx([r["throughput"] for r in json.loads(out2)])
+    code, out, err = run(capsys, "predict", "--cluster", str(cfile), *WORK[:-2], "--format", "table")
+    assert code == 0 and "# intra: gpu-topology: " in out and "slowest hop GPU" in out, err
+
+
+@pytest.mark.parametrize("keys, words", [
+    ('gpu_topology = "topo.txt"\nhost_cpu = "broadwell"\nintra = "pcie3"\n', "give intra (the link) or gpu_topology"),
+    ('host_cpu = "broadwell"\nintra = "pcie3"\n', "host_cpu needs gpu_topology"),
+    ('gpu_topology = 4\nhost_cpu = "broadwell"\n', "must be a file name"),
+    ('gpu_topology = "missing.txt"\nhost_cpu = "broadwell"\n', "cannot read it"),
+])
+def test_a_cluster_file_s_bad_layout_keys_are_one_line(tmp_path, capsys, keys, words):
+    (tmp_path / "topo.txt").write_text(SPLIT)
+    cfile = tmp_path / "lab.toml"
+    cfile.write_text(f'[lab]\ngpu = "v100-pcie"\ngpus_per_node = 4\nnetwork = "ib-edr"\n{keys}')
+    code, out, err = run(capsys, "predict", "--cluster", str(cfile), *WORK)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
