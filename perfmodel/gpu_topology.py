@@ -133,7 +133,7 @@ def parse_topology(text: str, where: str = "nvidia-smi topo -m") -> Topology:
 def read_topology(path: str | Path) -> Topology:
     """parse_topology of a file; a missing or unreadable file is a SpecError naming it."""
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        text = Path(path).read_text(encoding="utf-8-sig", errors="replace")  # a BOM from a Windows editor
     except OSError as e:
         raise SpecError(f"--gpu-topology {path}: cannot read it ({e.strerror or e})") from None
     return parse_topology(text, f"--gpu-topology {path}")

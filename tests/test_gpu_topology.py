@@ -113,7 +113,7 @@ def test_a_large_node_with_one_path_class_is_priced_without_a_search():
 
 def test_topology_link_checks_the_gpu_count_the_cpu_name_and_the_file(tmp_path):
     f = tmp_path / "topo.txt"
-    f.write_text(SPLIT)
+    f.write_text("\ufeff" + SPLIT.replace("\n", "\r\n"), encoding="utf-8")  # saved by a Windows editor
     host = Link(1e-5, PCIE3)
     link = topology_link(f, host, "broadwell", presets_dir(), 4)
     assert (link.bandwidth_Bps, link.latency_s) == (pytest.approx(6.0e9), 1e-5)
