@@ -270,6 +270,11 @@ def cmd_plan(args, resolve) -> int:
     shown = rank(rows, args.rank) if args.all else ranked[:args.top]
     out = [public_row(r, workload, cluster, inp) for r in shown]
     why = why_line(ranked, rows, args.rank)
+    from .cluster_input import pcie_intra_note
+
+    pcie = pcie_intra_note(cluster) if not args.node_rate and max(r["gpus"] for r in rows) > 1 else None
+    if pcie and args.format != "table":
+        print(f"perfmodel: note: {pcie}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(out, indent=1))
     elif args.format == "csv":
@@ -281,6 +286,8 @@ def cmd_plan(args, resolve) -> int:
         print(f"# {len(rows)} plans searched, {len(feasible)} feasible, ranked by {args.rank}")
         print(format_plan_table(out))
         print(f"# why: {why}")
+        if pcie:
+            print(f"# note: {pcie}")
     if args.format != "table":
         print(f"perfmodel: why: {why}", file=sys.stderr)
     if args.plot:

@@ -219,6 +219,21 @@ def test_a_pcie_preset_inside_the_node_gets_one_note_and_a_measured_figure_none(
     assert code == 0 and "preset (" not in out + err and "step overhead" in out, err
 
 
+def test_plan_says_the_pcie_note_too(capsys):
+    base = ["plan", "--cluster", "custom", "--gpu", "v100-pcie", "--gpus-per-node", "4", "--network", "ib-edr",
+            "--workload", "resnet50", "--samples-per-s", "360", "--batch", "64", "--epochs", "1", "--dataset-size",
+            "100000", "--gpus-max", "8", "--top", "2"]
+    code, out, err = run(capsys, *base)
+    assert code == 0, err
+    assert [ln for ln in out.splitlines() if ln.startswith("# note:")] == \
+        [ln for ln in out.splitlines() if "pcie3 preset" in ln] and "# note: the node's GPUs" in out
+    code, out, err = run(capsys, *base, "--format", "json")
+    assert code == 0 and "perfmodel: note: the node's GPUs talk over the pcie3 preset" in err
+    json.loads(out)
+    code, out, err = run(capsys, *base, "--intra", "4.6GB/s")
+    assert code == 0 and "preset (" not in out + err
+
+
 def test_workload_file_wire_maps_to_the_strategy(tmp_path, capsys):
     w = tmp_path / "w.toml"
     w.write_text('[r18]\nmodel = "resnet18"\nwire = "fp16"\n')
