@@ -46,7 +46,7 @@ from perfmodel import presets
 from perfmodel.fileio import atomic_open
 from perfmodel.plot import save_figure
 from perfmodel.scaling import predict
-from perfmodel.overlap_causes import CONCURRENT_SLOWDOWN, FRAMEWORK_POLICY
+from perfmodel.overlap_causes import CONCURRENT_SLOWDOWN, FRAMEWORK_POLICY, parse_slowdown
 from perfmodel.specs import OVERLAP_EFFICIENCY, Cluster, ComputeTime, SpecError, Strategy, Workload
 from perfmodel.stragglers import GPU_VARIABILITY_CV
 from reproduce.halves import half
@@ -246,7 +246,8 @@ EFFECTS = {
 DEV_SOURCES = ("TensorFlow Performance Benchmarks", "DLPerf")
 
 
-def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS), mode: str = "causes") -> Strategy:
+def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS), mode: str = "causes",
+                   slowdown: tuple[float, float] | None = None) -> Strategy:
     """The row's scheme as a Strategy (NotExpressible where the model lacks the scheme).
 
     comm_overlap "after-backward" (the source's code exchanges the gradients only once backprop and
@@ -254,7 +255,8 @@ def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)
     constant ``overlap`` (0..1) when one is given. ``effects``: the names of EFFECTS to apply.
     ``mode`` (OVERLAP_MODES): "causes", perfmodel's default (the framework's policy, the slowdowns of
     perfmodel.overlap_causes); "none", no overlap; "old", the constant 0.21 on the ideal schedule of the
-    old bucket sizes (_BUCKET_MB)."""
+    old bucket sizes (_BUCKET_MB). ``slowdown`` (sigma, mu): other concurrent slowdowns than
+    perfmodel's GPU default for "causes" with overlap-interference (a diagnostic)."""
     if mode not in OVERLAP_MODES:
         raise PublishedError(f"overlap mode must be one of {', '.join(OVERLAP_MODES)}, got {mode!r}")
     s = r["scheme"]
@@ -270,6 +272,8 @@ def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)
         common.update(bucket_mb=policy["bucket_mb"], first_bucket_mb=policy["first_bucket_mb"])
         if "overlap-interference" not in effects:  # the ideal schedule
             common.update(overlap_compute_slowdown=0.0, overlap_comm_slowdown=0.0)
+        elif slowdown is not None:
+            common.update(overlap_compute_slowdown=slowdown[0], overlap_comm_slowdown=slowdown[1])
     if "horovod-cycle" in effects and s.startswith("horovod"):
         common["cycle_time_s"] = HOROVOD_CYCLE_S
     if r["comm_overlap"] == "after-backward" or mode == "none":
@@ -312,11 +316,12 @@ class Outcome:
         return self.row["single_gpu_samples_per_s"] * self.row["gpus"]
 
 
-def predict_row(r: dict, overlap: float | None = None, effects=tuple(EFFECTS), mode: str = "causes") -> Outcome:
+def predict_row(r: dict, overlap: float | None = None, effects=tuple(EFFECTS), mode: str = "causes",
+                slowdown: tuple[float, float] | None = None) -> Outcome:
     """Predicted samples/s of one row from its specs, or the reason it cannot be expressed (``mode``:
     OVERLAP_MODES)."""
     built, missing = [], []
-    for builder in (build_cluster, build_workload, lambda row: build_strategy(row, overlap, effects, mode)):
+    for builder in (build_cluster, build_workload, lambda row: build_strategy(row, overlap, effects, mode, slowdown)):
         try:
             built.append(builder(r))
         except NotExpressible as e:
@@ -517,10 +522,11 @@ def parse_effects(text: str) -> tuple[str, ...]:
 
 
 def run(runs: Path, out: Path, draw: bool = True, overlap: float | None = None,
-        effects=tuple(EFFECTS)) -> list[Outcome]:
-    """Predict every row of ``runs``, write out/predictions.csv (and the plot); return the outcomes."""
+        slowdown: tuple[float, float] | None = None, effects=tuple(EFFECTS)) -> list[Outcome]:
+    """Predict every row of ``runs``, write out/predictions.csv (and the plot); return the outcomes
+    (``overlap``, ``slowdown``: build_strategy's diagnostics)."""
     rows = load_runs(runs)
-    outcomes = [predict_row(r, overlap, effects) for r in rows]
+    outcomes = [predict_row(r, overlap, effects, slowdown=slowdown) for r in rows]
     write_csv_atomic(out / "predictions.csv", records(outcomes), PRED_COLUMNS)
     if draw:
         plot(outcomes, out / "measured_vs_predicted.png")
@@ -535,6 +541,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--overlap", type=float, default=None,
                     help="constant share of communication hidden behind backprop for the rows whose framework "
                          "overlaps (default: perfmodel's computed bucket-schedule overlap); a diagnostic")
+    ap.add_argument("--overlap-slowdown", default=None, metavar="SIGMA[,MU]",
+                    help="concurrent slowdowns of compute (and collective) instead of perfmodel's GPU default "
+                         "(docs/overlap.md); a diagnostic")
     ap.add_argument("--effects", default="all",
                     help=f"physical effects to apply: all (default), none, or a comma list of {', '.join(EFFECTS)}")
     ap.add_argument("--ablation", action="store_true",
@@ -545,7 +554,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         effects = parse_effects(args.effects)
-        outcomes = run(args.runs, args.out, draw=not args.no_plot, overlap=args.overlap, effects=effects)
+        sigma, mu = parse_slowdown(args.overlap_slowdown)
+        slowdown = None if sigma is None else (sigma, mu)
+        outcomes = run(args.runs, args.out, draw=not args.no_plot, overlap=args.overlap, slowdown=slowdown,
+                       effects=effects)
         table = ablation(load_runs(args.runs), args.overlap) if args.ablation else None
     except (PublishedError, SpecError) as e:
         print(f"published: error: {e}", file=sys.stderr)

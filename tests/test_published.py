@@ -3,6 +3,7 @@
 import csv
 import importlib.util
 import math
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -365,3 +366,20 @@ def test_cli_overlap_out_of_range_is_one_line_exit_2(tmp_path):
                         str(tmp_path / "out"), "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--overlap must be in [0, 1]" in p.stderr
     assert p.stderr.strip().count("\n") == 0
+
+
+def test_given_slowdowns_replace_the_gpu_default_and_lee_et_al_s_figure_on_the_dev_half():
+    """docs/overlap.md: Lee et al. 2025's 18.9% compute slowdown tried on the development half only."""
+    row = _row(scheme="pytorch-ddp", comm_overlap="during-backward")
+    st = pub.build_strategy(row, slowdown=(0.189, 0.79))
+    assert (st.overlap_compute_slowdown, st.overlap_comm_slowdown) == (0.189, 0.79)
+    assert pub.build_strategy(row, effects=(), slowdown=(0.189, 0.79)).overlap_compute_slowdown == 0.0
+    dev = [r for r in pub.load_runs(pub.RUNS) if pub.row_half(r) == "dev"]
+
+    def medians(slowdown):
+        errs = [pub.error_pct(o.predicted, o.row["samples_per_s"]) for o in
+                (pub.predict_row(r, slowdown=slowdown) for r in dev)]
+        return round(statistics.median(abs(e) for e in errs), 1), round(statistics.median(errs), 1)
+    assert medians(None) == medians((0.79, 0.79)) == (4.9, 2.9)  # the default, given explicitly
+    assert medians((0.189, 0.189)) == (5.0, 4.7)
+    assert medians((0.189, 0.79)) == (4.8, 4.3)
