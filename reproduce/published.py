@@ -428,6 +428,15 @@ def report_text(outcomes: list[Outcome]) -> str:
             lines.append(f"  {label[:56]:<56} {where:<12} {v['expressible']:>4}/{v['rows']:<4}"
                          f"{v['median_abs_error_pct']:>7.1f}% /{v['linear_median_abs_error_pct']:>6.1f}%"
                          f"{v['median_error_pct']:>+8.1f}%")
+    lines.append("by precision, development half (expressible rows; median |error| model, median signed):")
+    for prec in sorted({o.row.get("precision", "") for o in outcomes}):
+        cells = []
+        for where, sel in (("one node", lambda o: o.row["nodes"] == 1), ("across nodes", lambda o: o.row["nodes"] > 1)):
+            part = [o for o in outcomes if o.row.get("precision", "") == prec and row_half(o.row) == "dev" and sel(o)]
+            v = summary(part)["all"] if part else None
+            cells.append(f"{where} {v['expressible']:>4} rows {v['median_abs_error_pct']:>5.1f}% "
+                         f"({v['median_error_pct']:+.1f}%)" if v and v["expressible"] else f"{where}    - rows")
+        lines.append(f"  {prec or '?':<6} " + "   ".join(cells))
     missing = [o for o in outcomes if o.predicted is None]
     if missing:
         lines.append(f"not expressible: {len(missing)} rows")
