@@ -29,6 +29,7 @@ from perfmodel import presets
 from perfmodel.gpu_topology import read_topology, topology_link
 from perfmodel.specs import SpecError
 from reproduce.published import RUNS, PublishedError, error_pct, load_runs, predict_row, row_half
+from reproduce.published_pairs import pairs, tally
 
 PCIE = ("pcie3", "pcie4", "pcie5")
 
@@ -110,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
             changed, n = with_network(changed, args.network_as)
             said.append(f"rows whose network is read as another: {n} ({args.network_as})")
         text = report(errors(rows), errors(changed, rows), said)
+        before, after = tally(pairs(rows)), tally(pairs(changed))
+        text += (f"\npairs of schemes ranked as measured (reproduce.published_pairs): as published "
+                 f"{before['right']}/{before['pairs']}, with the change {after['right']}/{after['pairs']}")
     except (PublishedError, SpecError) as e:
         print(f"published_whatif: error: {e}", file=sys.stderr)
         return 2

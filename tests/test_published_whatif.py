@@ -6,6 +6,7 @@ import statistics
 import pytest
 
 from reproduce.published import ROOT, load_runs
+from reproduce.published_pairs import pairs, tally
 from reproduce.published_whatif import errors, main, with_layout, with_network
 
 PCIE_RUNS = ROOT / "data" / "published" / "pcie_runs.csv"
@@ -38,6 +39,7 @@ def test_two_sockets_on_broadwell_halve_the_one_node_and_infiniband_misses():
     assert medians(errs, "across nodes, eth-10g") == (5.5, 2.5)
     assert medians(errs, "across nodes, eth-100g") == (45.0, 45.0)
     assert medians(errs, "held-out half") == (12.1, 7.4)
+    assert tally(pairs(laid))["right"] == 107 and tally(pairs(load_runs(PCIE_RUNS)))["right"] == 92  # of 144
 
 
 def test_other_nodes_keep_their_links():
