@@ -150,6 +150,27 @@ def host_cpus(root: Path) -> dict[str, HostCpu]:
     return out
 
 
+def cpu_from_model(model: str) -> str | None:
+    """The host_cpus.toml name for a CPU model string as lscpu or /proc/cpuinfo print it ("Intel(R) Xeon(R)
+    Gold 6230 CPU @ 2.10GHz" -> "skylake"), or None when it is not recognised. Intel Xeon Scalable numbers
+    carry the generation in their second digit (x1xx-x3xx Skylake to Ice Lake, x4xx Sapphire Rapids, x5xx
+    Emerald Rapids); Xeon E5/E7 are the QPI generations; AMD EPYC numbers carry it in their last digit
+    (1-2 Zen 1-2, 3-4 Zen 3-4, 5 Zen 5)."""
+    text = model.upper()
+    if re.search(r"XEON.*\bE[57]-\d{4}", text):
+        return "broadwell"
+    m = re.search(r"XEON.*\b(?:PLATINUM|GOLD|SILVER|BRONZE)\s+(\d)(\d)\d\d", text)
+    if m:
+        return {"1": "skylake", "2": "skylake", "3": "skylake", "4": "sapphire-rapids",
+                "5": "emerald-rapids"}.get(m.group(2))
+    m = re.search(r"EPYC\s+\d[\dA-Z]\d(\d)", text)  # 7763, and cloud parts such as 7V73X
+    if m:
+        return {"1": "amd-zen2", "2": "amd-zen2", "3": "amd-zen3", "4": "amd-zen3", "5": "amd-zen5"}.get(m.group(1))
+    if "POWER9" in text:
+        return "power9"
+    return None
+
+
 def ring(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
     """The ring with the fastest slowest hop (module docstring); ``cpu`` is needed for PHB, NODE and SYS."""
     n = len(topo.gpus)
@@ -217,9 +238,11 @@ def topology_link(path: str | Path, host: Link, cpu_name: str | None, root: Path
     cpu = None
     if cpu_name is not None:
         cpus = host_cpus(root)
-        if cpu_name not in cpus:
-            raise SpecError(f"unknown --host-cpu {cpu_name!r}; host CPUs: {', '.join(cpus)}")
-        cpu = cpus[cpu_name]
+        name = cpu_name if cpu_name in cpus else cpu_from_model(cpu_name)
+        if name is None:
+            raise SpecError(f"unknown --host-cpu {cpu_name!r}; host CPUs: {', '.join(cpus)} (or a Xeon or EPYC "
+                            f"model name as lscpu prints it)")
+        cpu = cpus[name]
     best = ring(topo, host.bandwidth_Bps, cpu)
     nsock = len(set(topo.sockets()))
     return Link(host.latency_s, best.bandwidth_Bps,

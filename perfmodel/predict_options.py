@@ -223,7 +223,7 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                         "the best GPU ring through its PCIe and socket paths (instead of --intra); docs/cli.md")
     g.add_argument("--host-cpu", default=None, metavar="CPU",
                    help="the node's CPU for --gpu-topology paths through it (broadwell, skylake, sapphire-rapids, "
-                        "amd-zen3 ...; `perfmodel presets --kind host-cpu`)")
+                        "amd-zen3 ...; `perfmodel presets --kind host-cpu`), or its model name as lscpu prints it")
     g = p.add_argument_group("workload", "a preset, a library model, or a TOML file; compute time on the "
                              "cluster's GPU from one of --samples-per-s, --compute-ms, --estimate, --profile")
     g.add_argument("--workload", default=None,

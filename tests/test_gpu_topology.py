@@ -6,7 +6,7 @@ import json
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.gpu_topology import host_cpus, parse_topology, read_topology, ring, topology_link
+from perfmodel.gpu_topology import cpu_from_model, host_cpus, parse_topology, read_topology, ring, topology_link
 from perfmodel.presets import presets_dir
 from perfmodel.specs import Link, SpecError
 
@@ -197,3 +197,30 @@ def test_a_cluster_file_s_bad_layout_keys_are_one_line(tmp_path, capsys, keys, w
     cfile.write_text(f'[lab]\ngpu = "v100-pcie"\ngpus_per_node = 4\nnetwork = "ib-edr"\n{keys}')
     code, out, err = run(capsys, "predict", "--cluster", str(cfile), *WORK)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("model, name", [
+    ("Intel(R) Xeon(R) CPU E5-2690 v4 @ 2.60GHz", "broadwell"),  # Azure NCv3's CPU, Dell's C4130 config G
+    ("Intel(R) Xeon(R) Gold 6230 CPU @ 2.10GHz", "skylake"),  # Cascade Lake: UPI as Skylake
+    ("Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz", "skylake"),  # Ice Lake
+    ("Intel(R) Xeon(R) Platinum 8480+", "sapphire-rapids"),
+    ("INTEL(R) XEON(R) PLATINUM 8580", "emerald-rapids"),
+    ("AMD EPYC 7742 64-Core Processor", "amd-zen2"),
+    ("AMD EPYC 7V73X 64-Core Processor", "amd-zen3"),  # Milan-X, an Azure part number
+    ("AMD EPYC 9654 96-Core Processor", "amd-zen3"),  # Genoa: NCCL's Zen 3-4 figure
+    ("AMD EPYC 9755 128-Core Processor", "amd-zen5"),
+    ("POWER9, altivec supported", "power9"),
+    ("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", None),
+])
+def test_a_cpu_model_string_names_its_host_cpu(model, name):
+    assert cpu_from_model(model) == name
+
+
+def test_host_cpu_takes_the_model_string_lscpu_prints(tmp_path):
+    f = tmp_path / "topo.txt"
+    f.write_text(SPLIT)
+    host = Link(1e-5, PCIE3)
+    by_model = topology_link(f, host, "Intel(R) Xeon(R) CPU E5-2690 v4 @ 2.60GHz", presets_dir(), 4)
+    assert by_model.bandwidth_Bps == topology_link(f, host, "broadwell", presets_dir(), 4).bandwidth_Bps == 6.0e9
+    with pytest.raises(SpecError, match="or a Xeon or EPYC model name"):
+        topology_link(f, host, "Intel(R) Core(TM) i7-8700", presets_dir(), 4)
