@@ -25,7 +25,8 @@ Ring bandwidth = max over the rings through all GPUs (Hamiltonian cycles) of the
 searches its rings for the same thing. Every ring of up to 8 GPUs is tried (2,520 at 8); a larger node
 must have one path class between all its GPUs. A node whose GPUs can ring over NVLink alone is refused:
 its bandwidth is the NVLink fabric's (an NVLink preset for --intra). The sockets are the groups of GPUs
-with no SYS path between them. Not modelled: a PCIe switch's uplink shared by two hops in the same
+with no SYS path between them. The CPU is a host_cpus.toml name or the model string lscpu prints
+(``cpu_from_model``). Not modelled: a PCIe switch's uplink shared by two hops in the same
 direction, and PCIe links narrower than x16.
 """
 
