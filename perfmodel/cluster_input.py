@@ -35,6 +35,7 @@ TFLOPS_KEYS = {"fp32": "peak_flops", "tf32": "tf32_flops", "fp16": "tensor_flops
 DEFAULT_GPU_HOST = "pcie5"
 
 CUSTOM = "custom"
+PCIE_FABRICS = ("pcie3", "pcie4", "pcie5")  # fabrics.toml's PCIe presets: one x16 link's copy rate
 
 
 @dataclass(frozen=True)
@@ -292,7 +293,7 @@ def pcie_intra_note(cluster: Cluster) -> str | None:
     x16 link's copy rate, and on published PCIe nodes the exchange inside the node ran far slower
     (docs/validation.md, "V100 PCIe clusters"). None for other links, measured figures and 1-GPU nodes."""
     fabric = cluster.intra.source.split(":", 1)[0]
-    if cluster.gpus_per_node < 2 or fabric not in ("pcie3", "pcie4", "pcie5"):
+    if cluster.gpus_per_node < 2 or fabric not in PCIE_FABRICS:
         return None
     return (f"the node's GPUs talk over the {fabric} preset ({cluster.intra.bandwidth_Bps / 1e9:.4g} GB/s, one x16 "
             f"link's copy rate): on 144 published runs of 4 V100 PCIe per node it made the model 20.6% too fast "

@@ -190,43 +190,50 @@ def ring(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
     else:
         raise SpecError(f"{topo.where}: {n} GPUs with mixed paths ({', '.join(sorted(classes))}); up to "
                         f"{MAX_SEARCH_GPUS} are searched: give the node's measured bus bandwidth with --intra")
-    best: Ring | None = None
+    best: tuple[float, tuple[int, ...], tuple[int, int, int]] | None = None  # (Bps, order, slowest hop a, b, k)
     for order in cycles:
         hops = [(order[i], order[(i + 1) % n]) for i in range(n)]
         crossings: dict[tuple[int, int], int] = {}
         for a, b in hops:
             if sockets[a] != sockets[b]:
                 crossings[(sockets[a], sockets[b])] = crossings.get((sockets[a], sockets[b]), 0) + 1
-        slowest, said = math.inf, ""
+        slowest, hop = math.inf, (0, 0, 0)
         for a, b in hops:
-            bw, why = _hop(topo.paths[a][b], host_Bps, cpu, crossings.get((sockets[a], sockets[b]), 0))
+            k = crossings.get((sockets[a], sockets[b]), 0)
+            bw = _hop(topo.paths[a][b], host_Bps, cpu, k)
             if bw < slowest:
-                slowest, said = bw, f"{topo.gpus[a]}->{topo.gpus[b]} {topo.paths[a][b]}: {why}"
-        if best is None or slowest > best.bandwidth_Bps:
-            best = Ring(slowest, order, said)
+                slowest, hop = bw, (a, b, k)
+        if best is None or slowest > best[0]:
+            best = (slowest, order, hop)
     assert best is not None
-    if math.isinf(best.bandwidth_Bps):
+    bandwidth, order, (a, b, k) = best
+    if math.isinf(bandwidth):
         raise SpecError(f"{topo.where}: the GPUs ring over NVLink alone; give the NVLink fabric with --intra "
                         f"(nvlink2, nvswitch-a100 ...; --gpu-topology prices PCIe and socket paths)")
-    return best
+    path = topo.paths[a][b]
+    return Ring(bandwidth, order, f"{topo.gpus[a]}->{topo.gpus[b]} {path}: {_hop_words(path, host_Bps, cpu, k)}")
 
 
-def _hop(path: str, host_Bps: float, cpu: HostCpu | None, k: int) -> tuple[float, str]:
-    """One hop's bandwidth (bytes/s) and how it was reached."""
-    gb = lambda v: f"{v / 1e9:.4g} GB/s"  # noqa: E731
+def _hop(path: str, host_Bps: float, cpu: HostCpu | None, k: int) -> float:
+    """One hop's bandwidth, bytes/s (module docstring); k: the ring's hops crossing its socket pair its way."""
     if path == "NV":
-        return math.inf, "NVLink"
+        return math.inf
     if path in ("PIX", "PXB"):
-        return host_Bps, f"PCIe {gb(host_Bps)}"
+        return host_Bps
     assert cpu is not None
     through_cpu = host_Bps / cpu.p2p_overhead
-    said = f"PCIe {gb(host_Bps)} / {cpu.p2p_overhead:g} ({cpu.name} root complex)"
-    if path in ("PHB", "NODE"):
-        return through_cpu, said
-    shared = cpu.inter_socket_Bps / k
-    if shared < through_cpu:
-        return shared, f"{cpu.name} inter-socket {gb(cpu.inter_socket_Bps)} / {k} hop(s) crossing that way"
-    return through_cpu, said
+    return through_cpu if path in ("PHB", "NODE") else min(through_cpu, cpu.inter_socket_Bps / k)
+
+
+def _hop_words(path: str, host_Bps: float, cpu: HostCpu | None, k: int) -> str:
+    """How _hop reached its figure, for the slowest hop of the chosen ring."""
+    gb = lambda v: f"{v / 1e9:.4g} GB/s"  # noqa: E731
+    if path in ("PIX", "PXB"):
+        return f"PCIe {gb(host_Bps)}"
+    assert cpu is not None
+    if path == "SYS" and cpu.inter_socket_Bps / k < host_Bps / cpu.p2p_overhead:
+        return f"{cpu.name} inter-socket {gb(cpu.inter_socket_Bps)} / {k} hop(s) crossing that way"
+    return f"PCIe {gb(host_Bps)} / {cpu.p2p_overhead:g} ({cpu.name} root complex)"
 
 
 def topology_link(path: str | Path, host: Link, cpu_name: str | None, root: Path, gpus_per_node: int | None) -> Link:

@@ -26,12 +26,11 @@ import sys
 from pathlib import Path
 
 from perfmodel import presets
+from perfmodel.cluster_input import PCIE_FABRICS
 from perfmodel.gpu_topology import read_topology, topology_link
 from perfmodel.specs import SpecError
 from reproduce.published import RUNS, PublishedError, error_pct, load_runs, predict_row, row_half
 from reproduce.published_pairs import pairs, tally
-
-PCIE = ("pcie3", "pcie4", "pcie5")
 
 
 def with_layout(rows: list[dict], topology: Path, cpu: str | None) -> tuple[list[dict], int]:
@@ -44,7 +43,7 @@ def with_layout(rows: list[dict], topology: Path, cpu: str | None) -> tuple[list
     out, changed = [], 0
     for r in rows:
         host = gpu_host.get(r["gpu"])
-        if r["intra"] in PCIE and r["gpus_per_node"] == gpus and host in fabs:
+        if r["intra"] in PCIE_FABRICS and r["gpus_per_node"] == gpus and host in fabs:
             if host not in links:
                 link = topology_link(topology, fabs[host].link(1), cpu, root, gpus)
                 links[host] = f"{link.bandwidth_Bps / 1e9!r}GB/s,{link.latency_s * 1e6!r}us"
@@ -69,12 +68,12 @@ def groups(r: dict) -> list[str]:
     return ["all", *span, f"{row_half(r)} half"]
 
 
-def errors(rows: list[dict], labels: list[dict] | None = None) -> dict[str, list[float]]:
+def errors(rows: list[dict], labels: list[dict] | None = None, outcomes: dict | None = None) -> dict[str, list[float]]:
     """Signed errors (percent) per group (named after ``labels``' rows, default the rows themselves);
-    rows the model cannot express are left out."""
+    rows the model cannot express are left out. ``outcomes``: predict_row's Outcome by row id, when made."""
     out: dict[str, list[float]] = {}
     for r, label in zip(rows, labels or rows):
-        o = predict_row(r)
+        o = outcomes[r["id"]] if outcomes is not None else predict_row(r)
         if o.predicted is None:
             continue
         for g in groups(label):
@@ -110,8 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.network_as is not None:
             changed, n = with_network(changed, args.network_as)
             said.append(f"rows whose network is read as another: {n} ({args.network_as})")
-        text = report(errors(rows), errors(changed, rows), said)
-        before, after = tally(pairs(rows)), tally(pairs(changed))
+        was = {r["id"]: predict_row(r) for r in rows}  # each row predicted once per set, for both reports
+        now = {r["id"]: predict_row(r) for r in changed}
+        text = report(errors(rows, outcomes=was), errors(changed, rows, outcomes=now), said)
+        before = tally(pairs(rows, predict=lambda r: was[r["id"]]))
+        after = tally(pairs(changed, predict=lambda r: now[r["id"]]))
         text += (f"\npairs of schemes ranked as measured (reproduce.published_pairs): as published "
                  f"{before['right']}/{before['pairs']}, with the change {after['right']}/{after['pairs']}")
     except (PublishedError, SpecError) as e:
