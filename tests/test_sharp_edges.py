@@ -332,3 +332,28 @@ def test_interrupt_watch_lines_and_handlers_restored():
     interrupts.uninstall()
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     interrupts.note_step(6)  # without a watch: nothing happens
+
+
+def test_an_interrupt_during_a_checkpoint_write_waits_and_names_that_checkpoint(monkeypatch, capfd):
+    """The race CI once met: the file of step 40 was renamed into place, the line still said 35. The watcher
+    thread now waits for the write and its note; the main thread's handler does not fire inside the write."""
+    import threading
+
+    from trainers import interrupts
+
+    watch = interrupts.InterruptWatch(0, "ck.pt", steps_done=38, total_steps=60, checkpoint_step=35)
+    monkeypatch.setattr(interrupts, "_WATCH", watch)
+    monkeypatch.setattr(interrupts, "_FIRED", threading.Lock())
+    monkeypatch.setattr(interrupts, "_WRITE", threading.Lock())
+    exits: list[int] = []
+    monkeypatch.setattr(interrupts.os, "_exit", exits.append)  # fire returns instead of ending pytest
+    with interrupts.checkpoint_write(40):
+        watcher = threading.Thread(target=watch.fire, args=(signal.SIGINT,))
+        watcher.start()
+        watcher.join(0.5)
+        assert watcher.is_alive() and exits == []  # waiting for the write
+        interrupts._python_handler(signal.SIGINT, None)  # inside the write: returns, fires nothing
+        assert exits == []
+    watcher.join(10)
+    assert exits == [interrupts.INTERRUPTED_STATUS]
+    assert "interrupted at step 38 of 60; last checkpoint at step 40 (ck.pt)" in capfd.readouterr().err

@@ -18,7 +18,9 @@ exits with its own status (1). Open MPI 5.0's mpiexec follows the SIGTERM with S
 so on a heavily loaded machine that line can be lost (docs/cli_behaviour.md).
 
 The training loops report progress with :func:`note_step` and :func:`note_checkpoint` (cheap; nothing
-happens without an installed watch).
+happens without an installed watch), and write each checkpoint inside :func:`checkpoint_write`: a signal
+that arrives during the write waits for it to end and be noted, so the line always names the checkpoint
+that is on disk (the atomic rename and the note are otherwise two steps a signal can fall between).
 """
 
 from __future__ import annotations
@@ -27,11 +29,15 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["INTERRUPTED_STATUS", "InterruptWatch", "install", "note_step", "note_checkpoint", "uninstall"]
+__all__ = ["INTERRUPTED_STATUS", "InterruptWatch", "checkpoint_write", "install", "note_step", "note_checkpoint",
+           "uninstall"]
 
 INTERRUPTED_STATUS = 130  # 128 + SIGINT, what a shell reports for a Ctrl-C'd command
+WRITE_WAIT_S = 120.0  # the longest an interrupt waits for a checkpoint being written (seconds)
 
 
 @dataclass
@@ -67,6 +73,8 @@ class InterruptWatch:
         a second, the other of the watcher thread and the main thread's handler, waits for the exit)."""
         if not _FIRED.acquire(blocking=False):
             threading.Event().wait()
+        # a checkpoint being written is finished and noted first; the lock is kept, so none starts after
+        _WRITE.acquire(timeout=WRITE_WAIT_S)
         if self.rank == 0:
             line = self.message() + "\n"
             try:
@@ -81,6 +89,7 @@ class InterruptWatch:
 _WATCH: InterruptWatch | None = None
 _STATE: dict = {}
 _FIRED = threading.Lock()
+_WRITE = threading.Lock()  # held while a checkpoint is written and noted (see checkpoint_write)
 
 
 def install(watch: InterruptWatch) -> InterruptWatch:
@@ -126,8 +135,9 @@ def uninstall() -> None:
 
 def _python_handler(signum: int, frame: object) -> None:
     # The C-level handler has already written signum to the wakeup pipe: the watcher thread acts on it.
-    # Here (main thread, when it next runs Python) act too, in case that thread is slow to be scheduled.
-    if _WATCH is not None:
+    # Here (main thread, when it next runs Python) act too, in case that thread is slow to be scheduled;
+    # but not inside a checkpoint write, which this thread must finish first (the watcher waits for it).
+    if _WATCH is not None and not _WRITE.locked():
         _WATCH.fire(signum)
 
 
@@ -143,6 +153,16 @@ def note_checkpoint(step: int) -> None:
     """A checkpoint of ``step`` finished steps is on disk (or was restored)."""
     if _WATCH is not None:
         _WATCH.checkpoint_step = step
+
+
+@contextmanager
+def checkpoint_write(step: int) -> Iterator[None]:
+    """Wrap the write of a checkpoint of ``step`` finished steps; when the body returns, the checkpoint is
+    noted. An interrupt meanwhile waits for both (at most WRITE_WAIT_S), so its line names what is on disk.
+    Hold it around the write alone: never around a collective call, which an interrupted peer never joins."""
+    with _WRITE:
+        yield
+        note_checkpoint(step)
 
 
 def _isatty(stream: object) -> bool:

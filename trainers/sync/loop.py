@@ -379,9 +379,10 @@ class Trainer:
         if self.algo.replicated:
             shared["model"] = host_copy(self.model.state_dict())
             shared["optimizer"] = host_copy(self.optimizer.state_dict())
-        save_checkpoint(self.cfg.checkpoint, {
-            "format": FORMAT, "algo": self.cfg.algo, "config": self.cfg.to_dict(), "world": self.world,
-            "step": steps_done, "time": time.time(), "shared": shared, "ranks": states})
+        with interrupts.checkpoint_write(steps_done):  # an interrupt's line names this file once it is on disk
+            save_checkpoint(self.cfg.checkpoint, {
+                "format": FORMAT, "algo": self.cfg.algo, "config": self.cfg.to_dict(), "world": self.world,
+                "step": steps_done, "time": time.time(), "shared": shared, "ranks": states})
 
     def _restore(self, ckpt: dict) -> None:
         shared, mine = ckpt["shared"], ckpt["ranks"][self.rank]
@@ -473,8 +474,7 @@ class Trainer:
                     self.last_eval_step = max(self.last_eval_step, step)
                 if cfg.checkpoint and ((cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0)
                                        or pos.last_of_run):
-                    self.save(step + 1)
-                    interrupts.note_checkpoint(step + 1)
+                    self.save(step + 1)  # rank 0 notes it for an interrupt's line (checkpoint_write)
         finally:
             bar.close()
         self.coll.close()
