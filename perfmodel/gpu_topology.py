@@ -43,7 +43,7 @@ from .specs import Link, SpecError
 
 CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS", "NV")
 MAX_SEARCH_GPUS = 8
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _GPU = re.compile(r"GPU(\d+)$")
 
 
@@ -103,7 +103,7 @@ def _cell(text: str, where: str) -> str:
 
 def parse_topology(text: str, where: str = "nvidia-smi topo -m") -> Topology:
     """The GPU rows of ``nvidia-smi topo -m`` output (tabs or spaces, terminal colour codes allowed)."""
-    lines = [_ANSI.sub("", ln) for ln in text.splitlines()]
+    lines = [ANSI.sub("", ln) for ln in text.splitlines()]
     at = next((k for k, ln in enumerate(lines) if ln.split()[:1] == ["GPU0"]), None)
     if at is None:
         raise SpecError(f"{where}: no header row starting with GPU0 (paste what `nvidia-smi topo -m` prints)")

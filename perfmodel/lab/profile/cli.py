@@ -37,6 +37,7 @@ from perfmodel.specs import SpecError
 
 from ..emulate import ENV_MPIEXEC_ARGS
 from .comm import int_list
+from .gpu_layout import layout_lines, read_nvidia_smi_topology
 from .profile_file import comm_profile_from_dict, load_profile, save_profile
 from .schema import COMM_OPS, FIT_STATS, CommProfile, Machine, Profile, ProfileError, SCHEMA_VERSION
 
@@ -130,7 +131,7 @@ def _package_version(name: str) -> str:
 
 
 def describe_machine(*, mpiexec: str | None, mpi_library: str = "") -> Machine:
-    """This machine: host, OS, CPU model and cores, torch (and GPU), MPI versions."""
+    """This machine: host, OS, CPU model and cores, torch (and GPUs, with their layout), MPI versions."""
     from .compute import _cpu_model, torch_environment
 
     try:
@@ -141,6 +142,8 @@ def describe_machine(*, mpiexec: str | None, mpi_library: str = "") -> Machine:
         env = torch_environment()
     except ImportError:
         env = {}
+    if env.get("gpu_count", 0) >= 2:  # where the GPUs sit, beside the NCCL timing (gpu_layout)
+        env["gpu_topology"] = read_nvidia_smi_topology()
     return Machine(hostname=socket.gethostname(), platform=platform.platform(), python=platform.python_version(),
                    cpu_model=_cpu_model(), cpu_cores=os.cpu_count() or 1, cpu_affinity=affinity,
                    mpi_library=mpi_library, mpi4py_version=_package_version("mpi4py"),
@@ -499,11 +502,19 @@ def format_summary(profile: Profile) -> str:
                              f"{_us(ar.p25_s[i]) + '-' + _us(ar.p75_s[i]):>17} {_us(ar.min_s[i]):>9} "
                              f"{_us(fit_t[i]):>9} {(fit_t[i] - ref) / ref:+7.1%} {_us(line_t[i]):>9} "
                              f"{ar.busbw_Bps[i] / 1e9:10.3f}")
+    lines += layout_lines(profile)
     return "\n".join(lines)
 
 
 def _show(args: argparse.Namespace) -> int:
-    print(format_summary(load_profile(args.file)))
+    profile = load_profile(args.file)
+    if not args.gpu_topology:
+        print(format_summary(profile))
+    elif profile.machine.gpu_topology.strip():
+        print(profile.machine.gpu_topology.rstrip("\n"))
+    else:
+        raise ProfileError(f"{args.file}: no GPU layout recorded (`perfmodel profile` records `nvidia-smi topo -m` "
+                           f"on a machine with two or more GPUs)")
     return 0
 
 
@@ -514,6 +525,9 @@ def add_show_parser(subparsers: Any, name: str = "show") -> None:
     """Add the subcommand that prints a profile's tables."""
     show = subparsers.add_parser(name, help="print a profile's tables")
     show.add_argument("file")
+    show.add_argument("--gpu-topology", action="store_true",
+                      help="print only the recorded `nvidia-smi topo -m` (the file `perfmodel predict --gpu-topology` "
+                           "takes)")
     show.set_defaults(func=_show)
 
 

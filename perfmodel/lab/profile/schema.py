@@ -3,19 +3,18 @@
 ``perfmodel profile`` writes it and ``perfmodel predict --profile`` reads it (perfmodel.lab.profile.profile_file:
 ``save_profile``, atomic; ``load_profile``); perfmodel.lab.profile.to_specs turns it into the model's specs.
 Units are in the field names: ``_s`` seconds, ``_bytes`` bytes, ``_Bps`` bytes per second.
+Imports numpy and scipy (through ``fit``) only: no torch, no mpi4py.
 
 Layout (SCHEMA_VERSION 1)::
 
     {"schema_version": 1, "created": ISO time, "command": argv,
-     "machine": {hostname, cpu_model, cpu_cores, torch_version, mpi_library, gpu_name, ...},
+     "machine": {hostname, cpu_model, cpu_cores, torch_version, mpi_library, gpu_name, gpu_topology, ...},
      "model":   {name, origin, input_shape, num_classes, tensor_names, tensor_sizes, bytes_per_element},
      "compute": {device, key, threads, warmup, repeats, rows: [{batch, forward, backward, step, total}],
                  fit: {intercept, slope, ...}, copy: {nbytes, d2h, h2d} | null, host_link: fit | null},
      "comm":    [{ranks, backend, library, hosts, wall_s,
                   ops: {allreduce: {sizes_bytes, median_s, p25_s, p75_s, min_s, max_s, iters,
                                     algbw_Bps, busbw_Bps, fit: {alpha_s, beta_s_per_byte, segments}}}}]}
-
-Imports numpy and scipy (through ``fit``) only: no torch, no mpi4py.
 """
 
 from __future__ import annotations
@@ -123,6 +122,7 @@ class Machine:
     gpu_count: int = 0
     cuda_version: str = ""
     nccl_version: str = ""
+    gpu_topology: str = ""  # what `nvidia-smi topo -m` printed (two or more GPUs; gpu_layout)
 
     def __post_init__(self) -> None:
         if self.cpu_cores < 1 or self.cpu_affinity < 1:
