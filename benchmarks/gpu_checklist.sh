@@ -21,6 +21,8 @@
 #                10% at each batch)
 #   parity       benchmarks/gpu_step_parity.py: the profile's step and the trainer's in one process,
 #                alternating (their ratio is the code paths' alone)
+#   layout       (2 GPUs or more) perfmodel profile records `nvidia-smi topo -m`; show-profile prices its
+#                ring and sets it against NCCL's measured bus bandwidth (a figure, no target)
 # Ranks: 2 (NCCL when the node has 2 GPUs or more; otherwise gloo on one shared GPU, DSGD_SHARE_GPUS=1).
 set -u
 cd "$(dirname "$0")/.."
@@ -115,6 +117,12 @@ if [ "$gpus" -ge 2 ]; then
     check ddp 180 "$PY" benchmarks/ddp_vs_ours.py --device cuda --ranks 2 --model resnet20 --batch 64 --steps 30 \
         --repeats 2 --allreduce-iters 50 --backend "$BACKEND"
     tail -n 12 "$OUT/ddp.log"
+    # the node's nvidia-smi topo -m in its profile, and that layout's ring set against NCCL's bus bandwidth
+    check layout 300 bash -c "
+      $PY -m perfmodel profile --workload lenet --device cuda --batch 64 --ranks 1,2 --nccl on --repeats 5 \\
+          --comm-repeats 5 --out $OUT/layout.json --quiet &&
+      $PY -m perfmodel show-profile $OUT/layout.json | grep -A1 '^GPU layout'"
+    grep -A1 '^GPU layout' "$OUT/layout.log"
 else  # two ranks on one GPU compare nothing (NCCL refuses them); one rank compares the trainers' own
     # per-step work (batch, timers, divergence check) with DDP's, NCCL against NCCL: ours skips the
     # exchange of one rank, DDP runs it, so a ratio <= 1.05 here does not stand for the 2-GPU check
