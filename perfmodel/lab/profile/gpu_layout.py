@@ -24,13 +24,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...gpu_topology import ANSI, cpu_from_model, host_cpus, parse_topology, ring
+from ...presets import presets_dir
 from ...specs import SpecError
 from .schema import Profile
 
 __all__ = ["read_nvidia_smi_topology", "layout_lines"]
-
-_PRESETS = Path(__file__).resolve().parents[3] / "data" / "presets"
-
 
 def read_nvidia_smi_topology(timeout_s: float = 20.0) -> str:
     """What ``nvidia-smi topo -m`` prints on this machine, colour codes cut; "" when the command is
@@ -46,9 +44,10 @@ def read_nvidia_smi_topology(timeout_s: float = 20.0) -> str:
     return ANSI.sub("", done.stdout) if done.returncode == 0 else ""
 
 
-def layout_lines(profile: Profile, presets: Path = _PRESETS) -> list[str]:
+def layout_lines(profile: Profile, presets: Path | None = None) -> list[str]:
     """``show-profile``'s lines on the recorded layout (none when nothing was recorded): its ring priced
-    from the profile's host copy and CPU, against NCCL's measured bus bandwidth where both exist."""
+    from the profile's host copy and CPU (host_cpus.toml of ``presets``, default the presets folder), against
+    NCCL's measured bus bandwidth where both exist."""
     text = profile.machine.gpu_topology
     if not text.strip():
         return []
@@ -70,7 +69,7 @@ def layout_lines(profile: Profile, presets: Path = _PRESETS) -> list[str]:
         return [f"{head}: not priced: its paths cross the CPU, and the CPU {profile.machine.cpu_model!r} is not "
                 f"one of host_cpus.toml's"]
     try:
-        best = ring(topo, host.bandwidth_Bps, host_cpus(presets)[name] if name is not None else None)
+        best = ring(topo, host.bandwidth_Bps, host_cpus(presets or presets_dir())[name] if name is not None else None)
     except SpecError as e:  # an NVLink-only ring, or a large node with mixed paths
         return [f"{head}: not priced: {e}"]
     lines = [f"{head}: ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck} "
