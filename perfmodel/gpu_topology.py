@@ -65,6 +65,10 @@ class Topology:
     paths: tuple[tuple[str, ...], ...]
     where: str
 
+    def cpu_paths(self) -> list[str]:
+        """The path classes that go through the CPU (PHB, NODE, SYS): pricing them needs the host CPU."""
+        return sorted({c for row in self.paths for c in row if c in ("PHB", "NODE", "SYS")})
+
     def sockets(self) -> tuple[int, ...]:
         """Socket index of each GPU: GPUs with no SYS path between them share one."""
         n = len(self.gpus)
@@ -177,7 +181,7 @@ def ring(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
     n = len(topo.gpus)
     if n < 2:
         raise SpecError(f"{topo.where}: one GPU has no GPU-to-GPU path")
-    needs_cpu = sorted({c for row in topo.paths for c in row if c in ("PHB", "NODE", "SYS")})
+    needs_cpu = topo.cpu_paths()
     if needs_cpu and cpu is None:
         raise SpecError(f"{topo.where}: paths through the CPU ({', '.join(needs_cpu)}) need --host-cpu "
                         f"(broadwell, skylake, sapphire-rapids, amd-zen3 ...; `perfmodel presets --kind host-cpu`)")

@@ -247,12 +247,13 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
     records, notes = with_memory(records, notes, workload, cluster, strategies)
     _, _, source = workload.compute_for(cluster)
     accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""
+    intra = topology_note(cluster)  # where a node layout priced the intra link
     header = (f"# {workload.name} ({workload.parameters / 1e6:.2f}M params) on {cluster.name}, {args.scaling} "
               f"scaling, batch {args.batch}{' per GPU' if args.scaling == 'weak' else ' total'}{accumulate}, "
               f"allreduce {strategies[0].allreduce}{', staged on host' if args.staging == 'host' else ''}, "
               f"wire {args.wire}\n"
               f"# cluster: {describe(cluster)}\n"
-              + (f"# intra: {topology_note(cluster)}\n" if topology_note(cluster) else "")
+              + (f"# intra: {intra}\n" if intra else "")
               + f"# compute: {source}")
     return PredictResult(records, notes, header)
 

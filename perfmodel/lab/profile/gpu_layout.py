@@ -65,7 +65,7 @@ def layout_lines(profile: Profile, presets: Path | None = None) -> list[str]:
     if host is None:
         return [f"{head}: not priced (no device->host copy measured for the GPU's host link)"]
     name = cpu_from_model(profile.machine.cpu_model)
-    if name is None and {c for row in topo.paths for c in row} & {"PHB", "NODE", "SYS"}:
+    if name is None and topo.cpu_paths():
         return [f"{head}: not priced: its paths cross the CPU, and the CPU {profile.machine.cpu_model!r} is not "
                 f"one of host_cpus.toml's"]
     try:
