@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .fabrics import parse_link
-from .gpu_topology import read_topology, topology_link
+from .gpu_topology import Topology, read_topology, topology_link
 from .preset_toml import PresetError, read_toml
 from .presets import (GpuPreset, cluster_from_table, cluster_gpu_fields, fabrics, gpu_from_table, gpus, load_cluster,
                       presets_dir)
@@ -147,8 +147,9 @@ def table_from_file(path: Path, name: str | None, kind: str, marker: str) -> tup
 
 
 def _custom(opts: ClusterOptions, root: Path) -> Cluster:
-    if opts.gpus_per_node is None and opts.gpu_topology is not None:
-        opts = replace(opts, gpus_per_node=len(read_topology(opts.gpu_topology).gpus))
+    topo = None if opts.gpu_topology is None else read_topology(opts.gpu_topology)
+    if opts.gpus_per_node is None and topo is not None:
+        opts = replace(opts, gpus_per_node=len(topo.gpus))
     missing = [o for o, v in (("--gpu", opts.gpu or opts.gpu_tflops), ("--gpus-per-node", opts.gpus_per_node),
                               ("--network", opts.network)) if v is None]
     if missing:
@@ -168,19 +169,20 @@ def _custom(opts: ClusterOptions, root: Path) -> Cluster:
     cluster = cluster_from_table(CUSTOM, table, "--cluster custom", root)
     if opts.nics is not None:
         cluster = _with_nics(cluster, opts.nics, f"--network {opts.network}")
-    cluster = _with_topology(cluster, opts, root)
+    cluster = _with_topology(cluster, opts, root, topo)
     return replace(cluster, source=f"built on the command line: {describe(cluster)}")
 
 
-def _with_topology(cluster: Cluster, opts: ClusterOptions, root: Path) -> Cluster:
-    """The cluster with its intra link from --gpu-topology and --host-cpu (perfmodel.gpu_topology)."""
+def _with_topology(cluster: Cluster, opts: ClusterOptions, root: Path, topo: Topology | None = None) -> Cluster:
+    """The cluster with its intra link from --gpu-topology (or ``topo``, already read from it) and
+    --host-cpu (perfmodel.gpu_topology)."""
     if opts.gpu_topology is None:
         if opts.host_cpu is not None:
             raise SpecError("--host-cpu needs --gpu-topology (the node's `nvidia-smi topo -m` output)")
         return cluster
     if opts.intra is not None:
         raise SpecError("give one of --intra (the link's figure) and --gpu-topology (the node's paths), not both")
-    link = topology_link(opts.gpu_topology, cluster.host, opts.host_cpu, root, cluster.gpus_per_node)
+    link = topology_link(topo or opts.gpu_topology, cluster.host, opts.host_cpu, root, cluster.gpus_per_node)
     return replace(cluster, intra=link)
 
 

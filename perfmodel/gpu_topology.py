@@ -240,10 +240,12 @@ def _hop_words(path: str, host_Bps: float, cpu: HostCpu | None, k: int) -> str:
     return f"PCIe {gb(host_Bps)} / {cpu.p2p_overhead:g} ({cpu.name} root complex)"
 
 
-def topology_link(path: str | Path, host: Link, cpu_name: str | None, root: Path, gpus_per_node: int | None) -> Link:
-    """The intra-node link (bytes/s, the host link's latency) that ``path`` (nvidia-smi topo -m output)
-    gives GPUs whose host link is ``host`` on CPU ``cpu_name``; its GPU count must be ``gpus_per_node``."""
-    topo = read_topology(path)
+def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None, root: Path,
+                  gpus_per_node: int | None) -> Link:
+    """The intra-node link (bytes/s, the host link's latency) that ``path`` (nvidia-smi topo -m output, or
+    the Topology read from it) gives GPUs whose host link is ``host`` on CPU ``cpu_name``; its GPU count
+    must be ``gpus_per_node``."""
+    topo = path if isinstance(path, Topology) else read_topology(path)
     if gpus_per_node is not None and len(topo.gpus) != gpus_per_node:
         raise SpecError(f"{topo.where}: {len(topo.gpus)} GPUs, but the cluster's nodes have {gpus_per_node} "
                         f"(--gpus-per-node)")
@@ -258,6 +260,6 @@ def topology_link(path: str | Path, host: Link, cpu_name: str | None, root: Path
     best = ring(topo, host.bandwidth_Bps, cpu)
     nsock = len(set(topo.sockets()))
     return Link(host.latency_s, best.bandwidth_Bps,
-                f"gpu-topology: {path} ({len(topo.gpus)} GPUs, {nsock} socket(s)); ring "
+                f"gpu-topology: {topo.where.removeprefix('--gpu-topology ')} ({len(topo.gpus)} GPUs, {nsock} socket(s)); ring "
                 f"{'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}"
                 + (f"; {cpu.source}" if cpu else ""))

@@ -36,7 +36,8 @@ from reproduce.published_pairs import pairs, tally
 def with_layout(rows: list[dict], topology: Path, cpu: str | None) -> tuple[list[dict], int]:
     """The rows with the layout's intra link where it applies (a LINK text: GB/s and us), and how many."""
     root = presets.presets_dir()
-    gpus = len(read_topology(topology).gpus)
+    topo = read_topology(topology)
+    gpus = len(topo.gpus)
     gpu_host = {name: g.host for name, g in presets.gpus(root).items()}
     fabs = presets.fabrics(root)
     links: dict[str, str] = {}  # host fabric -> the layout's intra LINK text
@@ -45,7 +46,7 @@ def with_layout(rows: list[dict], topology: Path, cpu: str | None) -> tuple[list
         host = gpu_host.get(r["gpu"])
         if r["intra"] in PCIE_FABRICS and r["gpus_per_node"] == gpus and host in fabs:
             if host not in links:
-                link = topology_link(topology, fabs[host].link(1), cpu, root, gpus)
+                link = topology_link(topo, fabs[host].link(1), cpu, root, gpus)
                 links[host] = f"{link.bandwidth_Bps / 1e9!r}GB/s,{link.latency_s * 1e6!r}us"
             r = {**r, "intra": links[host]}
             changed += 1
