@@ -120,8 +120,8 @@ def test_tf32_time_never_scaled_by_fp32_ratio():
 
 
 def test_unlisted_gpu_on_the_command_line(capsys):
-    args = ["predict", "--cluster", "custom", "--gpu", "h200", "--gpu-tflops", "fp32=67,tf32=495,fp16=989",
-            "--gpu-memory-gb", "141", "--gpu-mem-bw", "4800", "--gpus-per-node", "8", "--intra", "nvswitch-h100",
+    args = ["predict", "--cluster", "custom", "--gpu", "mi325x", "--gpu-tflops", "fp32=163.4,tf32=653.7,fp16=1307.4",
+            "--gpu-memory-gb", "256", "--gpu-mem-bw", "6000", "--gpus-per-node", "8", "--intra", "xgmi-mi300x",
             "--network", "8xib-ndr", "--workload", "resnet50", "--estimate", "mixed", "--batch", "256",
             "--gpus", "1", "--format", "json"]
     assert main(args) == 0
@@ -130,8 +130,8 @@ def test_unlisted_gpu_on_the_command_line(capsys):
     rec = json.loads(capsys.readouterr().out)[0]
     rule = load_rule()
     lib = load_model("resnet50", presets.presets_dir())
-    per = (3 * lib.forward_flops / (989e12 * rule.fraction["mixed"])
-           + rule.crossings * activation_elements(lib.tensor_sizes, lib.tensor_flops) * 2 / 4800e9)
+    per = (3 * lib.forward_flops / (1307.4e12 * rule.fraction["mixed"])
+           + rule.crossings * activation_elements(lib.tensor_sizes, lib.tensor_flops) * 2 / 6000e9)
     assert rec["throughput"] == pytest.approx(1 / per)
     for bad, text in ((["--gpu-tflops", "fp32=-1"], "positive"), (["--gpu-tflops", "fp33=1"], "PRECISION=TFLOPS"),
                       (["--gpu-tflops", "fp32=x"], "number"), (["--gpu-tflops", "tf32=400"], "fp32 peak"),
@@ -145,11 +145,11 @@ def test_unlisted_gpu_on_the_command_line(capsys):
 
 def test_unlisted_gpu_inline_table(tmp_path, capsys):
     f = tmp_path / "c.toml"
-    f.write_text('[mi]\ngpus_per_node = 8\nintra = "nvswitch-h100"\nnetwork = "8xib-ndr"\n'
-                 '[mi.gpu]\nname = "mi300x"\npeak_flops = 163.4e12\ntensor_flops = 1307e12\nmemory_Bps = 5.3e12\n'
+    f.write_text('[mi]\ngpus_per_node = 8\nintra = "xgmi-mi300x"\nnetwork = "8xib-ndr"\n'
+                 '[mi.gpu]\nname = "mi325x"\npeak_flops = 163.4e12\ntensor_flops = 1307e12\nmemory_Bps = 6.0e12\n'
                  'host = "pcie5"\n')
     c = resolve_cluster(str(f))
-    assert c.gpu == "mi300x" and c.gpu_memory_Bps == 5.3e12 and c.gpu_tensor_flops == 1307e12
+    assert c.gpu == "mi325x" and c.gpu_memory_Bps == 6.0e12 and c.gpu_tensor_flops == 1307e12
     bad = tmp_path / "bad.toml"  # another file: TOML files are read once per path
     bad.write_text('[mi]\ngpus_per_node = 8\nnetwork = "8xib-ndr"\n[mi.gpu]\npeak_flops = -1\n')
     rc = main(["predict", "--cluster", str(bad), "--workload", "resnet50", "--estimate", "fp32"])
