@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .preset_toml import PresetError, read_toml
+from .preset_toml import PresetError, check_keys, closest, match_name, read_toml
 from .specs import Cluster, ComputeTime, Link, SpecError, Workload
 
 PRESETS_ENV = "DSGD_PRESETS"
@@ -90,6 +90,14 @@ class GpuPreset:
 
 
 GPU_KEYS = ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes", "host", "source", "name")
+# The keys of a cluster table: what cluster_from_table reads, the layout keys a cluster file's loader reads
+# (gpu_topology, host_cpu: perfmodel.cluster_input), the plan's price_per_gpu_hour (perfmodel.plan_cli)
+# and the descriptive ones. A link table: latency_s, bandwidth_Bps, source (and nics for the network).
+CLUSTER_KEYS = ("gpu", "gpus_per_node", "intra", "host", "network", "nics", "max_nodes", "host_memory_Bps",
+                "gpu_topology", "host_cpu", "price_per_gpu_hour", "source", "description", "host_memory_source")
+LINK_KEYS = ("latency_s", "bandwidth_Bps", "source")
+NETWORK_KEYS = LINK_KEYS + ("nics",)
+LAYOUT_KEYS = ("gpu_topology", "host_cpu")
 
 
 def gpu_from_table(name: str, d: dict, where: str) -> GpuPreset:
@@ -97,9 +105,7 @@ def gpu_from_table(name: str, d: dict, where: str) -> GpuPreset:
     memory_bytes, host, source optional); every number must be > 0 and finite."""
     if not isinstance(d, dict):
         raise PresetError(f"{where}: must be a table with peak_flops (and tf32_flops, tensor_flops, memory_Bps)")
-    unknown = [k for k in d if k not in GPU_KEYS]
-    if unknown:
-        raise PresetError(f"{where}: unknown key {unknown[0]!r}; keys: {', '.join(GPU_KEYS)}")
+    check_keys(d, GPU_KEYS, where)
     nums = {}
     for k in ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes"):
         if k in d or k == "peak_flops":
@@ -164,7 +170,7 @@ def _cluster_link(d: dict, which: str, where: str, fabs: dict, gpu: GpuPreset | 
     if which not in d:
         if which == "host" and gpu is not None and gpu.host:
             return fabs[gpu.host].link(), 1
-        raise PresetError(f"{where}: missing key {which!r}")
+        raise PresetError(_missing_link(which, where, gpu, isinstance(d.get("gpu"), dict)))
     v = d[which]
     if isinstance(v, str):
         try:
@@ -172,8 +178,34 @@ def _cluster_link(d: dict, which: str, where: str, fabs: dict, gpu: GpuPreset | 
         except SpecError as e:
             raise PresetError(str(e) if where in str(e) else f"{where}.{which}: {e}") from None
         return parsed.link, parsed.count
+    if isinstance(v, dict):
+        check_keys(v, NETWORK_KEYS if which == "network" else LINK_KEYS, f"{where}.{which}")
     link = _link(v, f"{where}.{which}")
     return link, _number(v, "nics", f"{where}.{which}", 1, integer=True) if isinstance(v, dict) else 1
+
+
+_LINK_ROLES = {"intra": ("the GPU <-> GPU link inside a node", '"nvswitch-a100"'),
+               "network": ("the link between nodes", '"8xib-hdr"'),
+               "host": ("the GPU <-> CPU link", '"pcie4"')}
+
+
+def _missing_link(which: str, where: str, gpu: GpuPreset | None, inline: bool) -> str:
+    """The error line for a cluster table without link ``which``: what the link is and how to give it;
+    for host also where it comes from when left out (the host fabric of the cluster's GPU)."""
+    role, example = _LINK_ROLES[which]
+    give = (f"give {which} = LINK (a fabric such as {example}, or a figure) or a {which} table of latency_s, "
+            f"bandwidth_Bps")
+    if which != "host":
+        return f"{where}: missing key {which!r} ({role}): {give}"
+    if gpu is None:
+        return (f"{where}: missing the host link ({role}), which defaults to the host fabric of the cluster's "
+                f"GPU, and it names no gpu: {give}, or gpu = a GPU preset with a host fabric "
+                f'(`perfmodel presets --kind gpu`) or a gpu table with host = "pcie4"')
+    if inline:
+        return (f"{where}: missing the host link ({role}), which defaults to the host fabric of the cluster's "
+                f'GPU, and its gpu table has no host: {give}, or host = "pcie4" (a fabric) in the gpu table')
+    return (f"{where}: missing the host link ({role}), and gpu {gpu.name!r} has no host fabric in gpus.toml to "
+            f'default to: {give}, or describe the GPU in a gpu table with host = "pcie4" (a fabric)')
 
 
 def cluster_from_table(name: str, d: dict, where: str, root: Path | None = None) -> Cluster:
@@ -187,8 +219,14 @@ def cluster_from_table(name: str, d: dict, where: str, root: Path | None = None)
     root = root or presets_dir()
     if not isinstance(d, dict):
         raise PresetError(f"{where}: must be a table")
+    check_keys(d, CLUSTER_KEYS, where)
+    layout = [k for k in LAYOUT_KEYS if k in d]  # a cluster file's loader reads and removes them
+    if layout:
+        raise PresetError(f"{where}: {layout[0]} is read from a cluster file (--cluster FILE.toml) only")
     gpu_name = d.get("gpu", "")
     table = gpus(root)
+    if isinstance(gpu_name, str):
+        gpu_name = match_name(gpu_name, table) or gpu_name
     if isinstance(gpu_name, dict):
         gpu = gpu_from_table(str(gpu_name.get("name", "custom-gpu")), gpu_name, f"{where}.gpu")
         if gpu.host is not None and gpu.host not in fabrics(root):
@@ -196,9 +234,10 @@ def cluster_from_table(name: str, d: dict, where: str, root: Path | None = None)
     elif not isinstance(gpu_name, str):
         raise PresetError(f"{where}: gpu must be a GPU name or a [gpu] table, got {gpu_name!r}")
     elif gpu_name and gpu_name not in table:
-        raise PresetError(f"{where}: gpu {gpu_name!r} is not in gpus.toml ({', '.join(sorted(table))}); "
-                          f"describe an unlisted GPU in a [gpu] table (peak_flops, tf32_flops, tensor_flops, "
-                          f"memory_Bps)")
+        raise PresetError(f"{where}: gpu {gpu_name!r} is not in gpus.toml{closest(gpu_name, table)} "
+                          f"({', '.join(sorted(table))}); describe an unlisted GPU in a [gpu] table "
+                          f"(peak_flops; optional tf32_flops, tensor_flops, memory_Bps, memory_bytes, host "
+                          f"= a fabric such as \"pcie4\", source)")
     else:
         gpu = table.get(gpu_name)
     fabs = fabrics(root)
@@ -221,12 +260,20 @@ def load_cluster(name: str, root: Path | None = None) -> Cluster:
     """The cluster preset ``name``."""
     root = root or presets_dir()
     data = _table(root / "clusters.toml")
+    name = match_name(name, data) or name
     if name not in data:
-        raise PresetError(f"unknown cluster {name!r}; presets: {', '.join(sorted(data))}")
+        raise PresetError(f"unknown cluster {name!r}{closest(name, data)}; presets: {', '.join(sorted(data))}")
     return cluster_from_table(name, data[name], f"clusters.toml [{name}]", root)
 
 
+WORKLOAD_KEYS = ("tensors", "model", "compute", "accumulate", "wire", "classifier_tensors", "source")
+COMPUTE_KEYS = ("kind", "t0_s", "t1_s", "copy_s", "batches", "times_s", "precision", "source")
+_COMPUTE_SHAPE = ('kind = "linear" with t0_s, t1_s, or kind = "table" with batches, times_s; optional copy_s, '
+                  'precision, source')
+
+
 def _compute(d: dict, where: str) -> ComputeTime:
+    check_keys(d, COMPUTE_KEYS, where)
     kind = _get(d, "kind", where)
     try:
         if kind == "linear":
@@ -307,22 +354,30 @@ def workload_from_table(name: str, d: dict, where: str, base_dir: Path, root: Pa
     root = root or presets_dir()
     if not isinstance(d, dict):
         raise PresetError(f"{where}: must be a table")
+    check_keys(d, WORKLOAD_KEYS, where)
+    if "model" in d and "tensors" in d:
+        raise PresetError(f"{where}: give tensors (a tensors JSON) or model (a library model), not both")
     if "model" in d:
         if not isinstance(d["model"], str):
             raise PresetError(f"{where}: model must be a library model name, got {d['model']!r}")
         lib = load_model(d["model"], root)
         names, sizes, flops = lib.tensor_names, lib.tensor_sizes, lib.tensor_flops
     else:
-        tensors = _get(d, "tensors", where)
+        if "tensors" not in d:
+            raise PresetError(f"{where}: missing key 'tensors' (a tensors JSON) or 'model' (a library model)")
+        tensors = d["tensors"]
         if not isinstance(tensors, str):
             raise PresetError(f"{where}: tensors must be a path to a tensors JSON, got {tensors!r}")
         names, sizes = read_tensors(base_dir / tensors)
         flops = _library_flops(names, sizes, name, root, where, required=False)
-    if compute is None:
-        tables = d.get("compute", {})
-        if not isinstance(tables, dict):
-            raise PresetError(f"{where}: compute must be a table of per-GPU tables")
-        compute = {gpu: _compute(c, f"{where}.compute.{gpu}") for gpu, c in tables.items()}
+    tables = d.get("compute", {})
+    if not isinstance(tables, dict):
+        raise PresetError(f"{where}: compute must be a table of per-GPU tables ({_COMPUTE_SHAPE})")
+    for gpu, c in tables.items():
+        if not isinstance(c, dict):
+            raise PresetError(f"{where}: compute.{gpu} must be a table ({_COMPUTE_SHAPE}), got {c!r}")
+    own = {gpu: _compute(c, f"{where}.compute.{gpu}") for gpu, c in tables.items()}
+    compute = own if compute is None else compute
     wire = d.get("wire")
     if wire is not None and wire not in WIRES:
         raise PresetError(f"{where}: wire must be one of {', '.join(WIRES)}, got {wire!r}")
@@ -333,10 +388,9 @@ def workload_from_table(name: str, d: dict, where: str, base_dir: Path, root: Pa
         raise PresetError(f"{where}: no compute time; give one on the command line (--samples-per-s R with "
                           f"--batch, --compute-ms T, --estimate PRECISION or --profile) or a [compute.<gpu>] table")
     table = gpus(root)
-    tables = d.get("compute", {}) if isinstance(d.get("compute", {}), dict) else {}
 
     def fp32_measured(g: str) -> bool:  # a TF32-capable GPU runs fp32 training in TF32 unless told
-        said = tables.get(g, {}).get("precision") if isinstance(tables.get(g), dict) else None
+        said = tables.get(g, {}).get("precision")
         return said == "fp32" or (said is None and table[g].tf32_flops is None)
     try:
         workload = Workload(name=name, tensor_sizes=sizes, tensor_names=names, compute=compute,
@@ -360,8 +414,9 @@ def load_workload_with_settings(name: str, root: Path | None = None,
     """The workload preset ``name`` and its settings; ``compute`` replaces its measured times."""
     root = root or presets_dir()
     data = _table(root / "workloads.toml")
+    name = match_name(name, data) or name
     if name not in data:
-        raise PresetError(f"unknown workload {name!r}; presets: {', '.join(sorted(data))}")
+        raise PresetError(f"unknown workload {name!r}{closest(name, data)}; presets: {', '.join(sorted(data))}")
     return workload_from_table(name, data[name], f"workloads.toml [{name}]", root, root, compute)
 
 

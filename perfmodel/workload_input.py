@@ -23,7 +23,7 @@ from .compute_rule import (DISAGREE, ELEMENT_BYTES, KERNELS_PER_TENSOR, LAUNCH_S
                            disagreement, launch_bound, load_measured_rates, load_rule)
 from .compute_rule import estimate_seconds_per_sample as estimate_seconds_per_sample_rule
 from .library import LibraryError, load_model, model_names, normalize
-from .preset_toml import read_toml
+from .preset_toml import closest, match_name, read_toml
 from .presets import (WorkloadSettings, cluster_gpu, load_workload_with_settings, presets_dir, workload_from_table,
                       workload_names)
 from .specs import Cluster, ComputeTime, SpecError, Workload
@@ -170,7 +170,8 @@ def resolve_workload(ref: str | None, cluster: Cluster, opts: ComputeOptions = C
         model = table.get("model") if isinstance(table.get("model"), str) else name
         compute, warnings = command_line_compute(opts, cluster, model, root)
         workload, settings = workload_from_table(name, table, where, path.parent, root, compute)
-    elif ref in workload_names(root):
+    elif match_name(ref, workload_names(root)) is not None:
+        ref = match_name(ref, workload_names(root))
         compute, warnings = command_line_compute(opts, cluster, ref, root)
         own = load_workload_with_settings(ref, root)[0]
         warnings += _preset_disagreement(own, cluster, compute, opts.batch)
@@ -179,8 +180,9 @@ def resolve_workload(ref: str | None, cluster: Cluster, opts: ComputeOptions = C
         try:
             lib = load_model(ref, root)
         except LibraryError:
-            raise SpecError(f"unknown workload {ref!r}; presets: {', '.join(workload_names(root))}; library "
-                            f"models: {', '.join(model_names(root))}; or a workload FILE.toml") from None
+            raise SpecError(f"unknown workload {ref!r}{closest(ref, workload_names(root) + model_names(root))}; "
+                            f"presets: {', '.join(workload_names(root))}; library models: "
+                            f"{', '.join(model_names(root))}; or a workload FILE.toml") from None
         compute, warnings = command_line_compute(opts, cluster, normalize(ref), root)
         if compute is None:
             raise SpecError(f"workload {lib.name!r} (model library) has no measured compute time: give "

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from perfmodel import presets
+from perfmodel.cli import main
 from perfmodel.cluster_input import ClusterOptions, apply_overrides, resolve_cluster
 from perfmodel.scaling import check_gpu_counts
 from perfmodel.scaling import predict
@@ -71,7 +72,8 @@ def test_top_level_cluster_file(tmp_path):
     ('[c]\ngpu = "a100"\ngpus_per_node = 8\nintra = "nvlink3"\n[c.network]\nlatency_s = "1us"\nbandwidth_Bps = 1e9\n',
      r"\[c\].network: latency_s must be a number, got '1us'"),
     ('[c]\ngpu = "tpu"\ngpus_per_node = 8\nintra = "nvlink3"\nnetwork = "ib-hdr"\n', "gpu 'tpu' is not in gpus.toml"),
-    ('[c]\ngpus_per_node = 8\nintra = "nvlink3"\nnetwork = "ib-hdr"\n', r"\[c\]: missing key 'host'"),
+    ('[c]\ngpus_per_node = 8\nintra = "nvlink3"\nnetwork = "ib-hdr"\n',
+     r"\[c\]: missing the host link .* it names no gpu: give host = LINK"),
 ])
 def test_bad_cluster_files_name_file_and_key(tmp_path, text, message):
     path = _write(tmp_path, "bad.toml", text)
@@ -244,3 +246,86 @@ def test_prediction_on_a_described_cluster_equals_the_same_preset(tmp_path):
     a = predict(w, preset, Strategy("ssgd"), [4, 64, 256], batch=64)
     b = predict(w, custom, Strategy("ssgd"), [4, 64, 256], batch=64)
     assert a.throughput == pytest.approx(b.throughput)
+
+
+def _cli_error(capsys, *argv) -> str:
+    """The one stderr line of a refused command (exit 2, no traceback)."""
+    rc = main(list(argv))
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and err.startswith("perfmodel: error: "), (rc, err)
+    return err
+
+
+PREDICT = ("predict", "--workload", "resnet50", "--samples-per-s", "1000", "--gpus", "128", "--strategy", "ssgd")
+
+
+@pytest.mark.parametrize("text,words", [
+    ('[c]\ngpu = "a100"\ngpus_per_node = 8\nintra = "nvswitch-a100"\nnetwork = "8xib-hdr"\nmax_node = 8\n',
+     ["[c]: unknown key 'max_node'", "did you mean 'max_nodes'", "keys: gpu, gpus_per_node"]),
+    ('[c]\ngpu = "a100"\ngpus_per_node = 8\nintra = "nvswitch-a100"\n[c.network]\nlatency_s = 1e-6\n'
+     'bandwith_Bps = 1e10\n', ["[c].network: unknown key 'bandwith_Bps'", "did you mean 'bandwidth_Bps'"]),
+    ('[c]\ngpu = "a100"\ngpus_per_node = 8\nnetwork = "8xib-hdr"\n[c.intra]\nlatency_s = 1e-6\n'
+     'bandwidth_Bps = 1e11\nnics = 2\n', ["[c].intra: unknown key 'nics'", "keys: latency_s, bandwidth_Bps"]),
+    ('[c]\ngpus_per_node = 8\nintra = "nvswitch-a100"\nnetwork = "8xib-hdr"\n[c.gpu]\npeak_flops = 2e13\n'
+     'memory_Bps = 1e12\nmemory_bytes = 4e10\n', ["[c]: missing the host link", "its gpu table has no host",
+                                                    'host = "pcie4" (a fabric) in the gpu table']),
+    ('[c]\ngpus_per_node = 8\nintra = "nvswitch-a100"\nnetwork = "8xib-hdr"\n',
+     ["[c]: missing the host link", "names no gpu", "give host = LINK"]),
+    ('[c]\ngpu = "gtx1080"\ngpus_per_node = 4\nintra = "pcie3"\nnetwork = "eth-1g"\n',
+     ["gpu 'gtx1080' has no host fabric in gpus.toml"]),
+    ('[c]\ngpu = "a10O"\ngpus_per_node = 8\nintra = "nvswitch-a100"\nnetwork = "8xib-hdr"\n',
+     ["gpu 'a10O' is not in gpus.toml (did you mean 'a100'?)", "memory_bytes, host"]),
+])
+def test_cluster_file_mistakes_are_one_line(tmp_path, capsys, text, words):
+    path = _write(tmp_path, "c.toml", text)
+    err = _cli_error(capsys, *PREDICT, "--cluster", str(path))
+    assert all(w in err for w in [str(path)] + words), err
+
+
+def test_cluster_file_keys_the_loaders_read_are_accepted(tmp_path):
+    path = _write(tmp_path, "c.toml", CLUSTER_FILE + 'max_nodes = 8\nnics = 8\nprice_per_gpu_hour = 2.5\n'
+                  'description = "mine"\nhost_memory_source = "estimate"\n[mine.host]\nlatency_s = 1e-5\n'
+                  'bandwidth_Bps = 2.5e10\nsource = "pcie4"\n')
+    c = resolve_cluster(str(path))
+    assert c.max_nodes == 8 and c.host.bandwidth_Bps == 2.5e10 and c.source == "mine"
+    stray = {"gpu": "a100", "gpus_per_node": 8, "intra": "nvlink3", "network": "ib-hdr", "host_cpu": "skylake"}
+    with pytest.raises(SpecError, match="host_cpu is read from a cluster file"):
+        presets.cluster_from_table("x", stray, "x")
+
+
+@pytest.mark.parametrize("text,words", [
+    ('[w]\nmodel = "resnet18"\naccumlate = 4\n', ["[w]: unknown key 'accumlate'", "did you mean 'accumulate'"]),
+    ('[w]\nmodel = "resnet18"\ntensors = "x.json"\n', ["[w]: give tensors", "not both"]),
+    ('[mine]\nmodel = "resnet18"\n[mine.compute]\np100 = 5\n', ["[mine]: compute.p100 must be a table", "t0_s"]),
+    ('[w]\nmodel = "resnet18"\ncompute = 5\n', ["[w]: compute must be a table"]),
+    ('[w]\nmodel = "resnet18"\n[w.compute.p100]\nkind = "linear"\nt0_s = 0\nt1_s = 1e-3\ncopys = 1e-3\n',
+     ["[w].compute.p100: unknown key 'copys'", "did you mean 'copy_s'"]),
+])
+def test_workload_file_mistakes_are_one_line(tmp_path, capsys, text, words):
+    path = _write(tmp_path, "w.toml", text)
+    err = _cli_error(capsys, "predict", "--cluster", "dgx1-v100", "--workload", str(path), "--gpus", "8")
+    assert all(w in err for w in [str(path)] + words), err
+    if "compute" not in text:  # the file is refused whatever the command line's compute time
+        err = _cli_error(capsys, "predict", "--cluster", "dgx1-v100", "--workload", str(path), "--gpus", "8",
+                         "--samples-per-s", "1000")
+        assert words[0] in err
+
+
+def test_preset_names_match_despite_case_and_spaces(tmp_path, capsys):
+    c = presets.load_cluster("dgx1-v100")
+    preset = presets.load_workload("resnet50")
+    assert resolve_workload("RESNET50", c)[0] == resolve_workload("resnet50 ", c)[0] == preset
+    assert presets.load_cluster(" DGX1-V100") == c
+    path = _write(tmp_path, "c.toml", CLUSTER_FILE.replace('"a100"', '" A100"'))
+    assert resolve_cluster(str(path)).peak_flops == GPUS["a100"].peak_flops
+    assert "unknown workload 'resnet5O' (did you mean 'resnet50'?)" in _cli_error(
+        capsys, "predict", "--workload", "resnet5O")
+    assert "unknown cluster 'dgx1-v10' (did you mean 'dgx1-v100'?)" in _cli_error(
+        capsys, "predict", "--cluster", "dgx1-v10")
+
+
+def test_built_in_presets_use_only_accepted_keys(capsys):
+    for kind in ("cluster", "workload", "gpu"):
+        assert main(["presets", "--kind", kind]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in presets.cluster_names() + presets.workload_names())
