@@ -137,6 +137,10 @@ def load_runs(path: Path) -> list[dict]:
             rows = [check_row(r, i) for i, r in enumerate(reader, start=2)]
     except FileNotFoundError:
         raise PublishedError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PublishedError(f"{path}: is a directory, not a runs CSV") from None
+    except (OSError, UnicodeDecodeError) as e:  # unreadable, or bytes that are not UTF-8 text
+        raise PublishedError(f"{path}: cannot be read as a runs CSV: {e}") from None
     except csv.Error as e:
         raise PublishedError(f"{path}: malformed CSV: {e}") from None
     ids = [r["id"] for r in rows]

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from perfmodel import presets
 from perfmodel.cluster_input import PCIE_FABRICS
+from perfmodel.fabrics import parse_link
 from perfmodel.gpu_topology import read_topology, topology_link
 from perfmodel.specs import SpecError
 from reproduce.published import RUNS, PublishedError, error_pct, load_runs, predict_row, row_half
@@ -59,8 +60,19 @@ def with_network(rows: list[dict], mapping: str) -> tuple[list[dict], int]:
     old, sep, new = mapping.partition("=")
     if not sep or not old.strip() or not new.strip():
         raise SpecError(f"--network-as {mapping!r}: expected FROM=LINK, e.g. eth-100g=eth-25g")
+    check_network_link(new.strip())
     out = [{**r, "network": new.strip()} if r["network"] == old.strip() else r for r in rows]
     return out, sum(r["network"] == old.strip() for r in rows)
+
+
+def check_network_link(text: str) -> None:
+    """Refuse a LINK that perfmodel.fabrics.parse_link cannot read (SpecError), before any row is priced
+    (an unreadable one would leave the rows it replaces out of the statistics), and a count: LINK is per
+    NIC, the row's NIC count multiplies it."""
+    parsed = parse_link(text, presets.fabrics(presets.presets_dir()), what="--network-as LINK", role="network")
+    if parsed.count != 1:
+        raise SpecError(f"--network-as LINK {text!r}: give one NIC's link (the row's NIC count multiplies it), "
+                        f"without the count {parsed.count}x")
 
 
 def groups(r: dict) -> list[str]:

@@ -5,6 +5,7 @@ import statistics
 
 import pytest
 
+from reproduce import published, published_node, published_pairs, published_whatif
 from reproduce.published import ROOT, load_runs
 from reproduce.published_pairs import pairs, tally
 from reproduce.published_whatif import errors, main, with_layout, with_network
@@ -61,9 +62,40 @@ def test_tcp_over_infiniband_read_as_25_gigabit_ethernet():
 @pytest.mark.parametrize("argv, words", [
     (["--gpu-topology", str(LAYOUTS / "two_sockets_4gpu.txt")], "need --host-cpu"),
     (["--network-as", "eth-100g"], "expected FROM=LINK"),
+    (["--network-as", "ib-edr=bogus"], "unknown fabric 'bogus' for --network-as"),
+    (["--network-as", "ib-edr=-5GB/s"], "'-5GB/s': bandwidth must be > 0"),
+    (["--network-as", "ib-edr=25GB/s,-1us"], "latency must be >= 0"),
+    (["--network-as", "ib-edr=2xeth-25g"], "give one NIC's link"),
     ([], "nothing to change"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, words):
     code = main(["--runs", str(PCIE_RUNS), *argv])
     err = capsys.readouterr().err
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("link", ["eth-25g", "25GB/s", "25GB/s,2us"])
+def test_a_readable_network_link_prices_every_row_it_replaces(link):
+    rows = load_runs(PCIE_RUNS)
+    read, changed = with_network(rows, f"ib-edr={link}")
+    assert changed == 48
+    assert {g: len(v) for g, v in errors(read, rows).items()} == {g: len(v) for g, v in errors(rows).items()}
+
+
+@pytest.mark.parametrize("module, argv", [
+    (published, ["--no-plot"]), (published_pairs, []), (published_node, []),
+    (published_whatif, ["--network-as", "eth-100g=eth-25g"]),
+])
+@pytest.mark.parametrize("kind", ["directory", "binary"])
+def test_an_unreadable_runs_file_is_one_line_and_exit_2(tmp_path, capsys, module, argv, kind):
+    """The four commands read --runs through reproduce.published.load_runs."""
+    runs = tmp_path
+    if kind == "binary":
+        runs = tmp_path / "b.csv"
+        runs.write_bytes(b"\xff\xfe\x00\x01")
+    out = ["--out", str(tmp_path / "out")] if module is published else []
+    code = module.main(["--runs", str(runs), *argv, *out])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(runs) in err
+    assert ("is a directory" if kind == "directory" else "cannot be read as a runs CSV") in err
+    assert not (tmp_path / "out").exists()

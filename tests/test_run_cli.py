@@ -25,11 +25,11 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
 
 
-def _error_line(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
+def _error_line(capsys: pytest.CaptureFixture, argv: list[str], prog: str = "trainers") -> str:
     assert main(argv) == 2
     err = capsys.readouterr().err
     lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("trainers: error: "), err
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), err
     return lines[0]
 
 
@@ -62,12 +62,12 @@ def test_cli_flags_map_to_config() -> None:
     parser = tr.build_run_parser(tr.make_parser("t"))
     args = parser.parse_args(["--algo", "daso", "--steps", "7", "--ranks-per-node", "2", "--daso-b", "1",
                               "--daso-w", "0", "--daso-global-dtype", "fp32", "--tern-clip", "none",
-                              "--tern-ternarize-last", "--lr-milestones", "2,4", "--opt", "k=v", "--no-progress",
+                              "--tern-ternarize-last", "--lr-milestones", "2,4", "--no-progress",
                               "--fail-at-step", "3"])
     cfg = tr.config_from_args(args)
     assert (cfg.algo, cfg.steps, cfg.ranks_per_node, cfg.daso_b, cfg.daso_w) == ("daso", 7, 2, 1, 0)
     assert cfg.daso_global_dtype == "fp32" and cfg.tern_clip is None and cfg.tern_fp32_last is False
-    assert cfg.lr_milestones == (2.0, 4.0) and cfg.options == (("k", "v"),) and cfg.progress is False
+    assert cfg.lr_milestones == (2.0, 4.0) and cfg.options == () and cfg.progress is False
     assert cfg.fail_at_step == 3
     # every RunConfig field has a flag (but defaults_from: where config_from_args took lr and momentum from)
     names = {f.name for f in __import__("dataclasses").fields(RunConfig)} - {"defaults_from"}
@@ -142,6 +142,8 @@ def test_a_registered_algorithm_is_dispatched(monkeypatch: pytest.MonkeyPatch) -
 
     threads = torch.get_num_threads()
     try:
+        args = tr.build_run_parser(tr.make_parser("t")).parse_args(["--algo", "fake", "--opt", "rule=ga"])
+        assert tr.config_from_args(args).options == (("rule", "ga"),)  # --opt is a registered algorithm's
         tr.dispatch(RunConfig(algo="fake", threads=1, options=(("rule", "ga"),)), comm)
         assert calls == [("fake", "ga", comm, 1)]
         with pytest.raises(UsageError, match="rule bad"):  # re-raised, not turned into an MPI abort
@@ -249,10 +251,58 @@ def test_datasets_verifies_the_shared_files(capsys: pytest.CaptureFixture) -> No
     (["run", "--algo", "ssgd", "--opt", "novalue"], "key=value"),
     (["run", "--algo", "ssgd", "--resume"], "resume"),
     (["run", "--algo", "daso", "--daso-b", "2"], "daso_b"),
+    (["run", "--algo", "ssgd", "--opt", "foo=bar"], "unknown --opt 'foo' for ssgd; it takes none"),
+    (["run", "--algo", "terngrad", "--opt", "foo=bar"], "unknown --opt 'foo' for terngrad; it takes none"),
+    (["run", "--algo", "daso", "--opt", "k=v"], "unknown --opt 'k' for daso; it takes none"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_bad_input_is_one_line_and_status_2(argv: list[str], fragment: str, capsys: pytest.CaptureFixture) -> None:
     assert fragment in _error_line(capsys, argv)
+
+
+QUICK_RUN = ["run", "--algo", "ssgd", "--model", "lenet", "--dataset", "synthetic", "--steps", "2", "--no-progress",
+             "--synthetic-n", "64"]
+QUICK_SIMULATE = ["simulate", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "64", "--steps", "4",
+                  "--batch", "8", "--workers", "4"]
+
+
+@pytest.mark.parametrize("argv, option, prog", [
+    ([*QUICK_RUN, "--log", "{dir}"], "--log", "trainers"),
+    ([*QUICK_RUN, "--checkpoint", "{dir}", "--checkpoint-every", "1"], "--checkpoint", "trainers"),
+    ([*QUICK_RUN, "--checkpoint", "{dir}", "--resume"], "--checkpoint", "trainers"),
+    ([*QUICK_SIMULATE, "--record-order", "{dir}"], "--record-order", "trainers simulate"),
+    ([*QUICK_SIMULATE, "--log", "{dir}"], "--log", "trainers simulate"),
+])
+def test_an_output_path_that_is_a_folder_is_refused_before_training(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, argv: list[str],
+        option: str, prog: str) -> None:
+    """The files a run writes are checked up front: a folder is one line, status 2, before any step."""
+    def no_training(*args: object, **kwargs: object) -> None:
+        raise AssertionError("trained before checking its output files")
+
+    monkeypatch.setattr(tr, "dispatch", no_training)
+    from trainers.asynchronous import simulate
+    monkeypatch.setattr(simulate, "simulate", no_training)
+    line = _error_line(capsys, [a.replace("{dir}", str(tmp_path)) for a in argv], prog)
+    assert f"{option} {tmp_path} is a folder; give a file path" in line
+
+
+def test_an_output_path_under_a_file_is_refused_before_training(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tr, "dispatch", lambda *a: pytest.fail("trained before checking its output files"))
+    (tmp_path / "file").write_text("x")
+    line = _error_line(capsys, [*QUICK_RUN, "--checkpoint", str(tmp_path / "file" / "sub" / "ck.pt")])
+    assert f"{tmp_path / 'file'} is not a folder" in line
+
+
+def test_the_parameter_servers_save_params_is_checked_before_training(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tr, "dispatch", lambda *a: pytest.fail("trained before checking its output files"))
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "3")
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    line = _error_line(capsys, ["run", "--algo", "ga", "--model", "gem-cnn", "--dataset", "synthetic",
+                                "--opt", f"save_params={tmp_path}"])
+    assert f"--opt save_params {tmp_path} is a folder" in line
 
 
 @pytest.mark.slow  # two interpreter start-ups that import torch: ~14 s on a busy 2-core machine

@@ -57,6 +57,7 @@ from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, Usag
 from trainers.sync.daso_schedule import DASO_RULES
 from trainers.sync.optimizers import OPTIMIZERS
 from trainers.sync.registry import SYNC_ALGORITHMS
+from trainers.validators import check_output_file
 
 __all__ = [
     "ALGORITHMS",
@@ -228,7 +229,8 @@ def config_from_args(args: argparse.Namespace) -> SyncConfig | AsyncConfig:
     for a synchronous (or registered) algorithm, an AsyncConfig for the parameter server's, built from
     the fields of the same names. For the parameter server: workers = the MPI ranks minus one (from the
     launcher's environment), --eval-every N = eval_every_steps, no length = 1 epoch, PS_DEFAULTS, and
-    --opt key=value sets its fields (trainers.config.ASYNC_OPTION_KEYS) or the server's (PS_OPTION_KEYS)."""
+    --opt key=value sets its fields (trainers.config.ASYNC_OPTION_KEYS) or the server's (PS_OPTION_KEYS).
+    ssgd, terngrad and daso take no --opt (an error); an algorithm registered in ALGORITHMS reads its own."""
     from trainers.model_defaults import resolve
 
     values = dict(vars(args))
@@ -245,6 +247,9 @@ def config_from_args(args: argparse.Namespace) -> SyncConfig | AsyncConfig:
         raise TrainerError(f"--accumulate {values['accumulate']}: the parameter server ({algo}) applies every "
                            f"gradient as it comes; gradient accumulation runs with ssgd and terngrad")
     if kind == "sync":
+        if algo in SYNC_ALGORITHMS and algo not in ALGORITHMS and values.get("options"):
+            raise TrainerError(f"unknown --opt {values['options'][0][0]!r} for {algo}; it takes none (--opt sets "
+                               f"the parameter server's algorithms and registered ones; {algo} has flags)")
         values["defaults_from"] = tuple(sources.items())
         if values.get("terngrad_exchange") is None:
             values.pop("terngrad_exchange", None)  # the config's default
@@ -322,6 +327,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     checkpoint = cfg.checkpoint if isinstance(cfg, SyncConfig) else None
+    for option, path in output_files(cfg):  # before any training: a run must not fail at its end
+        check_output_file(option, path)
     if isinstance(cfg, SyncConfig) and cfg.resume and not os.path.isfile(checkpoint):
         raise TrainerError(f"--resume: checkpoint {checkpoint} does not exist (without --resume the run "
                            f"starts at step 0)")
@@ -337,6 +344,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     finally:
         interrupts.uninstall()  # the caller's handlers again (a test calling main in its own process)
     return 0
+
+
+def output_files(cfg: SyncConfig | AsyncConfig) -> list[tuple[str, str | None]]:
+    """(option, path) of every file a run writes: the run log, and the checkpoint (synchronous) or the
+    parameter server's final parameters (``--opt save_params``)."""
+    if isinstance(cfg, SyncConfig):
+        return [("--log", cfg.log), ("--checkpoint", cfg.checkpoint)]
+    return [("--log", cfg.log), ("--opt save_params", dict(cfg.options).get("save_params"))]
 
 
 def _cmd_models(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """The number and choice checks of every trainers configuration (trainers.config: SyncConfig, AsyncConfig,
-PSOptions; the master rules' and GEM's hyperparameters, the DASO schedule). Each raises
+PSOptions; the master rules' and GEM's hyperparameters, the DASO schedule; the files a run writes). Each raises
 :class:`trainers.errors.TrainerError` with one line naming the field, what is allowed and the value.
 
 Integers are Python or numpy integers (``numbers.Integral``), never bools; numbers are finite ints or
@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from trainers.errors import TrainerError
 
-__all__ = ["check_int", "check_number", "check_choice", "check_milestones"]
+__all__ = ["check_int", "check_number", "check_choice", "check_milestones", "check_output_file"]
 
 
 def check_int(name: str, value: Any, lo: int | None = None, *, none_ok: bool = False) -> None:
@@ -63,3 +65,21 @@ def check_milestones(name: str, values: Iterable[Any]) -> tuple[float, ...]:
     if any(not math.isfinite(m) or m < 0 for m in ms) or any(b <= a for a, b in zip(ms, ms[1:])):
         raise TrainerError(f"{name} must be strictly increasing epochs >= 0, got {values!r}")
     return ms
+
+
+def check_output_file(option: str, path: Any) -> None:
+    """``path`` can be written as a file (None or "": nothing is written): it is not a folder, and the
+    nearest folder of it that exists is a writable folder (the writers create the ones missing below it).
+    Checked before a run starts, so that it does not fail after training."""
+    if path is None or path == "":
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise TrainerError(f"{option} {path} is a folder; give a file path")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise TrainerError(f"{option} {path}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK):
+        raise TrainerError(f"{option} {path}: the folder {parent} is not writable")

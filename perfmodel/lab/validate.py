@@ -1,13 +1,15 @@
 """Measured versus predicted: run logs of the MPI trainers against `perfmodel predict` fed by a profile.
 
 One predictor: for each run log, the measured step time is the median ``t_step`` of its steps after
-``skip`` warm-up steps; the prediction is what the `perfmodel predict` command that describes the run
-prints (``predict_commands``: the run's strategy options at its rank count and per-rank batch, on the
-profile, the link between nodes and the layout the caller describes, ``Scenario``), computed by that
-command's own code (perfmodel.predict_cli.predict_result, perfmodel.lab.profile.predictor) and printed beside it,
-so the validated number is the number a user gets. How the profile feeds the model (compute on the
-ranks that share a machine's cores, the link read at the exchange's message, the codec, the step
-after an exchange, the server's update) is perfmodel.lab.profile.predictor's docstring.
+``skip`` warm-up steps (step lines without a positive finite t_step and samples are left out, with a
+note; fewer than 3 usable ones is an error); the prediction is what the `perfmodel predict` command that
+describes the run prints (``predict_commands``: the run's strategy options at its rank count and per-rank
+batch, on the profile, the link between nodes and the layout the caller describes, ``Scenario``),
+computed by that command's own code (perfmodel.predict_cli.predict_result,
+perfmodel.lab.profile.predictor) and printed beside it, so the validated number is the number a user
+gets. How the profile feeds the model (compute on the ranks that share a machine's cores, the link read
+at the exchange's message, the codec, the step after an exchange, the server's update) is
+perfmodel.lab.profile.predictor's docstring.
 DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
 Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the
 model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rounding.
@@ -66,6 +68,7 @@ class RunMeasurement:
     backend: str = "mpi"  # the run's gradient transport (header "backend"; logs without one ran on MPI)
     workers: int = 0  # parameter server: the W workers (ranks = W + 1); 0 for synchronous runs
     load_avg: tuple[float, ...] = ()  # the machine's 1-minute load average at the run's start and end
+    dropped: int = 0  # step lines after the warm-up left out as unusable (``_usable``)
 
     @property
     def accumulate(self) -> int:
@@ -129,9 +132,15 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     steps = log.steps[skip:] if len(log.steps) > skip else []
     if len(steps) < 3:
         raise ValidateError(f"run log {path}: {len(log.steps)} steps, need more than skip={skip} + 2")
+    ps = "master_rule" in head
+    usable = [s for s in steps if _usable(s, ("t_comm",) if ps else ())]
+    if len(usable) < 3:
+        raise ValidateError(f"run log {path}: {len(usable)} of the {len(steps)} step lines after the warm-up "
+                            f"have a positive finite t_step and samples and finite times, need 3")
+    dropped, steps = len(steps) - len(usable), usable
     ranks = int(head.get("ranks", 1))
-    if "master_rule" in head:
-        return replace(_measure_ps(path, head, algo, cfg, steps), load_avg=_loads(log))
+    if ps:
+        return replace(_measure_ps(path, head, algo, cfg, steps), load_avg=_loads(log), dropped=dropped)
     keys = ("t_step", "t_compute", "t_comm", "t_compress")
     phases: dict = {}
     if algo == "daso":
@@ -143,7 +152,35 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]), int(cfg.get("threads", 1)),
                           len(steps), t["t_step"], t["t_compute"], t["t_comm"], t["t_compress"],
                           samples / t["t_step"], cfg, phases, sent, str(head.get("backend", "mpi")),
-                          load_avg=_loads(log))
+                          load_avg=_loads(log), dropped=dropped)
+
+
+#: the numbers of a step line besides t_step and samples: absent, or finite and >= 0
+_STEP_PARTS = ("t_compute", "t_comm", "t_compress", "t_idle", "bytes_sent", "bytes_exchanged")
+
+
+def _number(value, positive: bool = False) -> bool:
+    """Whether ``value`` is a finite number (not a bool), > 0 if ``positive`` else >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return False
+    return value > 0 if positive else value >= 0
+
+
+def _usable(step: dict, nullable: tuple[str, ...] = ()) -> bool:
+    """Whether a step line can be measured: t_step and samples positive and finite, its other numbers
+    absent or finite and >= 0 (null is how the trainers write a non-finite number; the keys in
+    ``nullable`` may be null, e.g. the parameter server's t_comm of a window without an exchange)."""
+    if not (_number(step.get("t_step"), True) and _number(step.get("samples"), True)):
+        return False
+    return all(k not in step or _number(step[k]) or (k in nullable and step[k] is None) for k in _STEP_PARTS)
+
+
+def dropped_note(run: RunMeasurement) -> str | None:
+    """One line when step lines after the warm-up were left out as unusable (``_usable``); None if none."""
+    if not run.dropped:
+        return None
+    return (f"{run.dropped} of {run.steps + run.dropped} step lines after the warm-up left out: t_step or "
+            f"samples missing, null (non-finite), zero or negative, or a time not finite")
 
 
 def _loads(log) -> tuple[float, ...]:
@@ -385,9 +422,7 @@ def validate(logs: list[str], profiles: list[str], *, skip: int = 5, cores: int 
         scenario = Scenario(prof_path, tuple(str(x) for x in link), gpus_per_node, nodes_per_host, ncores,
                             kernel_ms_per_mb)
         pred = predict_run(run, scenario)
-        note = load_note(run, prof, ncores)
-        if note:
-            pred["notes"].append(note)
+        pred["notes"].extend(filter(None, (dropped_note(run), load_note(run, prof, ncores))))
         rows.append(_row(path, run, pred))
     return rows
 
@@ -500,9 +535,21 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _strict(value):
+    """``value`` with every non-finite float (at any depth) as None: strict JSON has no NaN or Infinity."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
 def rows_json(rows: list[dict]) -> str:
-    return json.dumps({"runs": rows, "mape_step_pct": mape(rows),
-                       "mape_throughput_pct": mape(rows, "throughput_error_pct")}, indent=1)
+    """The rows and the MAPEs as strict JSON (a number that is not finite is null)."""
+    return json.dumps(_strict({"runs": rows, "mape_step_pct": mape(rows),
+                               "mape_throughput_pct": mape(rows, "throughput_error_pct")}), indent=1, allow_nan=False)
 
 
 def run_strategies(run: RunMeasurement) -> list[tuple[Strategy, int, int]]:
