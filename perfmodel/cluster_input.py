@@ -24,8 +24,9 @@ from pathlib import Path
 from .fabrics import parse_link
 from .gpu_topology import Topology, read_topology, topology_link
 from .preset_toml import PresetError, read_toml
-from .presets import (GpuPreset, cluster_from_table, cluster_gpu_fields, fabrics, gpu_from_table, gpus, load_cluster,
-                      presets_dir)
+from .presets import (GpuPreset, cluster_from_table, cluster_gpu, cluster_gpu_fields, fabrics, gpu_from_table, gpus,
+                      load_cluster, presets_dir)
+from .preset_toml import closest, match_name
 from .specs import Cluster, SpecError
 
 TFLOPS_KEYS = {"fp32": "peak_flops", "tf32": "tf32_flops", "fp16": "tensor_flops", "bf16": "tensor_flops",
@@ -75,18 +76,21 @@ def _figure(text: str, what: str) -> float:
     return v
 
 
-def gpu_from_options(opts: ClusterOptions, root: Path) -> GpuPreset | None:
-    """The GPU the options describe: --gpu's preset, with --gpu-tflops/--gpu-mem-bw/--gpu-memory-gb/
-    --gpu-host figures over it (or alone, for an unlisted GPU); None when they name none."""
+def gpu_from_options(opts: ClusterOptions, root: Path, current: GpuPreset | None = None) -> GpuPreset | None:
+    """The GPU the options describe: --gpu's preset (else ``current``, the cluster's own GPU), with
+    --gpu-tflops/--gpu-mem-bw/--gpu-memory-gb/--gpu-host figures over it (or alone, for an unlisted GPU);
+    None when they name none."""
     table = gpus(root)
     if not opts.custom_gpu():
         if opts.gpu is None:
             return None
-        if opts.gpu not in table:
-            raise SpecError(f"unknown GPU {opts.gpu!r} for --gpu; GPUs: {', '.join(sorted(table))}; describe an "
-                            f"unlisted one with --gpu-tflops fp32=X,tf32=Y,fp16=Z --gpu-mem-bw GB/s")
-        return table[opts.gpu]
-    base = table.get(opts.gpu) if opts.gpu else None
+        name = match_name(opts.gpu, table)
+        if name is None:
+            raise SpecError(f"unknown GPU {opts.gpu!r} for --gpu{closest(opts.gpu, table)}; GPUs: "
+                            f"{', '.join(sorted(table))}; describe an unlisted one with --gpu-tflops "
+                            f"fp32=X,tf32=Y,fp16=Z --gpu-mem-bw GB/s")
+        return table[name]
+    base = table.get(match_name(opts.gpu, table) or opts.gpu) if opts.gpu else current
     d: dict = {}
     if base is not None:
         d = {k: getattr(base, k) for k in ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes",
@@ -112,7 +116,7 @@ def gpu_from_options(opts: ClusterOptions, root: Path) -> GpuPreset | None:
     d.setdefault("host", DEFAULT_GPU_HOST)
     if "peak_flops" not in d:
         raise SpecError("an unlisted GPU needs its fp32 peak: --gpu-tflops fp32=X[,tf32=Y][,fp16=Z]")
-    name = opts.gpu or "custom-gpu"
+    name = opts.gpu or (current.name if current is not None else "custom-gpu")
     figures = ", ".join(f"{k} {d[v] / 1e12:g}" for k, v in (("fp32", "peak_flops"), ("tf32", "tf32_flops"),
                                                             ("fp16", "tensor_flops")) if v in d)
     d["source"] = f"given on the command line: {figures} TFLOP/s" + (
@@ -167,6 +171,8 @@ def _custom(opts: ClusterOptions, root: Path) -> Cluster:
     if opts.nodes is not None:
         table["max_nodes"] = opts.nodes
     cluster = cluster_from_table(CUSTOM, table, "--cluster custom", root)
+    if opts.nics is not None and cluster.nics > 1 and cluster.nics != opts.nics:
+        raise SpecError(f"--network {opts.network} already says {cluster.nics} NICs; --nics {opts.nics} contradicts it")
     if opts.nics is not None:
         cluster = _with_nics(cluster, opts.nics, f"--network {opts.network}")
     cluster = _with_topology(cluster, opts, root, topo)
@@ -204,7 +210,7 @@ def apply_overrides(cluster: Cluster, opts: ClusterOptions, root: Path | None = 
     fabs = fabrics(root)
     changes: dict = {}
     said = []
-    gpu = gpu_from_options(opts, root)
+    gpu = gpu_from_options(opts, root, cluster_gpu(cluster))
     if gpu is not None:
         changes.update(cluster_gpu_fields(gpu))
         said.append(f"gpu {gpu.name}" + (" (given figures)" if opts.custom_gpu() else ""))

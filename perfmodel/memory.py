@@ -226,13 +226,22 @@ def default_optimizer(model: str) -> str:
     return "adam" if model.startswith(("bert", "gpt2", "vit")) else "momentum"
 
 
+def cluster_memory_bytes(cluster) -> float | None:
+    """Bytes of memory per GPU of ``cluster``: its own figure (an inline [gpu] table's memory_bytes,
+    --gpu-memory-gb), else gpu_memory.toml's for its GPU; None when neither has one."""
+    if cluster.gpu_memory_bytes:
+        return float(cluster.gpu_memory_bytes)
+    known = gpu_memory_bytes(cluster.gpu) if cluster.gpu else None
+    return None if known is None else known[0]
+
+
 def with_memory(records: list[dict], notes: list[str], workload: Workload, cluster, strategies: list[Strategy],
                 precision: str = "fp32") -> tuple[list[dict], list[str]]:
     """`perfmodel predict`'s records with memory_per_gpu_bytes and fits (the model's default optimizer,
     ``default_optimizer``), and one note per strategy whose rows do not fit; unchanged where the model has
     no activation sizes or the GPU no memory size."""
     acts = load_activations(workload.name)
-    cap = gpu_memory_bytes(cluster.gpu) if cluster.gpu else None
+    cap = cluster_memory_bytes(cluster)
     if acts is None or cap is None:
         return records, notes
     optimizer = default_optimizer(workload.name)
@@ -244,12 +253,12 @@ def with_memory(records: list[dict], notes: list[str], workload: Workload, clust
             continue
         mem = memory_per_gpu(workload, acts, strategy, [r["gpus"] for r in rows], [r["batch_per_gpu"] for r in rows],
                              optimizer=optimizer, precision=precision)
-        ok = fits(mem.total, cap[0])
+        ok = fits(mem.total, cap)
         for r, total, f in zip(rows, mem.total.tolist(), ok.tolist()):
             r["memory_per_gpu_bytes"], r["fits"] = total, f
         if not ok.all():
             bad = [r["gpus"] for r, f in zip(rows, ok) if not f]
             at = f"{bad[0]}" if len(bad) == 1 else f"{bad[0]}-{bad[-1]}"
             notes.append(f"{name} does not fit in memory at {at} GPUs: {format_bytes(mem.total.max())} "
-                         f"per GPU ({optimizer}, {precision}) of the {cluster.gpu}'s {format_bytes(cap[0])}")
+                         f"per GPU ({optimizer}, {precision}) of the {cluster.gpu}'s {format_bytes(cap)}")
     return records, notes

@@ -79,7 +79,8 @@ def make_buckets(sizes_bytes, weights, bucket_bytes: float, first_bucket_bytes: 
     start, base = 0, 0.0
     while start < len(sizes):  # one pass per bucket: the first tensor that fills it closes it
         cap = first_bucket_bytes if (not nbytes and first_bucket_bytes > 0) else bucket_bytes
-        end = min(int(np.searchsorted(filled, base + cap, side="left")), len(sizes) - 1)
+        # at least the next tensor: a cap below float resolution at base (base + cap == base) still advances
+        end = min(max(int(np.searchsorted(filled, base + cap, side="left")), start), len(sizes) - 1)
         nbytes.append(filled[end] - base)
         ready.append(done[end])
         start, base = end + 1, filled[end]

@@ -15,10 +15,12 @@ from pathlib import Path
 
 from .launch_settings import launch_settings
 from .learning_effect import effect_for
-from .memory import OPTIMIZERS, PRECISIONS, default_optimizer, format_bytes, gpu_memory_bytes, load_activations
+from .memory import (OPTIMIZERS, PRECISIONS, cluster_memory_bytes, default_optimizer, format_bytes,
+                     load_activations)
 from .plan import (RANKS, Constraints, PlanInput, batch_choices, candidates, infeasible_message, pareto, rank,
                    search, why_line, with_node_overheads, work_from)
 from .plan_interval import interval
+from .predict_output import non_finite
 from .specs import ALL_STRATEGIES, SpecError
 from .stragglers import GPU_VARIABILITY_CV
 
@@ -151,7 +153,7 @@ def _price(args, cluster_ref: str | None) -> float | None:
         _, table, where = table_from_file(path, name, "cluster", "gpus_per_node")
         v = table.get("price_per_gpu_hour")
         if v is not None:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
                 raise SpecError(f"{where}: price_per_gpu_hour must be a number > 0, got {v!r}")
             return float(v)
     return None
@@ -168,14 +170,17 @@ def build_input(args, workload, cluster) -> PlanInput:
     if args.gpu_memory is not None:
         capacity = args.gpu_memory
     else:
-        known = gpu_memory_bytes(cluster.gpu)
+        known = cluster_memory_bytes(cluster)
         if known is None:
             raise SpecError(f"no memory size for GPU {cluster.gpu or '?'!r} (data/presets/gpu_memory.toml): give "
                             f"--gpu-memory, e.g. 16GiB")
-        capacity = known[0]
+        capacity = known
     lo, hi = args.batch
     accs = (1, 2, 4, 8) if args.global_batch is not None else (args.accumulate or 1,)
-    return PlanInput(work, constraints, acts, capacity, _price(args, args.cluster),
+    price = _price(args, args.cluster)
+    if args.budget is not None and price is None:
+        raise SpecError("--budget needs a price per GPU-hour: --price, or price_per_gpu_hour in the cluster file")
+    return PlanInput(work, constraints, acts, capacity, price,
                      args.optimizer or default_optimizer(workload.name), args.precision,
                      tuple(batch_choices(lo, hi)), accs)
 
@@ -269,6 +274,10 @@ def cmd_plan(args, resolve) -> int:
     ranked = rank(feasible, args.rank)
     shown = rank(rows, args.rank) if args.all else ranked[:args.top]
     out = [public_row(r, workload, cluster, inp) for r in shown]
+    bad = non_finite(out)
+    if bad is not None:  # an overflow from extreme inputs: strict JSON/CSV has no inf or nan
+        raise SpecError(f"the plan's {bad.split('.', 1)[-1]} is not a finite number: an input is out of range "
+                        f"(a price, bandwidth, time or rate too small or too large)")
     why = why_line(ranked, rows, args.rank)
     from .cluster_input import pcie_intra_note
 

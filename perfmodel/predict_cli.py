@@ -19,7 +19,7 @@ from .cli_guard import CLIError, OneLineParser
 from .memory import with_memory
 from .predict_options import (add_input_options, add_schedule_options, build_strategies, fixed_fields,
                               parse_gpus, parse_nodes_per_host)
-from .predict_output import csv_text as _csv, format_table
+from .predict_output import csv_text as _csv, format_table, non_finite
 from .specs import (ALLREDUCE_ALGORITHMS, DASO_PROGRESS, DEFAULT_TERNGRAD_EXCHANGE, STRATEGIES, TERNGRAD_EXCHANGES,
                     TERNGRAD_LANES, Strategy)
 from .stragglers import GPU_VARIABILITY_CV
@@ -264,6 +264,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print("".join(f"perfmodel: warning: {w}\n" for w in check_predict_args(args, CLIError)), end="", file=sys.stderr)
     result = predict_result(args)
     records, notes = result.records, result.notes
+    bad = non_finite(records)
+    if bad is not None:  # an overflow from extreme inputs: strict JSON/CSV has no inf or nan
+        raise CLIError(f"the prediction's {bad.split('.', 1)[-1]} is not a finite number: an input is out of "
+                       f"range (a bandwidth, time or rate too small or too large)")
     if notes and args.format != "table":
         for note in notes:
             print(f"perfmodel: note: {note}", file=sys.stderr)

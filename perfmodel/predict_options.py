@@ -16,6 +16,10 @@ from .specs import ALL_STRATEGIES, OVERLAP_EFFICIENCY, Strategy, PS_PLACEMENTS, 
 from .stragglers import GPU_VARIABILITY_CV
 
 
+MAX_GPU_COUNTS = 100_000
+"""The most GPU counts one --gpus range may list (each is a row of the prediction)."""
+
+
 def parse_gpus(text: str) -> list[int]:
     """GPU counts from "1-512" (every integer), "1-512:x2" (doubling), "1,2,8" or a mix "1,4-8"."""
     out: list[int] = []
@@ -43,6 +47,9 @@ def parse_gpus(text: str) -> list[int]:
                         out.append(v)
                         v *= step
                 else:
+                    if hi - lo >= MAX_GPU_COUNTS:
+                        raise CLIError(f"--gpus {text!r}: {hi - lo + 1:,} counts in one range; at most "
+                                       f"{MAX_GPU_COUNTS:,} (use a doubling range such as {lo}-{hi}:x2)")
                     out.extend(range(lo, hi + 1))
             else:
                 if step:
@@ -51,6 +58,8 @@ def parse_gpus(text: str) -> list[int]:
                 if v < 1:
                     raise ValueError
                 out.append(v)
+    except CLIError:
+        raise
     except ValueError:
         raise CLIError(f"cannot parse --gpus {text!r}: use a list like 1,2,4, a range 1-512, or 1-512:x2") from None
     return sorted(set(out))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 
 TABLE_COLUMNS = [("strategy", "strategy", "{}"), ("gpus", "gpus", "{:d}"), ("nodes", "nodes", "{:d}"),
                  ("batch_per_gpu", "b/gpu", "{:.4g}"), ("t_compute_s", "t_comp ms", "{:.2f}"),
@@ -60,3 +61,14 @@ def csv_text(records: list[dict]) -> str:
     writer.writeheader()
     writer.writerows(records)
     return buf.getvalue()
+
+
+def non_finite(value, path: str = "") -> str | None:
+    """The path of the first non-finite float in ``value`` (nested dicts and lists), or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path or "value"
+    if isinstance(value, dict):
+        return next((p for k, v in value.items() if (p := non_finite(v, f"{path}.{k}" if path else str(k)))), None)
+    if isinstance(value, (list, tuple)):
+        return next((p for i, v in enumerate(value) if (p := non_finite(v, f"{path}[{i}]"))), None)
+    return None

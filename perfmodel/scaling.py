@@ -233,10 +233,12 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     schedule = result[4] if len(result) > 4 else None
 
     t_even = t_comp
+    population = 1.0  # one worker's mean rate in the workers' population, over the rate of a mean-time worker
     if strategy.straggler_cv > 0 or strategy.straggler_machine_cv > 0:
         model = straggler_model(strategy)
         if strategy.name == "asgd":
-            factor = 1.0 / async_speedup_factor(model)
+            population = async_speedup_factor(model)
+            factor = 1.0 / population
         else:
             factor = sync_slowdown(straggle_over, model)
         t_comp = t_comp * factor
@@ -275,7 +277,9 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
         throughput = samples / t_iter
         extra["server_bandwidth_Bps"] = np.where(multi, rate * exchange_bytes, 0.0)
         extra["server_utilization"] = np.where(multi, rate / cap, 0.0)
-    single_tp = (batch * k if scaling == "weak" else batch) / single
+    # the speedup's one GPU comes from the same population: asynchronous workers of spread speeds each run at
+    # E[1/t] (Jensen: above 1/E[t]), and so does one of them alone
+    single_tp = (batch * k if scaling == "weak" else batch) / single * population
     speedup = throughput / single_tp
     return Prediction(strategy.name, workload.name, cluster.name, scaling, w.astype(int), nodes.astype(int),
                       b, t_comp, comm, t_iter, throughput, speedup, speedup / w, nbytes, source, extra)

@@ -1,0 +1,82 @@
+"""perfmodel predict/plan on inputs at the edges: overrides of a preset's GPU, contradictions, overflow, and
+inputs that used to hang. Each bad input is one line and exit status 2."""
+
+import json
+
+import numpy as np
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.overlap import make_buckets
+
+PLAN = ["plan", "--workload", "resnet50", "--cluster", "juwels-booster", "--epochs", "90",
+        "--dataset-size", "1281167"]
+
+
+def _one_error(capsys, args, *words):
+    rc = main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("perfmodel: error:"), (args, err)
+    for w in words:
+        assert w in err[0], (w, err[0])
+
+
+def test_gpu_figures_override_the_preset_clusters_own_gpu(capsys):
+    args = ["predict", "--cluster", "juwels-booster", "--workload", "resnet50", "--gpus", "4", "--format", "json"]
+    assert main(args) == 0
+    base = json.loads(capsys.readouterr().out)[0]
+    assert main([*args, "--gpu-mem-bw", "2039"]) == 0
+    faster_memory = json.loads(capsys.readouterr().out)[0]
+    assert faster_memory["cluster"].startswith("juwels-booster (gpu a100")  # still the A100
+    assert faster_memory["throughput"] == base["throughput"]  # its measured compute time is kept
+    # the memory size is the one plan and predict check against: 80 GB = 74.5 GiB, not the preset's 40 GiB
+    assert main([*PLAN, "--gpu-memory-gb", "80"]) == 0
+    assert "; 74.5 GiB per GPU" in capsys.readouterr().out.splitlines()[0]
+    assert main(PLAN) == 0
+    assert "; 40.0 GiB per GPU" in capsys.readouterr().out.splitlines()[0]
+    # a model that needs more than 40 GiB at this batch fits in 80 GB
+    big = ["predict", "--cluster", "juwels-booster", "--workload", "gpt2-xl", "--estimate", "fp32", "--batch", "8",
+           "--gpus", "4", "--strategy", "ssgd", "--format", "json"]
+    assert main(big) == 0
+    small = json.loads(capsys.readouterr().out)[0]
+    assert main([*big, "--gpu-memory-gb", "1000"]) == 0
+    assert (small["fits"], json.loads(capsys.readouterr().out)[0]["fits"]) == (False, True)
+
+
+def test_network_nic_count_and_nics_must_agree(capsys):
+    base = ["predict", "--cluster", "custom", "--gpu", "v100-pcie", "--gpus-per-node", "4", "--intra", "nvlink2",
+            "--workload", "resnet50", "--samples-per-s", "360", "--batch", "64", "--gpus", "4,32"]
+    _one_error(capsys, [*base, "--network", "8x25GB/s", "--nics", "2"], "8 NICs", "--nics 2")
+    assert main([*base, "--network", "25GB/s", "--nics", "2", "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec[0]["cluster"] == "custom"
+
+
+def test_budget_needs_a_price(capsys):
+    _one_error(capsys, [*PLAN, "--budget", "100"], "--budget needs a price")
+
+
+def test_overflowing_results_are_refused_not_written_as_infinity(capsys):
+    _one_error(capsys, [*PLAN, "--price", "1e307", "--format", "json"], "cost", "not a finite number")
+
+
+def test_a_gpu_range_too_long_to_list_is_refused_at_once(capsys):
+    _one_error(capsys, ["predict", "--gpus", "1-99999999"], "99,999,999 counts", ":x2")
+
+
+def test_buckets_below_float_resolution_still_advance():
+    """A cap that adds nothing to the bytes already filled (base + cap == base) closes one tensor per bucket;
+    it used to loop forever."""
+    sizes = np.array([4e6, 4e6, 4e6])
+    b = make_buckets(sizes, np.ones(3), bucket_bytes=1e-9)
+    np.testing.assert_array_equal(b.nbytes, sizes)
+    np.testing.assert_allclose(b.ready_fraction, [1 / 3, 2 / 3, 1.0])
+
+
+@pytest.mark.parametrize("kind", ["heterogeneous", "0.1,0.3"])
+def test_no_efficiency_above_one_with_spread_asynchronous_workers(capsys, kind):
+    assert main(["predict", "--stragglers", kind, "--strategy", "asgd,ssgd", "--gpus", "1,2,4,8",
+                 "--format", "json"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    assert all(r["efficiency"] <= 1 + 1e-12 for r in recs)
+    assert [r["speedup"] for r in recs if r["gpus"] == 1] == [pytest.approx(1.0)] * 2
