@@ -91,8 +91,19 @@ def _check_stragglers(text: str | None, error: type[ValueError]) -> None:
                     f"no GPU does; CV 1 is exponential times, chips of one GPU model differ by about 0.015)")
 
 
+MIN_STEP_COMPUTE_S = 1e-9
+"""The shortest compute time per step accepted, in seconds (a nanosecond, far below one GPU kernel launch):
+a shorter one is a unit slip, and its throughput would print as a number hundreds of digits long."""
+
+
 def _check_compute_time(args: argparse.Namespace, error: type[ValueError]) -> None:
-    """--compute-ms, or --batch / --samples-per-s, must be at most a day per step."""
+    """--compute-ms, or --batch / --samples-per-s, must be at least a nanosecond and at most a day per step."""
+    if args.compute_ms is not None and args.compute_ms / 1e3 < MIN_STEP_COMPUTE_S:
+        raise error(f"--compute-ms {args.compute_ms:g} is less than a nanosecond per step; --compute-ms takes "
+                    f"milliseconds")
+    if args.samples_per_s is not None and args.batch / args.samples_per_s < MIN_STEP_COMPUTE_S:
+        raise error(f"--samples-per-s {args.samples_per_s:g} makes a step of batch {args.batch} take less than a "
+                    f"nanosecond")
     if args.compute_ms is not None and args.compute_ms / 1e3 > MAX_STEP_COMPUTE_S:
         raise error(f"--compute-ms {args.compute_ms:g} is {args.compute_ms / 3.6e6:.3g} hours per step, more than "
                     f"a day ({MAX_STEP_COMPUTE_S * 1e3:.0f} ms); --compute-ms takes milliseconds")

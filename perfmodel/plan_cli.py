@@ -11,7 +11,10 @@ import json
 import math
 import re
 import sys
+
 from pathlib import Path
+
+import numpy as np
 
 from .launch_settings import launch_settings
 from .learning_effect import effect_for
@@ -266,7 +269,8 @@ def cmd_plan(args, resolve) -> int:
         raise SpecError("no strategy left to search (--strategy with --same-update removed them all)")
     if args.node_rate:
         cands = with_node_overheads(cands, workload, cluster, args.batch[0], args.node_rate)
-    rows = search(workload, cluster, cands, inp)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, in one line
+        rows = search(workload, cluster, cands, inp)
     feasible = [r for r in rows if not r["violates"]]
     if not feasible:
         print(f"perfmodel: error: {infeasible_message(rows, inp)}", file=sys.stderr)

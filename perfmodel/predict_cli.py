@@ -11,8 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from .cli_checks import check_kernel_ms_per_mb
 from .cli_guard import CLIError, OneLineParser
@@ -262,7 +265,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .cli_checks import check_predict_args
 
     print("".join(f"perfmodel: warning: {w}\n" for w in check_predict_args(args, CLIError)), end="", file=sys.stderr)
-    result = predict_result(args)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, in one line
+        result = predict_result(args)
     records, notes = result.records, result.notes
     bad = non_finite(records)
     if bad is not None:  # an overflow from extreme inputs: strict JSON/CSV has no inf or nan

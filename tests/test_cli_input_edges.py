@@ -80,3 +80,21 @@ def test_no_efficiency_above_one_with_spread_asynchronous_workers(capsys, kind):
     recs = json.loads(capsys.readouterr().out)
     assert all(r["efficiency"] <= 1 + 1e-12 for r in recs)
     assert [r["speedup"] for r in recs if r["gpus"] == 1] == [pytest.approx(1.0)] * 2
+
+
+def test_a_compute_time_below_a_nanosecond_is_a_unit_slip(capsys):
+    _one_error(capsys, ["predict", "--workload", "resnet50", "--compute-ms", "1e-300", "--gpus", "1,8"],
+               "less than a nanosecond", "milliseconds")
+    _one_error(capsys, ["predict", "--workload", "resnet50", "--samples-per-s", "1e15", "--batch", "32"],
+               "less than a nanosecond")
+
+
+def test_an_overflowing_link_is_one_line_without_numpy_warnings(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text('[c]\ngpu = "a100"\ngpus_per_node = 8\nnetwork = "8xib-hdr"\n'
+                 '[c.intra]\nlatency_s = 0\nbandwidth_Bps = 1e-300\n')
+    rc = main(["predict", "--cluster", str(f), "--workload", "resnet50", "--samples-per-s", "1000", "--batch", "32",
+               "--gpus", "1,8,16", "--format", "json", "--staging", "host"])
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert rc == 2 and captured.out == "" and len(err) == 1 and "not a finite number" in err[0], err
