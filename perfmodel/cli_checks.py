@@ -63,6 +63,11 @@ def check_predict_args(args: argparse.Namespace, error: type[ValueError] = _Erro
                         f"workload's (add --workload NAME to set its compute time with {dropped[0]})")
     _check_stragglers(args.stragglers, error)
     _check_compute_time(args, error)
+    tuned = [flag for flag, value in (("--overlap-efficiency", getattr(args, "overlap_efficiency", None)),
+                                      ("--overlap-slowdown", getattr(args, "overlap_slowdown", None))) if value is not None]
+    if getattr(args, "overlap", None) is not None and tuned:
+        raise error(f"give --overlap or {tuned[0]}, not both: --overlap {args.overlap:g} hides a constant share of "
+                    f"min(communication, compute) in place of the bucket schedule that {tuned[0]} tunes")
     warnings = []
     chosen = {s.strip() for s in str(args.strategy).split(",") if s.strip()}
     for flag, dest, default, strategies in STRATEGY_OPTIONS:
@@ -91,6 +96,9 @@ def _check_stragglers(text: str | None, error: type[ValueError]) -> None:
                     f"no GPU does; CV 1 is exponential times, chips of one GPU model differ by about 0.015)")
 
 
+MAX_BATCH = 2**31
+"""The largest per-GPU batch accepted (a typo beyond it; no GPU holds 2^31 samples)."""
+
 MIN_STEP_COMPUTE_S = 1e-9
 """The shortest compute time per step accepted, in seconds (a nanosecond, far below one GPU kernel launch):
 a shorter one is a unit slip, and its throughput would print as a number hundreds of digits long."""
@@ -101,6 +109,8 @@ def _check_compute_time(args: argparse.Namespace, error: type[ValueError]) -> No
     if args.compute_ms is not None and args.compute_ms / 1e3 < MIN_STEP_COMPUTE_S:
         raise error(f"--compute-ms {args.compute_ms:g} is less than a nanosecond per step; --compute-ms takes "
                     f"milliseconds")
+    if args.batch > MAX_BATCH:
+        raise error(f"--batch {args.batch:g} is more than {MAX_BATCH:,} samples per GPU per step")
     if args.samples_per_s is not None and args.batch / args.samples_per_s < MIN_STEP_COMPUTE_S:
         raise error(f"--samples-per-s {args.samples_per_s:g} makes a step of batch {args.batch} take less than a "
                     f"nanosecond")

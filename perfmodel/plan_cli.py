@@ -40,19 +40,20 @@ _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
 def parse_duration(text: str) -> float:
-    """Seconds from "36h", "90m", "2d", "3600s" or a bare number of seconds."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*(s|m|min|h|d)?\s*", text or "")
-    if not m or not float(m.group(1)) > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive duration like 36h, 90m, 2d, got {text!r}")
-    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    """Seconds from "36h", "90m", "2d" or "3600s": the unit is required (is a bare 36 hours or seconds?)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*(s|m|min|h|d)\s*", text or "")
+    if not m or not (math.isfinite(float(m.group(1))) and float(m.group(1)) > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive duration with its unit, like 36h, 90m, 2d or "
+                                         f"3600s, got {text!r}")
+    return float(m.group(1)) * _UNITS[m.group(2)]
 
 
 def parse_memory(text: str) -> float:
-    """Bytes from "16GiB", "40GB", "80G" (GiB), or a bare number of bytes."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(GiB|GB|G|MiB|MB)?\s*", text or "")
+    """Bytes from "16GiB", "40GB", "80G" (GiB), "512MiB": the unit is required (a bare 32 is not 32 bytes)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(GiB|GB|G|MiB|MB)\s*", text or "")
     if not m or not float(m.group(1)) > 0:
-        raise argparse.ArgumentTypeError(f"must be a memory size like 16GiB or 40GB, got {text!r}")
-    scale = {"GiB": 2**30, "G": 2**30, "GB": 1e9, "MiB": 2**20, "MB": 1e6, None: 1}[m.group(2)]
+        raise argparse.ArgumentTypeError(f"must be a memory size with its unit, like 16GiB or 40GB, got {text!r}")
+    scale = {"GiB": 2**30, "G": 2**30, "GB": 1e9, "MiB": 2**20, "MB": 1e6}[m.group(2)]
     return float(m.group(1)) * scale
 
 
@@ -142,7 +143,7 @@ def add_plan_parser(sub, add_input_options, resolve) -> None:
     g.add_argument("--top", type=_positive(int), default=10, help="rows to print (default 10)")
     g.add_argument("--all", action="store_true", help="print every row, infeasible ones flagged")
     g.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    g.add_argument("--plot", default=None, help="write time to train against cost (PNG), Pareto front marked")
+    g.add_argument("--plot", default=None, help="write time to train against cost (.png, .pdf or .svg), Pareto front marked")
     p.set_defaults(func=lambda args: cmd_plan(args, resolve))
 
 
@@ -250,6 +251,10 @@ def _csv_rows(rows: list[dict]) -> str:
 def cmd_plan(args, resolve) -> int:
     if args.min_efficiency is not None and args.min_efficiency > 1:
         raise SpecError(f"--min-efficiency must be in (0, 1], got {args.min_efficiency:g}")
+    if args.plot:
+        from .plot import figure_format
+
+        figure_format(args.plot)  # a bad file name fails before the search, not after
     args.profile, args.profile_links = None, "network"
     resolve_args = argparse.Namespace(**vars(args))
     resolve_args.batch = args.batch[0]  # the compute rule reads one batch: the range's smallest

@@ -17,16 +17,35 @@ def _pyplot():
     return plt, sns
 
 
+FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+"""The figure formats --plot writes, by the file name's suffix."""
+
+
+def figure_format(path: str | os.PathLike) -> str:
+    """The format a figure at ``path`` is written in (its suffix: .png, .pdf, .svg); SpecError for a folder
+    or another suffix."""
+    from .specs import SpecError
+
+    path = Path(path)
+    if path.is_dir():
+        raise SpecError(f"--plot {path} is a folder; give a file name ending in .png, .pdf or .svg")
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise SpecError(f"--plot {path}: give a file name ending in .png, .pdf or .svg (the format it is written in)")
+    return fmt
+
+
 def save_figure(fig, path: str | os.PathLike) -> Path:
-    """Save a figure as PNG atomically (a temporary file, then a rename) and close it."""
+    """Save a figure atomically (a temporary file, then a rename) in the format its suffix names, and close it."""
     import matplotlib.pyplot as plt
 
     from .fileio import atomic_path
 
     path = Path(path)
     try:
-        with atomic_path(path, suffix=".png") as tmp:
-            fig.savefig(tmp, format="png", dpi=120)
+        fmt = figure_format(path)
+        with atomic_path(path, suffix=path.suffix) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=120)
     finally:
         plt.close(fig)
     return path

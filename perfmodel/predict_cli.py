@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli_checks import check_kernel_ms_per_mb
+from .cli_checks import MAX_STEP_COMPUTE_S, check_kernel_ms_per_mb
 from .cli_guard import CLIError, OneLineParser
 from .memory import with_memory
 from .predict_options import (add_input_options, add_schedule_options, build_strategies, fixed_fields,
@@ -217,6 +217,9 @@ def _with_node_overhead(args: argparse.Namespace, workload, cluster, strategies:
         node = node_step(workload, cluster, strategies[0], args.batch, args.node_rate)
     except SpecError as e:
         raise CLIError(f"--node-rate: {e}") from None
+    if node.measured_s > MAX_STEP_COMPUTE_S:
+        raise CLIError(f"--node-rate {args.node_rate:g} samples/s makes one node's step take "
+                       f"{node.measured_s / 3600:.3g} hours, more than a day")
     o = node.overhead_s
     note = (f"step overhead {o * 1e3:.4g} ms per multi-GPU step from --node-rate {args.node_rate:g} samples/s on "
             f"one node of {cluster.gpus_per_node} GPUs (the model's one-node step {node.model_s * 1e3:.4g} ms, "
@@ -265,6 +268,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .cli_checks import check_predict_args
 
     print("".join(f"perfmodel: warning: {w}\n" for w in check_predict_args(args, CLIError)), end="", file=sys.stderr)
+    if args.plot:
+        from .plot import figure_format
+
+        figure_format(args.plot)  # a bad file name fails before the prediction, not after
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, in one line
         result = predict_result(args)
     records, notes = result.records, result.notes
@@ -319,10 +326,11 @@ def add_predict_parser(sub) -> None:
                         f"{GPU_VARIABILITY_CV:.4f}, Sinha et al. SC22; none on CPU ranks)")
     p.add_argument("--terngrad-min-elems", type=int, default=1,
                    help="tensors smaller than this stay fp32 (default 1, as the trainers)")
-    p.add_argument("--terngrad-fp32-last", dest="terngrad_fp32_last", action="store_true", default=True,
-                   help="keep the classifier layer in fp32 (the default, as the trainers)")
-    p.add_argument("--terngrad-ternarize-last", dest="terngrad_fp32_last", action="store_false",
-                   help="ternarize the classifier layer too")
+    last = p.add_mutually_exclusive_group()  # two answers to one question: refused together
+    last.add_argument("--terngrad-fp32-last", dest="terngrad_fp32_last", action="store_true", default=True,
+                      help="keep the classifier layer in fp32 (the default, as the trainers)")
+    last.add_argument("--terngrad-ternarize-last", dest="terngrad_fp32_last", action="store_false",
+                      help="ternarize the classifier layer too")
     p.add_argument("--terngrad-encode-rate", type=float, default=0.0,
                    help="elements/s to ternarize+pack (0: free, or the profile's measurement)")
     p.add_argument("--terngrad-decode-rate", type=float, default=0.0,
@@ -373,7 +381,7 @@ def add_predict_parser(sub) -> None:
                    help="with a preset --cluster: which links the profile overrides (comma list of "
                         "intra, host, network, or none)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    p.add_argument("--plot", default=None, help="write a throughput-vs-GPUs PNG here")
+    p.add_argument("--plot", default=None, help="write a throughput-vs-GPUs figure here (.png, .pdf or .svg)")
     p.set_defaults(func=cmd_predict)
 
 

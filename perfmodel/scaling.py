@@ -263,6 +263,7 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     else:  # no schedule: no overlap, or the strategy's own (sharded: perfmodel.sharded)
         hidden = np.where(multi, extra.pop("t_own_hidden_s", np.zeros_like(w)), 0.0)
         comm = np.where(multi, comm + wait, 0.0)
+    hidden = np.maximum(hidden, 0.0)  # a schedule's rounding leaves -1e-19 s where nothing is hidden
     extra["t_hidden_s"] = hidden
     overhead = np.where(multi, strategy.step_overhead_s, 0.0)
     t_iter = t_comp + comm - hidden + extra.get("t_compress_s", 0.0) + overhead

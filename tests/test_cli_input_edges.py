@@ -98,3 +98,39 @@ def test_an_overflowing_link_is_one_line_without_numpy_warnings(tmp_path, capsys
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
     assert rc == 2 and captured.out == "" and len(err) == 1 and "not a finite number" in err[0], err
+
+
+def test_plan_sizes_and_durations_need_their_unit(capsys):
+    _one_error(capsys, [*PLAN, "--gpu-memory", "32"], "with its unit", "16GiB")
+    _one_error(capsys, [*PLAN, "--deadline", "36"], "with its unit", "36h")
+    _one_error(capsys, [*PLAN, "--deadline", "1e400h"], "positive duration")
+
+
+def test_a_node_rate_whose_step_passes_a_day_is_refused(capsys):
+    _one_error(capsys, ["predict", "--strategy", "ssgd", "--node-rate", "1e-9", "--gpus", "1,4,8"],
+               "more than a day")
+    _one_error(capsys, ["predict", "--batch", "99999999999999999999", "--gpus", "1,8"], "samples per GPU per step")
+
+
+def test_contradictory_flags_are_refused(capsys):
+    _one_error(capsys, ["predict", "--strategy", "terngrad", "--gpus", "8", "--terngrad-fp32-last",
+                        "--terngrad-ternarize-last"], "not allowed with")
+    _one_error(capsys, ["predict", "--overlap", "0.5", "--overlap-efficiency", "0.9"], "not both")
+    _one_error(capsys, ["predict", "--overlap", "0.5", "--overlap-slowdown", "3"], "not both")
+
+
+@pytest.mark.parametrize("name,ok", [("p.pdf", True), ("p.svg", True), ("p.png", True), ("p.jpg", False)])
+def test_plot_writes_the_format_its_suffix_names(tmp_path, capsys, name, ok):
+    path = tmp_path / name
+    rc = main(["predict", "--gpus", "1,8", "--plot", str(path)])
+    capsys.readouterr()
+    if not ok:
+        assert rc == 2 and not path.exists()
+        return
+    head = path.read_bytes()[:8]
+    assert rc == 0 and head.startswith({".pdf": b"%PDF", ".svg": b"<?xml", ".png": b"\x89PNG"}[path.suffix])
+
+
+def test_nothing_hidden_is_never_negative(capsys):
+    assert main(["predict", "--cluster", "dgx1-v100", "--workload", "lenet", "--format", "json"]) == 0
+    assert min(r["t_hidden_s"] for r in json.loads(capsys.readouterr().out)) >= 0.0
