@@ -30,6 +30,12 @@ def _read_toml(path: Path) -> dict:
         raise PresetError(f"TOML file {path} is missing") from None
     except tomllib.TOMLDecodeError as e:
         raise PresetError(f"TOML file {path} is malformed: {e}") from None
+    except UnicodeDecodeError:
+        raise PresetError(f"TOML file {path} is not UTF-8 text") from None
+    except IsADirectoryError:
+        raise PresetError(f"TOML file {path} is a folder") from None
+    except OSError as e:
+        raise PresetError(f"TOML file {path} cannot be read: {e.strerror or e}") from None
 
 
 def read_toml(path: Path) -> dict:

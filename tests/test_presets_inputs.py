@@ -329,3 +329,16 @@ def test_built_in_presets_use_only_accepted_keys(capsys):
         assert main(["presets", "--kind", kind]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in presets.cluster_names() + presets.workload_names())
+
+
+def test_a_cluster_file_that_is_not_utf8_or_is_a_folder_is_named(tmp_path, capsys):
+    from perfmodel.cli import main
+
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b"\xff\xfe[c]\n")
+    folder = tmp_path / "d.toml"
+    folder.mkdir()
+    for path, words in ((bad, "is not UTF-8 text"), (folder, "is a folder")):
+        rc = main(["predict", "--cluster", str(path), "--workload", "resnet50"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and str(path) in err[0] and words in err[0], err
