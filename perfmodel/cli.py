@@ -12,6 +12,7 @@ from pathlib import Path
 from .cli_checks import check_kernel_ms_per_mb
 from .cli_guard import CLIError, OneLineParser, run_guarded
 from .plan_cli import add_plan_parser
+from .plot import plot_file
 from .predict_cli import add_predict_parser, resolve_workload_cluster
 from .predict_options import add_input_options, glue_dash_values, parse_nodes_per_host
 from .predict_output import csv_text as _csv
@@ -46,10 +47,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.gpus_per_node is not None and args.gpus_per_node < 1:
         raise CLIError(f"--gpus-per-node must be >= 1 (ranks per node), got {args.gpus_per_node}")
     kms = check_kernel_ms_per_mb(args.kernel_ms_per_mb, CLIError)
-    if args.plot:
-        from .plot import figure_format
-
-        figure_format(args.plot)  # a bad file name fails before the runs are read, not after
     rows = validate(args.logs, args.profile, skip=args.skip, cores=args.cores, link=tuple(args.link_from),
                     gpus_per_node=args.gpus_per_node, nodes_per_host=npH, kernel_ms_per_mb=kms)
     for row in rows:  # what the prediction reads beyond what was measured
@@ -116,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the kernel's network CPU milliseconds per MB sent between nodes, as for predict (default: "
                         "the --link-from profile's measurement; 0: not charged)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    p.add_argument("--plot", default=None, help="write a predicted-vs-measured figure here (.png, .pdf or .svg)")
+    p.add_argument("--plot", type=plot_file, default=None,
+                   help="write a predicted-vs-measured figure here (.png, .pdf or .svg)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("emulate", help="run a command on an emulated multi-node cluster (network namespaces, "

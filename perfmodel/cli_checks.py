@@ -17,6 +17,14 @@ MAX_STEP_COMPUTE_S = 86_400.0
 """The longest compute time per step accepted, in seconds (a day): a longer one is a typo or a unit slip
 (--compute-ms takes milliseconds), and its throughput would print as a denormal number."""
 
+MAX_BATCH = 2**31
+"""The largest per-GPU batch accepted (a typo beyond it; no GPU holds 2^31 samples)."""
+
+MIN_STEP_COMPUTE_S = 1e-9
+"""The shortest compute time per step accepted, in seconds (a nanosecond, far below one GPU kernel launch):
+a shorter one is a unit slip, and its throughput would print as a number hundreds of digits long."""
+
+
 STRATEGY_OPTIONS: tuple[tuple[str, str, object, tuple[str, ...]], ...] = (
     ("--daso-b", "daso_b", 4, ("daso",)),
     ("--daso-w", "daso_w", 1, ("daso",)),
@@ -63,8 +71,8 @@ def check_predict_args(args: argparse.Namespace, error: type[ValueError] = _Erro
                         f"workload's (add --workload NAME to set its compute time with {dropped[0]})")
     _check_stragglers(args.stragglers, error)
     _check_compute_time(args, error)
-    tuned = [flag for flag, value in (("--overlap-efficiency", getattr(args, "overlap_efficiency", None)),
-                                      ("--overlap-slowdown", getattr(args, "overlap_slowdown", None))) if value is not None]
+    tuned = [flag for flag, dest in (("--overlap-efficiency", "overlap_efficiency"),
+                                     ("--overlap-slowdown", "overlap_slowdown")) if getattr(args, dest, None) is not None]
     if getattr(args, "overlap", None) is not None and tuned:
         raise error(f"give --overlap or {tuned[0]}, not both: --overlap {args.overlap:g} hides a constant share of "
                     f"min(communication, compute) in place of the bucket schedule that {tuned[0]} tunes")
@@ -96,27 +104,24 @@ def _check_stragglers(text: str | None, error: type[ValueError]) -> None:
                     f"no GPU does; CV 1 is exponential times, chips of one GPU model differ by about 0.015)")
 
 
-MAX_BATCH = 2**31
-"""The largest per-GPU batch accepted (a typo beyond it; no GPU holds 2^31 samples)."""
-
-MIN_STEP_COMPUTE_S = 1e-9
-"""The shortest compute time per step accepted, in seconds (a nanosecond, far below one GPU kernel launch):
-a shorter one is a unit slip, and its throughput would print as a number hundreds of digits long."""
-
-
 def _check_compute_time(args: argparse.Namespace, error: type[ValueError]) -> None:
-    """--compute-ms, or --batch / --samples-per-s, must be at least a nanosecond and at most a day per step."""
-    if args.compute_ms is not None and args.compute_ms / 1e3 < MIN_STEP_COMPUTE_S:
-        raise error(f"--compute-ms {args.compute_ms:g} is less than a nanosecond per step; --compute-ms takes "
-                    f"milliseconds")
+    """--batch at most MAX_BATCH; --compute-ms, or --batch / --samples-per-s, from a nanosecond to a day per step."""
     if args.batch > MAX_BATCH:
         raise error(f"--batch {args.batch:g} is more than {MAX_BATCH:,} samples per GPU per step")
-    if args.samples_per_s is not None and args.batch / args.samples_per_s < MIN_STEP_COMPUTE_S:
-        raise error(f"--samples-per-s {args.samples_per_s:g} makes a step of batch {args.batch} take less than a "
-                    f"nanosecond")
-    if args.compute_ms is not None and args.compute_ms / 1e3 > MAX_STEP_COMPUTE_S:
-        raise error(f"--compute-ms {args.compute_ms:g} is {args.compute_ms / 3.6e6:.3g} hours per step, more than "
-                    f"a day ({MAX_STEP_COMPUTE_S * 1e3:.0f} ms); --compute-ms takes milliseconds")
-    if args.samples_per_s is not None and args.batch / args.samples_per_s > MAX_STEP_COMPUTE_S:
-        raise error(f"--samples-per-s {args.samples_per_s:g} makes a step of batch {args.batch} take "
-                    f"{args.batch / args.samples_per_s / 3600:.3g} hours, more than a day")
+    if args.compute_ms is not None:
+        _in_range(args.compute_ms / 1e3, error,
+                  f"--compute-ms {args.compute_ms:g} is less than a nanosecond per step; --compute-ms takes milliseconds",
+                  f"--compute-ms {args.compute_ms:g} is {args.compute_ms / 3.6e6:.3g} hours per step, more than a day "
+                  f"({MAX_STEP_COMPUTE_S * 1e3:.0f} ms); --compute-ms takes milliseconds")
+    if args.samples_per_s is not None:
+        step = args.batch / args.samples_per_s
+        said = f"--samples-per-s {args.samples_per_s:g} makes a step of batch {args.batch} take"
+        _in_range(step, error, f"{said} less than a nanosecond", f"{said} {step / 3600:.3g} hours, more than a day")
+
+
+def _in_range(step_s: float, error: type[ValueError], too_short: str, too_long: str) -> None:
+    """Raise ``error`` with ``too_short`` / ``too_long`` for a step outside MIN_STEP_COMPUTE_S..MAX_STEP_COMPUTE_S."""
+    if step_s < MIN_STEP_COMPUTE_S:
+        raise error(too_short)
+    if step_s > MAX_STEP_COMPUTE_S:
+        raise error(too_long)

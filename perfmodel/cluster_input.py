@@ -23,10 +23,9 @@ from pathlib import Path
 
 from .fabrics import parse_link
 from .gpu_topology import Topology, read_topology, topology_link
-from .preset_toml import PresetError, read_toml
+from .preset_toml import PresetError, closest, match_name, read_toml
 from .presets import (GpuPreset, cluster_from_table, cluster_gpu, cluster_gpu_fields, fabrics, gpu_from_table, gpus,
                       load_cluster, presets_dir)
-from .preset_toml import closest, match_name
 from .specs import Cluster, SpecError
 
 TFLOPS_KEYS = {"fp32": "peak_flops", "tf32": "tf32_flops", "fp16": "tensor_flops", "bf16": "tensor_flops",
@@ -81,16 +80,16 @@ def gpu_from_options(opts: ClusterOptions, root: Path, current: GpuPreset | None
     --gpu-tflops/--gpu-mem-bw/--gpu-memory-gb/--gpu-host figures over it (or alone, for an unlisted GPU);
     None when they name none."""
     table = gpus(root)
+    preset = match_name(opts.gpu, table) if opts.gpu else None
     if not opts.custom_gpu():
         if opts.gpu is None:
             return None
-        name = match_name(opts.gpu, table)
-        if name is None:
+        if preset is None:
             raise SpecError(f"unknown GPU {opts.gpu!r} for --gpu{closest(opts.gpu, table)}; GPUs: "
                             f"{', '.join(sorted(table))}; describe an unlisted one with --gpu-tflops "
                             f"fp32=X,tf32=Y,fp16=Z --gpu-mem-bw GB/s")
-        return table[name]
-    base = table.get(match_name(opts.gpu, table) or opts.gpu) if opts.gpu else current
+        return table[preset]
+    base = table.get(preset) if opts.gpu else current
     d: dict = {}
     if base is not None:
         d = {k: getattr(base, k) for k in ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes",
@@ -171,8 +170,7 @@ def _custom(opts: ClusterOptions, root: Path) -> Cluster:
     if opts.nodes is not None:
         table["max_nodes"] = opts.nodes
     cluster = cluster_from_table(CUSTOM, table, "--cluster custom", root)
-    if opts.nics is not None and cluster.nics > 1 and cluster.nics != opts.nics:
-        raise SpecError(f"--network {opts.network} already says {cluster.nics} NICs; --nics {opts.nics} contradicts it")
+    _nics_agree(cluster.nics, opts)
     if opts.nics is not None:
         cluster = _with_nics(cluster, opts.nics, f"--network {opts.network}")
     cluster = _with_topology(cluster, opts, root, topo)
@@ -190,6 +188,12 @@ def _with_topology(cluster: Cluster, opts: ClusterOptions, root: Path, topo: Top
         raise SpecError("give one of --intra (the link's figure) and --gpu-topology (the node's paths), not both")
     link = topology_link(topo or opts.gpu_topology, cluster.host, opts.host_cpu, root, cluster.gpus_per_node)
     return replace(cluster, intra=link)
+
+
+def _nics_agree(count: int, opts: ClusterOptions) -> None:
+    """SpecError when --network said ``count`` > 1 NICs and --nics says another number."""
+    if opts.nics is not None and count > 1 and count != opts.nics:
+        raise SpecError(f"--network {opts.network} already says {count} NICs; --nics {opts.nics} contradicts it")
 
 
 def _with_nics(cluster: Cluster, nics: int, what: str) -> Cluster:
@@ -222,9 +226,7 @@ def apply_overrides(cluster: Cluster, opts: ClusterOptions, root: Path | None = 
         said.append(f"intra {opts.intra}")
     if opts.network is not None:
         parsed = parse_link(opts.network, fabs, what="--network", role="network", replaces=cluster.network)
-        if opts.nics is not None and parsed.count > 1 and parsed.count != opts.nics:
-            raise SpecError(f"--network {opts.network} already says {parsed.count} NICs; --nics {opts.nics} "
-                            f"contradicts it")
+        _nics_agree(parsed.count, opts)
         changes.update(network=parsed.link, nics=parsed.count)
         said.append(f"network {opts.network}")
     if opts.nodes is not None:

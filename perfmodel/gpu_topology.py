@@ -259,7 +259,8 @@ def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None,
         cpu = cpus[name]
     best = ring(topo, host.bandwidth_Bps, cpu)
     nsock = len(set(topo.sockets()))
+    where = topo.where.removeprefix("--gpu-topology ")
     return Link(host.latency_s, best.bandwidth_Bps,
-                f"gpu-topology: {topo.where.removeprefix('--gpu-topology ')} ({len(topo.gpus)} GPUs, {nsock} socket(s)); ring "
+                f"gpu-topology: {where} ({len(topo.gpus)} GPUs, {nsock} socket(s)); ring "
                 f"{'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}"
                 + (f"; {cpu.source}" if cpu else ""))

@@ -11,7 +11,6 @@ import json
 import math
 import re
 import sys
-
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,8 @@ from .memory import (OPTIMIZERS, PRECISIONS, cluster_memory_bytes, default_optim
 from .plan import (RANKS, Constraints, PlanInput, batch_choices, candidates, infeasible_message, pareto, rank,
                    search, why_line, with_node_overheads, work_from)
 from .plan_interval import interval
-from .predict_output import non_finite
+from .plot import plot_file
+from .predict_output import refuse_non_finite
 from .specs import ALL_STRATEGIES, SpecError
 from .stragglers import GPU_VARIABILITY_CV
 
@@ -143,7 +143,8 @@ def add_plan_parser(sub, add_input_options, resolve) -> None:
     g.add_argument("--top", type=_positive(int), default=10, help="rows to print (default 10)")
     g.add_argument("--all", action="store_true", help="print every row, infeasible ones flagged")
     g.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    g.add_argument("--plot", default=None, help="write time to train against cost (.png, .pdf or .svg), Pareto front marked")
+    g.add_argument("--plot", type=plot_file, default=None,
+                   help="write time to train against cost (.png, .pdf or .svg), Pareto front marked")
     p.set_defaults(func=lambda args: cmd_plan(args, resolve))
 
 
@@ -174,11 +175,10 @@ def build_input(args, workload, cluster) -> PlanInput:
     if args.gpu_memory is not None:
         capacity = args.gpu_memory
     else:
-        known = cluster_memory_bytes(cluster)
-        if known is None:
+        capacity = cluster_memory_bytes(cluster)
+        if capacity is None:
             raise SpecError(f"no memory size for GPU {cluster.gpu or '?'!r} (data/presets/gpu_memory.toml): give "
                             f"--gpu-memory, e.g. 16GiB")
-        capacity = known
     lo, hi = args.batch
     accs = (1, 2, 4, 8) if args.global_batch is not None else (args.accumulate or 1,)
     price = _price(args, args.cluster)
@@ -251,10 +251,6 @@ def _csv_rows(rows: list[dict]) -> str:
 def cmd_plan(args, resolve) -> int:
     if args.min_efficiency is not None and args.min_efficiency > 1:
         raise SpecError(f"--min-efficiency must be in (0, 1], got {args.min_efficiency:g}")
-    if args.plot:
-        from .plot import figure_format
-
-        figure_format(args.plot)  # a bad file name fails before the search, not after
     args.profile, args.profile_links = None, "network"
     resolve_args = argparse.Namespace(**vars(args))
     resolve_args.batch = args.batch[0]  # the compute rule reads one batch: the range's smallest
@@ -283,10 +279,7 @@ def cmd_plan(args, resolve) -> int:
     ranked = rank(feasible, args.rank)
     shown = rank(rows, args.rank) if args.all else ranked[:args.top]
     out = [public_row(r, workload, cluster, inp) for r in shown]
-    bad = non_finite(out)
-    if bad is not None:  # an overflow from extreme inputs: strict JSON/CSV has no inf or nan
-        raise SpecError(f"the plan's {bad.split('.', 1)[-1]} is not a finite number: an input is out of range "
-                        f"(a price, bandwidth, time or rate too small or too large)")
+    refuse_non_finite(out, "plan")
     why = why_line(ranked, rows, args.rank)
     from .cluster_input import pcie_intra_note
 

@@ -28,11 +28,24 @@ def figure_format(path: str | os.PathLike) -> str:
 
     path = Path(path)
     if path.is_dir():
-        raise SpecError(f"--plot {path} is a folder; give a file name ending in .png, .pdf or .svg")
+        raise SpecError(f"{path} is a folder; give a file name ending in .png, .pdf or .svg")
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise SpecError(f"--plot {path}: give a file name ending in .png, .pdf or .svg (the format it is written in)")
+        raise SpecError(f"{path}: give a file name ending in .png, .pdf or .svg (the format it is written in)")
     return fmt
+
+
+def plot_file(text: str) -> str:
+    """argparse type of --plot: the file name, refused at parse time unless figure_format takes it."""
+    import argparse
+
+    from .specs import SpecError
+
+    try:
+        figure_format(text)
+    except SpecError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def save_figure(fig, path: str | os.PathLike) -> Path:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +21,8 @@ from .cli_guard import CLIError, OneLineParser
 from .memory import with_memory
 from .predict_options import (add_input_options, add_schedule_options, build_strategies, fixed_fields,
                               parse_gpus, parse_nodes_per_host)
-from .predict_output import csv_text as _csv, format_table, non_finite
+from .plot import plot_file
+from .predict_output import csv_text as _csv, format_table, refuse_non_finite
 from .specs import (ALLREDUCE_ALGORITHMS, DASO_PROGRESS, DEFAULT_TERNGRAD_EXCHANGE, STRATEGIES, TERNGRAD_EXCHANGES,
                     TERNGRAD_LANES, Strategy)
 from .stragglers import GPU_VARIABILITY_CV
@@ -268,17 +268,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .cli_checks import check_predict_args
 
     print("".join(f"perfmodel: warning: {w}\n" for w in check_predict_args(args, CLIError)), end="", file=sys.stderr)
-    if args.plot:
-        from .plot import figure_format
-
-        figure_format(args.plot)  # a bad file name fails before the prediction, not after
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, in one line
         result = predict_result(args)
     records, notes = result.records, result.notes
-    bad = non_finite(records)
-    if bad is not None:  # an overflow from extreme inputs: strict JSON/CSV has no inf or nan
-        raise CLIError(f"the prediction's {bad.split('.', 1)[-1]} is not a finite number: an input is out of "
-                       f"range (a bandwidth, time or rate too small or too large)")
+    refuse_non_finite(records, "prediction")
     if notes and args.format != "table":
         for note in notes:
             print(f"perfmodel: note: {note}", file=sys.stderr)
@@ -381,7 +374,8 @@ def add_predict_parser(sub) -> None:
                    help="with a preset --cluster: which links the profile overrides (comma list of "
                         "intra, host, network, or none)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    p.add_argument("--plot", default=None, help="write a throughput-vs-GPUs figure here (.png, .pdf or .svg)")
+    p.add_argument("--plot", type=plot_file, default=None,
+                   help="write a throughput-vs-GPUs figure here (.png, .pdf or .svg)")
     p.set_defaults(func=cmd_predict)
 
 

@@ -63,6 +63,17 @@ def csv_text(records: list[dict]) -> str:
     return buf.getvalue()
 
 
+def refuse_non_finite(value, what: str) -> None:
+    """SpecError naming the first non-finite number in ``value`` (an overflow from extreme inputs): strict
+    JSON and CSV have no inf or nan. ``what``: "prediction" or "plan"."""
+    from .specs import SpecError
+
+    bad = non_finite(value)
+    if bad is not None:
+        raise SpecError(f"the {what}'s {bad.split('.', 1)[-1]} is not a finite number: an input is out of range "
+                        f"(a bandwidth, price, time or rate too small or too large)")
+
+
 def non_finite(value, path: str = "") -> str | None:
     """The path of the first non-finite float in ``value`` (nested dicts and lists), or None."""
     if isinstance(value, float):

@@ -47,9 +47,7 @@ def check_keys(d: dict, keys: tuple[str, ...], where: str) -> None:
     """PresetError naming the first key of table ``d`` not in ``keys``, its closest match and the keys."""
     for k in d:
         if k not in keys:
-            close = difflib.get_close_matches(str(k), keys, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise PresetError(f"{where}: unknown key {k!r}{hint}; keys: {', '.join(keys)}")
+            raise PresetError(f"{where}: unknown key {k!r}{closest(str(k), keys)}; keys: {', '.join(keys)}")
 
 
 def match_name(name: str, names: Iterable[str]) -> str | None:

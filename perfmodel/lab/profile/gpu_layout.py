@@ -30,6 +30,7 @@ from .schema import Profile
 
 __all__ = ["read_nvidia_smi_topology", "layout_lines"]
 
+
 def read_nvidia_smi_topology(timeout_s: float = 20.0) -> str:
     """What ``nvidia-smi topo -m`` prints on this machine, colour codes cut; "" when the command is
     absent, fails, or runs past ``timeout_s`` seconds (the profile is still written without it)."""
@@ -76,6 +77,7 @@ def layout_lines(profile: Profile, presets: Path | None = None) -> list[str]:
              f"(host link: this profile's device->host copy, {host.bandwidth_Bps / 1e9:.3g} GB/s)"]
     if nccl is not None and "allreduce" in nccl.ops:
         busbw = max(nccl.ops["allreduce"].busbw_Bps)
-        lines.append(f"  layout {best.bandwidth_Bps / 1e9:.3g} GB/s vs NCCL allreduce peak busbw {busbw / 1e9:.3g} GB/s "
+        lines.append(f"  layout {best.bandwidth_Bps / 1e9:.3g} GB/s vs NCCL allreduce peak busbw "
+                     f"{busbw / 1e9:.3g} GB/s "
                      f"at {r} GPUs: layout / measured = {best.bandwidth_Bps / busbw:.2f}")
     return lines
