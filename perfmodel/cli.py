@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 from .cli_checks import check_kernel_ms_per_mb
-from .cli_guard import CLIError, OneLineParser, run_guarded
+from .cli_guard import CLIError, OneLineParser, glue_dash_values, run_guarded, value_options
 from .plan_cli import add_plan_parser
 from .plot import plot_file
 from .predict_cli import add_predict_parser, resolve_workload_cluster
-from .predict_options import add_input_options, glue_dash_values, parse_nodes_per_host
+from .predict_options import add_input_options, parse_nodes_per_host
 from .predict_output import csv_text as _csv
 
 EXAMPLES = ("examples:\n"
@@ -22,6 +22,9 @@ EXAMPLES = ("examples:\n"
             "  perfmodel predict --cluster custom --gpu a100 --gpus-per-node 8 --intra nvswitch-a100 \\\n"
             "      --network 8x200Gb/s --workload resnet50 --samples-per-s 2500 --batch 256 --gpus 8,64\n"
             "  perfmodel predict --help   (more examples: cluster files, library models, estimates)")
+
+#: the subcommands whose one-value options take a value that starts with - (``--deadline -1h``) as given
+DASH_VALUE_COMMANDS = ("predict", "plan", "validate")
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
@@ -145,9 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    options = value_options(parser, DASH_VALUE_COMMANDS)
 
     def call() -> int:
-        args = parser.parse_args(glue_dash_values(list(sys.argv[1:] if argv is None else argv)))
+        args = parser.parse_args(glue_dash_values(list(sys.argv[1:] if argv is None else argv), options))
         if not getattr(args, "command", None):
             parser.print_help()
             return 2

@@ -1,7 +1,8 @@
 """One-line errors for perfmodel's commands: bad input is ``perfmodel: error: ...`` and exit status 2.
 
 ``CLIError`` is a malformed command-line value; ``OneLineParser`` turns argparse's own complaints into it;
-``run_guarded`` runs a command and prints any ValueError or OSError as one line.
+``run_guarded`` runs a command and prints any ValueError or OSError as one line; ``glue_dash_values`` lets
+a negative-looking value (``--deadline -1h``) reach its option's own check.
 """
 
 from __future__ import annotations
@@ -17,6 +18,32 @@ class CLIError(ValueError):
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2 (argparse prints usage too by default)
         raise CLIError(message)
+
+
+def value_options(parser: argparse.ArgumentParser, commands: tuple[str, ...]) -> frozenset[str]:
+    """The options of the subcommands ``commands`` of ``parser`` that take exactly one value."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return frozenset(flag for sub in subs for name in commands if name in sub.choices
+                     for a in sub.choices[name]._actions if a.option_strings and a.nargs is None
+                     for flag in a.option_strings)
+
+
+def glue_dash_values(argv: list[str], options: frozenset[str] | tuple[str, ...]) -> list[str]:
+    """``--deadline -1h`` as ``--deadline=-1h`` for each of ``options`` whose value starts with - and a digit or a
+    dot (-1h, -3Gb/s, -1e3), so the value reaches the option's check and its one-line error instead of argparse
+    taking it for an option ("expected one argument"); nothing after a bare ``--`` changes."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--":
+            return out + argv[i:]
+        if argv[i] in options and i + 1 < len(argv) and argv[i + 1][:2] in {f"-{d}" for d in "0123456789."}:
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def run_guarded(call) -> int:

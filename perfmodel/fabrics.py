@@ -140,7 +140,9 @@ def parse_link(text: str, fabrics: dict[str, Fabric], *, what: str, role: str,
         bandwidth = parse_bandwidth(text)
     except ValueError as e:
         raise SpecError(f"{what} {raw!r}: {e}") from None
-    if not bandwidth > 0 or not math.isfinite(bandwidth):
+    if not math.isfinite(bandwidth * count):
+        raise SpecError(f"{what} {raw!r}: bandwidth must be a finite number > 0 (it overflows to infinity)")
+    if not bandwidth > 0:
         raise SpecError(f"{what} {raw!r}: bandwidth must be > 0")
     if latency is None:
         if replaces is not None:

@@ -249,24 +249,6 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                    help="micro-batches of --batch per gradient exchange (gradient accumulation)")
 
 
-LINK_OPTIONS = ("--intra", "--network")
-
-
-def glue_dash_values(argv: list[str]) -> list[str]:
-    """``--network -3Gb/s`` as ``--network=-3Gb/s``, so a negative figure reaches the LINK parser (and its
-    one-line error) instead of argparse taking it for an option."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        if argv[i] in LINK_OPTIONS and i + 1 < len(argv) and argv[i + 1][:2] in {f"-{d}" for d in "0123456789."}:
-            out.append(f"{argv[i]}={argv[i + 1]}")
-            i += 2
-            continue
-        out.append(argv[i])
-        i += 1
-    return out
-
-
 def parse_nodes_per_host(text: str | None, linked: bool) -> int:
     """--nodes-per-host: nodes sharing one machine's cores (0: all of them); None: 1 with --link-from, else all."""
     if text is None:

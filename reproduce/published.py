@@ -10,7 +10,9 @@ the row's GPU count with weak scaling at batch_per_gpu x accumulate samples per 
 Writes results/published/predictions.csv (atomically) with, per row, the measured rate, the prediction,
 the error (predicted / measured - 1, percent), the linear-scaling guess (single-GPU rate x GPUs) and its
 error, or why the row cannot be expressed; prints medians of absolute errors overall, inside one node and
-across nodes beside the linear guess; draws results/published/measured_vs_predicted.png.
+across nodes beside the linear guess; draws results/published/measured_vs_predicted.png. Without --out,
+another runs file writes to results/published/<its stem>/ (``default_out``; git ignores these folders), so
+--runs data/published/pcie_runs.csv writes results/published/pcie_runs/ and never overwrites runs.csv's.
 
     python -m reproduce.published [--runs data/published/runs.csv] [--out results/published] [--no-plot]
                                   [--overlap X]   # constant overlap instead of the computed one
@@ -546,10 +548,16 @@ def run(runs: Path, out: Path, draw: bool = True, overlap: float | None = None,
     return outcomes
 
 
+def default_out(runs: Path) -> Path:
+    """The results folder of a runs file without --out: OUT for RUNS, else OUT/<the file's stem>."""
+    return OUT if runs.resolve() == RUNS.resolve() else OUT / runs.stem
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m reproduce.published", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
-    ap.add_argument("--out", type=Path, default=OUT, help="results folder (default: %(default)s)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help=f"results folder (default: {OUT} for the default runs file, else {OUT}/<runs file stem>)")
     ap.add_argument("--no-plot", action="store_true", help="skip the measured-vs-predicted plot")
     ap.add_argument("--overlap", type=float, default=None,
                     help="constant share of communication hidden behind backprop for the rows whose framework "
@@ -562,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ablation", action="store_true",
                     help="also print the medians with the effects added one at a time and each left out")
     args = ap.parse_args(argv)
+    args.out = default_out(args.runs) if args.out is None else args.out
     if args.overlap is not None and not 0.0 <= args.overlap <= 1.0:
         print(f"published: error: --overlap must be in [0, 1], got {args.overlap}", file=sys.stderr)
         return 2

@@ -10,7 +10,8 @@ perfmodel.lab.profile.predictor) and printed beside it, so the validated number 
 gets. How the profile feeds the model (compute on the ranks that share a machine's cores, the link read
 at the exchange's message, the codec, the step after an exchange, the server's update) is
 perfmodel.lab.profile.predictor's docstring.
-DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own.
+DASO steps are grouped by the (B, W) the trainer logged for them and each group predicted on its own
+(a step line without an integer B and W is left out with the note above).
 Bytes per step (trainers.log): measured = the median ``bytes_sent`` of the steps, predicted = the
 model's ``bytes_per_gpu``; the two count the same thing, so they agree up to rounding.
 Parameter-server runs (trainers/ps.py: rank 0 serves, ranks 1..W work; asgd and every rule whose
@@ -80,8 +81,13 @@ def _median(values: list[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float))) if values else float("nan")
 
 
-def _phase_of(step: dict) -> tuple[int, int]:
-    return int(step.get("daso_b", step.get("B", 1))), int(step.get("daso_w", step.get("W", 0)))
+def _phase_of(step: dict) -> tuple[int, int] | None:
+    """DASO: the (B, W) a step line was run with (keys B and W, as trainers/sync/daso.py writes them, or
+    daso_b and daso_w); None when either is missing, null or not an integer B >= 1, W >= 0."""
+    b, w = step.get("daso_b", step.get("B")), step.get("daso_w", step.get("W"))
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in (b, w)) or b < 1 or w < 0:
+        return None
+    return b, w
 
 
 def _cycle_medians(steps: list[dict], keys: tuple[str, ...]) -> tuple[dict[str, float], dict]:
@@ -133,10 +139,11 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     if len(steps) < 3:
         raise ValidateError(f"run log {path}: {len(log.steps)} steps, need more than skip={skip} + 2")
     ps = "master_rule" in head
-    usable = [s for s in steps if _usable(s, ("t_comm",) if ps else ())]
+    usable = [s for s in steps if _usable(s, ("t_comm",) if ps else ()) and (algo != "daso" or _phase_of(s))]
     if len(usable) < 3:
         raise ValidateError(f"run log {path}: {len(usable)} of the {len(steps)} step lines after the warm-up "
-                            f"have a positive finite t_step and samples and finite times, need 3")
+                            f"have a positive finite t_step and samples and finite times"
+                            f"{' and a DASO phase (B, W)' if algo == 'daso' else ''}, need 3")
     dropped, steps = len(steps) - len(usable), usable
     ranks = int(head.get("ranks", 1))
     if ps:
@@ -180,7 +187,8 @@ def dropped_note(run: RunMeasurement) -> str | None:
     if not run.dropped:
         return None
     return (f"{run.dropped} of {run.steps + run.dropped} step lines after the warm-up left out: t_step or "
-            f"samples missing, null (non-finite), zero or negative, or a time not finite")
+            f"samples missing, null (non-finite), zero or negative, or a time not finite"
+            + (", or the DASO phase (B, W) missing, null or not an integer" if run.algo == "daso" else ""))
 
 
 def _loads(log) -> tuple[float, ...]:

@@ -218,8 +218,8 @@ class ComputeRow:
     total: Stats
 
     def __post_init__(self) -> None:
-        if self.batch < 1:
-            raise ValueError(f"batch must be >= 1, got {self.batch}")
+        if self.batch < 1 or not self.total.median_s > 0:
+            raise ValueError(f"batch must be >= 1 and its total time > 0, got {self.batch} and {self.total.median_s}")
 
 
 @dataclass(frozen=True)
@@ -356,8 +356,8 @@ class OpProfile:
                 raise ValueError(f"{self.op}: {name} has {len(getattr(self, name))} values for {n} sizes")
         if list(self.sizes_bytes) != sorted(set(self.sizes_bytes)) or self.sizes_bytes[0] < 1:
             raise ValueError(f"{self.op}: sizes_bytes must be positive and strictly increasing")
-        if any(not (math.isfinite(t) and t > 0) for t in self.min_s):
-            raise ValueError(f"{self.op}: times must be finite and > 0")
+        if not all(math.isfinite(t) and t > 0 for t in self.median_s + self.p25_s + self.p75_s + self.min_s + self.max_s):
+            raise ValueError(f"{self.op}: times must be finite and > 0 (a time of 0 is not a measurement)")
 
     def times(self, stat: str | None = None) -> tuple[float, ...]:
         """The per-size times of one statistic (default: the fitted one)."""
