@@ -314,7 +314,18 @@ def infeasible_message(rows: list[dict], inp: PlanInput) -> str:
     else:
         what = f"runs at efficiency {closest['efficiency']:.0%} (minimum {c.min_efficiency:.0%})"
     return (f"no plan {CONSTRAINT_WORDS[bind]} ({counts[bind]} of {len(rows)} rows break it); the closest, "
-            f"{closest['label']} on {closest['gpus']} GPUs at {closest['batch_per_gpu']:g} per GPU, {what}")
+            f"{closest['label']} on {closest['gpus']} GPUs at {closest['batch_per_gpu']:g} per GPU, {what}"
+            + (_memory_hint(inp) if bind == "memory" else ""))
+
+
+def _memory_hint(inp: PlanInput) -> str:
+    """What the search left out that would need less memory: smaller per-GPU batches, mixed precision."""
+    tries = []
+    if inp.constraints.global_batch is None and min(inp.batches) > 1:
+        tries.append(f"--batch 1-{min(inp.batches)}")
+    if inp.precision == "fp32":
+        tries.append("--precision mixed")
+    return f"; try {' or '.join(tries)}" if tries else ""
 
 
 def why_line(ranked: list[dict], rows: list[dict], by: str = "time") -> str:

@@ -82,6 +82,15 @@ def test_gpt2_xl_64_per_gpu_on_v100_is_flagged(capsys):
     assert rc == 2  # --all prints nothing when nothing is feasible
 
 
+def test_no_fit_names_the_smaller_batches_and_mixed_precision_it_did_not_search(capsys):
+    argv = ["plan", "--workload", "gpt2-xl", "--estimate", "fp32", "--cluster", "dgx1-v100", "--samples", "1e6",
+            "--optimizer", "adam", "--gpus-max", "8"]
+    rc, _, err = _run(capsys, argv + ["--batch", "64"])
+    assert rc == 2 and err.strip().endswith("; try --batch 1-64 or --precision mixed")
+    rc, _, err = _run(capsys, argv + ["--batch", "1-64", "--precision", "mixed", "--strategy", "ssgd"])
+    assert rc == 2 and "no plan fits in memory" in err and "try" not in err  # nothing left to suggest
+
+
 @pytest.mark.parametrize("extra,word", [(["--deadline", "3m"], "deadline"), (["--budget", "10"], "budget"),
                                         (["--min-efficiency", "1.0", "--gpus-max", "8"], "efficiency")])
 def test_impossible_constraints_name_the_binding_one(capsys, extra, word):
