@@ -192,7 +192,8 @@ def build_input(args, workload, cluster) -> PlanInput:
 def public_row(r: dict, workload, cluster, inp: PlanInput) -> dict:
     out = {k: r[k] for k in JSON_KEYS if k in r}
     out["learning_effect"] = effect_for(r["strategy"])
-    out["interval"] = interval(r["strategy"], r["samples_per_s"], inp.work.samples)
+    nodes = -(-r["gpus"] // cluster.gpus_per_node)
+    out["interval"] = interval(r["strategy"], r["gpus"], nodes, r["samples_per_s"], inp.work.samples)
     out["settings"] = launch_settings(r["_strategy"], gpus=r["gpus"], gpus_per_node=cluster.gpus_per_node,
                                       batch_per_gpu=r["batch_per_gpu"], accumulate=r["accumulate"],
                                       model=workload.name, optimizer=inp.optimizer)
@@ -218,7 +219,7 @@ def format_plan_table(rows: list[dict]) -> str:
         eff = r["learning_effect"]
         body.append([str(i), r["label"], str(r["gpus"]), f"{r['batch_per_gpu']:g} x {r['accumulate']}",
                      f"{r['samples_per_s']:,.0f}", f"{r['efficiency']:.0%}", _hours(r["time_to_train_s"]),
-                     "-" if r["interval"] is None else "-".join(_hours(t) for t in r["interval"]["time_to_train_s"]),
+                     "-".join(_hours(t) for t in r["interval"]["time_to_train_s"]),
                      f"{r['gpu_hours']:,.0f}", "-" if r["cost"] is None else f"{r['cost']:,.0f}",
                      format_bytes(r["memory_per_gpu_bytes"]),
                      "yes" if r["fits"] else "NO", "same as SSGD" if eff is None else eff["summary"], launch])
@@ -235,8 +236,7 @@ def _csv_rows(rows: list[dict]) -> str:
     flat = []
     for r in rows:
         d = {k: v for k, v in r.items() if k not in ("memory", "settings", "learning_effect", "violates", "interval")}
-        d["interval_time_to_train_s"] = "" if r["interval"] is None else "-".join(
-            f"{t:.6g}" for t in r["interval"]["time_to_train_s"])
+        d["interval_time_to_train_s"] = "-".join(f"{t:.6g}" for t in r["interval"]["time_to_train_s"])
         d["learning_effect"] = "" if r["learning_effect"] is None else r["learning_effect"]["summary"]
         d["violates"] = ";".join(r["violates"])
         d["settings"] = json.dumps(r["settings"])

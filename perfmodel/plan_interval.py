@@ -1,57 +1,34 @@
-"""The plan's interval: how far the model's throughput has been from measured ones, as a range.
+"""The plan's interval: the same 80% band `perfmodel predict` prints, as samples/s and time to train.
 
-results/published/predictions.csv (written by `python -m reproduce.published`) holds the model's error on
-every published multi-GPU throughput, e = predicted / measured - 1, each row predicted from nominal
-hardware and the same source's single-GPU rate. For the strategies those rows exercise (ssgd: NCCL, DDP,
-Horovod and TF replicated rows; sync-ps: TF parameter-server rows; no byteps rows yet) the interval of a
-predicted rate R is [R / (1 + e90), R / (1 + e10)], e10 and e90 the 10th and 90th percentiles of e over
-that strategy's rows: 80% of the published runs fell inside it. Other strategies have none (None).
+A plan row predicts R samples/s for a strategy on W GPUs over N nodes. Its band is predict's
+(perfmodel.intervals): [R q_lo, R q_hi], q_lo and q_hi the 10th and 90th percentiles of measured /
+predicted over the development rows of data/published/runs.csv in the row's regime (one node or across
+nodes; scheme family, else the span's band pooled over every family). The time to train S samples is
+then [S / (R q_hi), S / (R q_lo)]. One GPU exchanges nothing: its interval is the point itself. The band
+holds the model's error on the exchange given a measured per-GPU rate; an ESTIMATEd compute time's error
+comes on top and is not in it.
 """
 
 from __future__ import annotations
 
-import csv
 from functools import lru_cache
-from pathlib import Path
 
-import numpy as np
-
-from .learning_effect import results_dir
-
-#: published scheme -> the strategy perfmodel predicts it with (reproduce.published.build_strategy)
-SCHEME_STRATEGY = {"nccl-allreduce": "ssgd", "pytorch-ddp": "ssgd", "horovod-nccl": "ssgd", "horovod-mpi": "ssgd",
-                   "horovod-mpi-cuda-aware": "ssgd", "tf-replicated-nccl": "ssgd", "tf-replicated": "ssgd",
-                   "mxnet-kvstore-device": "ssgd", "tf-ps-cpu": "sync-ps", "tf-ps-gpu": "sync-ps",
-                   "tf-distributed-replicated": "sync-ps", "mxnet-dist-device-sync": "sync-ps", "byteps": "byteps"}
+from .intervals import Bands, load_bands
 
 
-@lru_cache(maxsize=None)
-def error_quantiles(root: str | None = None) -> dict[str, tuple[float, float, int]]:
-    """{strategy: (e10, e90, rows)} from the published predictions; empty when the file is absent."""
-    path = (results_dir() if root is None else Path(root)) / "published" / "predictions.csv"
-    errs: dict[str, list[float]] = {}
-    try:
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                s = SCHEME_STRATEGY.get(r.get("scheme", ""))
-                try:
-                    e = float(r["error_pct"]) / 100.0
-                except (KeyError, TypeError, ValueError):
-                    continue
-                if s is not None and r.get("expressible") == "1":
-                    errs.setdefault(s, []).append(e)
-    except (OSError, csv.Error):
-        return {}
-    return {s: (float(np.percentile(v, 10)), float(np.percentile(v, 90)), len(v)) for s, v in errs.items() if len(v) >= 10}
+@lru_cache(maxsize=1)
+def _bands() -> Bands:
+    return load_bands()
 
 
-def interval(strategy: str, samples_per_s: float, samples: float) -> dict | None:
-    """{"samples_per_s": [lo, hi], "time_to_train_s": [lo, hi], "basis": text} or None."""
-    q = error_quantiles().get(strategy)
-    if q is None:
-        return None
-    e10, e90, n = q
-    lo, hi = samples_per_s / (1 + e90), samples_per_s / (1 + e10)
+def interval(strategy: str, gpus: int, nodes: int, samples_per_s: float, samples: float) -> dict:
+    """{"samples_per_s": [lo, hi], "time_to_train_s": [lo, hi], "basis": text} for a row of ``gpus`` GPUs
+    on ``nodes`` nodes predicted at ``samples_per_s``, training ``samples`` samples."""
+    if gpus <= 1:
+        return {"samples_per_s": [samples_per_s, samples_per_s],
+                "time_to_train_s": [samples / samples_per_s] * 2, "basis": "1 GPU: nothing exchanged"}
+    b = _bands().band_for(strategy, nodes)
+    lo, hi = samples_per_s * b.q_lo, samples_per_s * b.q_hi
     return {"samples_per_s": [lo, hi], "time_to_train_s": [samples / hi, samples / lo],
-            "basis": f"10th-90th percentile of the model's error on {n} published {strategy} runs "
-                     f"({e10:+.1%} .. {e90:+.1%}, results/published/predictions.csv)"}
+            "basis": f"80% band, {b.span} {b.family}: measured / predicted {b.q_lo:.3f} .. {b.q_hi:.3f} over "
+                     f"{b.rows} development published runs (data/presets/intervals.toml, as perfmodel predict)"}

@@ -200,16 +200,27 @@ def test_why_line_follows_the_ranking(capsys):
     assert rc == 0 and "more" in out.splitlines()[-1] and "longer" not in out.splitlines()[-1]
 
 
-def test_interval_from_published_errors(tmp_path):
-    from perfmodel.plan_interval import error_quantiles, interval
+def test_plan_interval_is_predicts_band(capsys):
+    """A plan row's interval is perfmodel predict's 80% band for the same prediction (one source of bands)."""
+    from perfmodel.intervals import load_bands
 
-    (tmp_path / "published").mkdir()
-    lines = ["scheme,expressible,error_pct"] + [f"pytorch-ddp,1,{e}" for e in range(0, 11)] + ["tf-ps-cpu,1,5"]
-    (tmp_path / "published" / "predictions.csv").write_text("\n".join(lines) + "\n")
-    q = error_quantiles(str(tmp_path))
-    assert q == {"ssgd": (pytest.approx(0.01), pytest.approx(0.09), 11)}  # sync-ps: too few rows
-    real = interval("ssgd", 1000.0, 1e6)
-    e10, e90, _ = error_quantiles()["ssgd"]
-    assert real["samples_per_s"] == pytest.approx([1000 / (1 + e90), 1000 / (1 + e10)])
-    assert real["time_to_train_s"] == pytest.approx([1e6 / 1000 * (1 + e10), 1e6 / 1000 * (1 + e90)])
-    assert interval("terngrad", 1000.0, 1e6) is None
+    rc, out, _ = _run(capsys, ISSUE + ["--format", "json", "--all", "--gpus-max", "16", "--strategy",
+                                        "ssgd,daso,sync-ps"])
+    rows = json.loads(out)
+    assert rc == 0 and {r["gpus"] for r in rows} >= {1, 4, 16}  # juwels-booster: 4 GPUs per node
+    bands, samples = load_bands(), 90 * 1281167
+    for r in rows:
+        lo, hi = r["interval"]["samples_per_s"]
+        if r["gpus"] == 1:
+            assert lo == hi == r["samples_per_s"]
+            continue
+        b = bands.band_for(r["strategy"], 1 if r["gpus"] <= 4 else r["gpus"] // 4)
+        assert (lo, hi) == pytest.approx((r["samples_per_s"] * b.q_lo, r["samples_per_s"] * b.q_hi))
+        assert r["interval"]["time_to_train_s"] == pytest.approx([samples / hi, samples / lo])
+        assert lo <= r["samples_per_s"] * 1.02 and f"{b.rows} development" in r["interval"]["basis"]
+    ssgd16 = next(r for r in rows if r["strategy"] == "ssgd" and r["gpus"] == 16)
+    rc, out, _ = _run(capsys, ["predict", "--workload", "resnet50", "--cluster", "juwels-booster", "--strategy",
+                               "ssgd", "--gpus", "16", "--batch", "32", "--format", "json"])
+    (p,) = [x for x in json.loads(out) if x["gpus"] == 16]
+    assert p["throughput_lo"] / p["throughput"] == pytest.approx(ssgd16["interval"]["samples_per_s"][0]
+                                                                  / ssgd16["samples_per_s"])
