@@ -136,7 +136,8 @@ def add_plan_parser(sub, add_input_options, resolve) -> None:
                    help="price per GPU-hour (default: the cluster file's price_per_gpu_hour)")
     g.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
                    help="optimizer state for the memory estimate (default adam for transformers, momentum otherwise)")
-    g.add_argument("--precision", choices=PRECISIONS, default="fp32", help="fp32 or mixed (fp16/bf16 + fp32 master)")
+    g.add_argument("--precision", choices=PRECISIONS, default=None,
+                   help="fp32 or mixed (fp16/bf16 + fp32 master); default: mixed with --estimate mixed, else fp32")
     g.add_argument("--gpu-memory", type=parse_memory, default=None, help="memory per GPU, e.g. 32GiB")
     g = p.add_argument_group("output")
     g.add_argument("--rank", choices=RANKS, default="time")
@@ -185,7 +186,8 @@ def build_input(args, workload, cluster) -> PlanInput:
     if args.budget is not None and price is None:
         raise SpecError("--budget needs a price per GPU-hour: --price, or price_per_gpu_hour in the cluster file")
     return PlanInput(work, constraints, acts, capacity, price,
-                     args.optimizer or default_optimizer(workload.name), args.precision,
+                     args.optimizer or default_optimizer(workload.name),
+                     args.precision or ("mixed" if args.estimate == "mixed" else "fp32"),
                      tuple(batch_choices(lo, hi)), accs)
 
 
@@ -294,6 +296,7 @@ def cmd_plan(args, resolve) -> int:
         cost = f", price {inp.price:g}/GPU-hour" if inp.price is not None else ", no price (cost -)"
         print(f"# {workload.name} on {cluster.name}: {inp.work.text} = {inp.work.samples:,.0f} samples; "
               f"{inp.optimizer}, {inp.precision}; {format_bytes(inp.gpu_memory_bytes)} per GPU{cost}")
+        print(f"# compute: {workload.compute_for(cluster)[2]}")
         print(f"# {len(rows)} plans searched, {len(feasible)} feasible, ranked by {args.rank}")
         print(format_plan_table(out))
         print(f"# why: {why}")

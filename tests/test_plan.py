@@ -58,7 +58,8 @@ def test_plan_row_agrees_with_predict(capsys):
 def test_table_has_units_and_why_line(capsys):
     rc, out, _ = _run(capsys, ISSUE + ["--top", "3"])
     assert rc == 0
-    head = out.splitlines()[2]
+    assert out.splitlines()[1].startswith("# compute: measured")  # juwels-booster's A100 has a published rate
+    head = out.splitlines()[3]
     for unit in ("samples/s", "time h", "GPU-h", "cost", "mem/GPU"):
         assert unit in head
     assert out.splitlines()[-1].startswith("# why: ") and "% of its step" in out.splitlines()[-1]
@@ -224,3 +225,20 @@ def test_plan_interval_is_predicts_band(capsys):
     (p,) = [x for x in json.loads(out) if x["gpus"] == 16]
     assert p["throughput_lo"] / p["throughput"] == pytest.approx(ssgd16["interval"]["samples_per_s"][0]
                                                                   / ssgd16["samples_per_s"])
+
+
+def test_estimate_mixed_plans_in_mixed_precision_unless_told(capsys):
+    """Compute estimated at mixed precision trains in mixed precision: its memory and wires follow, as with
+    --precision mixed; an explicit --precision still wins; the table names the compute source."""
+    base = ["plan", "--workload", "resnet50", "--cluster", "juwels-booster", "--samples", "1e6", "--gpus-max", "16",
+            "--estimate", "mixed", "--all"]
+    implicit, mixed, fp32 = (json.loads(_run(capsys, base + p + ["--format", "json"])[1])
+                             for p in ([], ["--precision", "mixed"], ["--precision", "fp32"]))
+    assert implicit == mixed and implicit != fp32
+    assert not any("fp32" in r["label"] for r in implicit if r["gpus"] > 1)
+    assert any("fp32" in r["label"] for r in fp32 if r["gpus"] > 1)
+    rc, out, _ = _run(capsys, base[:-1] + ["--top", "1"])
+    assert rc == 0 and "; momentum, mixed;" in out.splitlines()[0]
+    assert out.splitlines()[1].startswith("# compute: measured: published single-GPU rate")  # the rule's first
+    rc, out, _ = _run(capsys, base[:-1] + ["--top", "1", "--cluster", "hgx-b200"])  # no published B200 rate
+    assert rc == 0 and out.splitlines()[1].startswith("# compute: ESTIMATE (no published single-GPU rate")
