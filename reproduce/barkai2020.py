@@ -32,10 +32,12 @@ import os
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables, seeds_of,
                               settings_text)
 from reproduce.paper_tables import published
-from reproduce.verdicts import Claim, Verdict, paired, read_table
+from reproduce.verdicts import Claim, Verdict, need_rows, paired, rows_at
 
 PAPER = "barkai2020"
 #: our algorithm names -> the paper's column names
@@ -75,7 +77,7 @@ def current_setting(frame):
     """The rows of a tables4_6 or fig4_gap_vs_delay frame run at their scale's current learning rate
     (TRAIN); rows of an earlier setting (the small scale's lr 0.02) stay in the file but are left out."""
     keep = [float(lr) == TRAIN[str(scale)]["lr"] for lr, scale in zip(frame.lr, frame.scale)]
-    return frame[keep]
+    return frame[pd.Series(keep, index=frame.index, dtype=bool)]  # no row kept: no rows, every column
 
 
 def _data_root(args: argparse.Namespace) -> str | None:
@@ -252,8 +254,8 @@ def headlines(results: Path) -> list[Verdict]:
     runner-up's (the other method with the highest mean at that N), paired by seed, above 0. The runs
     evaluate once, at the end (eval_every 0), so the reading is the final accuracy."""
     table = f"{PAPER}/tables4_6.csv"
-    frame = read_table(results, table)
-    frame = current_setting(frame[frame.scale == "small"])
+    frame = need_rows(current_setting(rows_at(results, table)), results, table,
+                      f"small-scale rows at the current lr {TRAIN['small']['lr']:g}")
     out = []
     for n in sorted(int(x) for x in frame.workers.unique() if x >= 8):
         at_n = frame[frame.workers == n]

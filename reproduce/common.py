@@ -165,7 +165,7 @@ def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path]
                args: argparse.Namespace) -> int:
     """Run the selected tables of one paper; bad input or missing data is one line and exit 2."""
     out = Path(args.out) if args.out else default_results_dir(getattr(args, "scale", "small"))
-    wanted = list(tables) if not args.only else [t.strip() for t in args.only.split(",") if t.strip()]
+    wanted = list(tables) if args.only is None else [t.strip() for t in args.only.split(",") if t.strip()]
     from reproduce.launch_setting import use_launcher
 
     use_launcher(getattr(args, "launcher", None), getattr(args, "hostfile", None))
@@ -174,6 +174,8 @@ def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path]
     try:
         if unknown:
             raise ReproduceError(f"unknown table(s) {', '.join(unknown)}; choose from {', '.join(tables)}")
+        if not wanted:
+            raise ReproduceError(f"--only {args.only!r} names no table; choose from {', '.join(tables)}")
         for name in wanted:
             tables[name](args, out / paper)
     except (ValueError, OSError) as e:

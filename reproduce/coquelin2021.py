@@ -58,7 +58,7 @@ from pathlib import Path
 from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, difference, parser, progress, run_tables,
                               settings_text)
 from reproduce.paper_tables import published
-from reproduce.verdicts import Claim, Verdict, binomial_resolution, read_table
+from reproduce.verdicts import Claim, Verdict, binomial_resolution, need_rows, rows_at
 
 PAPER = "coquelin2021"
 GPUS = (16, 32, 64, 128, 256)
@@ -326,8 +326,8 @@ def headlines(results: Path) -> list[Verdict]:
     daso_timing rows, the saving 100 (1 - DASO/SSGD) of each round's median step times (DASO and SSGD
     ran back to back in each round), above 0. The interval is over rounds, not seeds."""
     table = f"{PAPER}/daso_timing.csv"
-    frame = read_table(results, table)
-    frame = frame[(frame.scale == "small") & frame.algo.isin(["ssgd", "daso"])]
+    frame = rows_at(results, table)
+    frame = need_rows(frame[frame.algo.isin(["ssgd", "daso"])], results, table, "small-scale ssgd or daso rows")
     out = []
     for batch in sorted(int(b) for b in frame.batch.unique()):
         at_b = frame[frame.batch.astype(int) == batch].assign(round=lambda f: f["round"].astype(int))
@@ -341,9 +341,10 @@ def headlines(results: Path) -> list[Verdict]:
             f"W={TIMING_W}), {len(savings)} rounds", "dsgd-reproduce coquelin2021 --scale small --only daso_timing",
             over="rounds"), savings, table, tuple(int(i) for i in at_b.index)))
     table = f"{PAPER}/small_runs.csv"
-    acc = read_table(results, table)
-    acc = acc[(acc.scale == "small") & (acc.metric == "test_accuracy") & acc.algo.isin(["ssgd", "daso"])]
-    last = int(acc[acc.algo == "ssgd"].epoch.max())  # SSGD's last epoch; DASO's run is longer
+    acc = rows_at(results, table)
+    acc = acc[(acc.metric == "test_accuracy") & acc.algo.isin(["ssgd", "daso"])]
+    ssgd_rows = need_rows(acc[acc.algo == "ssgd"], results, table, "small-scale test_accuracy rows of ssgd")
+    last = int(ssgd_rows.epoch.max())  # SSGD's last epoch; DASO's run is longer
     at = acc[acc.epoch == last]
     if set(at.algo) == {"ssgd", "daso"}:
         ssgd = float(at[at.algo == "ssgd"].rerun_value.iloc[0])

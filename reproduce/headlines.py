@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from reproduce import barkai2020, coquelin2021, hermans2018, wen2017, zhang2016
-from reproduce.common import default_results_dir
+from reproduce.common import ReproduceError, default_results_dir
 from reproduce.verdicts import Verdict, write_verdicts
 
 PAPERS: dict[str, Callable[[Path], list[Verdict]]] = {
@@ -45,7 +45,14 @@ def row_of(v: Verdict) -> dict[str, str]:
 
 
 def decide_all(results: Path, papers: list[str]) -> list[Verdict]:
-    return [v for p in papers for v in PAPERS[p](results)]
+    """Every claim of ``papers`` decided on the tables under ``results``; ReproduceError in one line for
+    a claim with no reading (its table lacks one side's rows)."""
+    verdicts = [v for p in papers for v in PAPERS[p](results)]
+    for v in verdicts:
+        if not v.readings:
+            raise ReproduceError(f"{v.claim.paper}: claim {v.claim.claim!r} has no reading in "
+                                 f"{Path(results) / v.table}; rerun {v.claim.command}")
+    return verdicts
 
 
 def markdown(verdicts: list[Verdict]) -> str:

@@ -51,7 +51,7 @@ from reproduce.common import (ResultTable, difference, int_list, parser, progres
                               settings_text)
 from reproduce.paper_tables import published
 from reproduce.runs import log_matches, require_data, run_command
-from reproduce.verdicts import Claim, Verdict, read_table, binomial_resolution
+from reproduce.verdicts import Claim, Verdict, binomial_resolution, rows_at
 from trainers.asynchronous.gem import GEM_CODES
 
 PAPER = "hermans2018"
@@ -283,9 +283,8 @@ def headlines(results: Path) -> list[Verdict]:
     (CHANCE_ACC, this table's own line between 'stable' and 'stuck'/'collapsed'). A diverged run, with
     no accuracy, reads 0."""
     table = f"{PAPER}/workers_sweep.csv"
-    frame = read_table(results, table)
-    frame = frame[(frame.scale == "small") & (frame.workers == 100) & (frame.lr == DEFAULT_LR) &
-                  (frame.rule == "gem")]
+    frame = rows_at(results, table)
+    frame = frame[(frame.workers == 100) & (frame.lr == DEFAULT_LR) & (frame.rule == "gem")]
     paper = float(published(PAPER, table="Section 4.1", method="GEM", workers=100,
                             metric="test_accuracy").value.iloc[0])
     tol = binomial_resolution(paper, MNIST_TEST)

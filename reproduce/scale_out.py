@@ -465,15 +465,43 @@ def parse_remakes(text: str) -> list[int]:
     return sorted(set(out))
 
 
+#: the columns the printed tables read (--by-phase and --kernel-ms-per-mb read theirs too)
+COLUMNS = ("scale", "remake", "set", "nodes", "ranks_per_node", "step_error_pct", "compute_error_pct",
+           "comm_error_pct")
+PHASE_COLUMNS = ("algo", *(f"{m}_{p}_s" for p in ("step", *PHASES) for m in ("measured", "predicted")))
+KERNEL_COLUMNS = ("algo", "log", "profile", "link")
+
+
+def selected_rows(args: argparse.Namespace):
+    """The rows of the scale-out table ``args.table`` at --scale (and --remakes); ValueError in one line
+    when it cannot be read, lacks a column the output reads, or has no such row."""
+    import pandas as pd
+
+    frame = pd.read_csv(args.table)
+    need = COLUMNS + (PHASE_COLUMNS if args.by_phase else ()) + \
+        (KERNEL_COLUMNS if args.kernel_ms_per_mb is not None else ())
+    missing = [c for c in dict.fromkeys(need) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{args.table} is not a scale-out table: it lacks the column(s) {', '.join(missing)}")
+    frame = frame[frame["scale"] == args.scale]
+    if frame.empty:
+        raise ValueError(f"no rows at the {args.scale} scale in {args.table}")
+    if args.remakes is not None:
+        frame = frame[frame["remake"].isin(parse_remakes(args.remakes))]
+        if frame.empty:
+            raise ValueError(f"no rows of remakes {args.remakes} in {args.table}")
+    return frame
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print a scale-out table's medians and its markdown table per layout (--by-phase: where the step's
     error sits, per scheme and layout, in milliseconds)."""
-    import pandas as pd
+    from perfmodel.cli_guard import OneLineParser
 
-    ap = argparse.ArgumentParser(prog="python -m reproduce.scale_out", description=main.__doc__)
+    ap = OneLineParser(prog="python -m reproduce.scale_out", description=main.__doc__)  # errors: one line
     ap.add_argument("table", nargs="?", default=str(Path(__file__).resolve().parents[1] / "results" / "validation"
                                                     / "scale_out.csv"))
-    ap.add_argument("--scale", default="small")
+    ap.add_argument("--scale", choices=tuple(SCALE), default="small", help="the rows of this scale (default small)")
     ap.add_argument("--remakes", default=None, metavar="A-B|A,B,...",
                     help="only these remakes (e.g. 3-5: the remakes predicted with the kernel's share of the cores)")
     ap.add_argument("--kernel-ms-per-mb", type=float, default=None, metavar="X",
@@ -482,23 +510,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by-phase", action="store_true",
                     help="also the median measured - predicted milliseconds of the step and of each phase, per "
                          "scheme and layout")
-    args = ap.parse_args(argv)
     try:
-        frame = pd.read_csv(args.table)
+        args = ap.parse_args(argv)
+        frame = selected_rows(args)
     except (OSError, ValueError) as e:
         print(f"reproduce/scale_out: error: {e}", file=sys.stderr)
         return 2
-    frame = frame[frame["scale"] == args.scale]
-    if args.remakes is not None:
-        try:
-            keep = parse_remakes(args.remakes)
-        except ValueError as e:
-            print(f"reproduce/scale_out: error: {e}", file=sys.stderr)
-            return 2
-        frame = frame[frame["remake"].isin(keep)]
-        if frame.empty:
-            print(f"reproduce/scale_out: error: no rows of remakes {args.remakes} in {args.table}", file=sys.stderr)
-            return 2
     if args.kernel_ms_per_mb is not None:
         from perfmodel.lab.validate import ValidateError
 

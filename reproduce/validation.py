@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.remakes < 1:
         print(f"reproduce/{PAPER}: error: --remakes must be >= 1, got {args.remakes}", file=sys.stderr)
         return 2
-    args.only = args.only or DEFAULT_TABLES
+    args.only = DEFAULT_TABLES if args.only is None else args.only  # --only , names none: refused
     return run_tables(PAPER, TABLES, args)
 
 

@@ -191,6 +191,31 @@ def read_table(results: Path, table: str) -> pd.DataFrame:
         raise ReproduceError(f"results file {path} is unreadable ({e})") from None
 
 
+def need_rows(frame: pd.DataFrame, results: Path, table: str, what: str, why: str = "",
+              scale: str = "small") -> pd.DataFrame:
+    """``frame`` (a selection of results/<table>) when it holds a row; else ReproduceError in one line
+    naming the paper, the file and the rows that are missing (``what``, ``why`` a hint), and the command
+    that makes them at ``scale``."""
+    if frame.empty:
+        paper, name = Path(table).parent.name, Path(table).stem
+        raise ReproduceError(f"{paper}: no {what} in {Path(results) / table}{why}; rerun python -m reproduce "
+                             f"{paper} --scale {scale} --only {name}")
+    return frame
+
+
+def rows_at(results: Path, table: str, scale: str = "small") -> pd.DataFrame:
+    """The rows of results/<table> at ``scale``, their row positions kept; ReproduceError in one line
+    when the file has no scale column or no row at that scale (a smoke run's results, say)."""
+    frame = read_table(results, table)
+    if "scale" not in frame.columns:
+        raise ReproduceError(f"results table {Path(results) / table} has no scale column; is it a results table?")
+    have = sorted(set(frame.scale.astype(str)))
+    smoke = ": a smoke run's results?" if have == ["smoke"] else ""
+    why = f" (it holds only {', '.join(have)} rows{smoke})" if have else " (it holds a header and no rows)"
+    return need_rows(frame[frame.scale.astype(str) == scale], results, table, f"rows at the {scale} scale", why,
+                     scale)
+
+
 def paired(frame: pd.DataFrame, by: str, a: str, b: str, value: str = "rerun_value",
            seed: str = "seed") -> tuple[tuple[float, ...], tuple[int, ...]]:
     """Per seed present for both: value(by == a) - value(by == b); the differences (by seed) and the

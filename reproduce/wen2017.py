@@ -35,7 +35,7 @@ from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, differen
 from reproduce.paper_tables import published
 from reproduce.runs import (diverged, evals_of, log_wall, mpi_command, require_data, run_command,
                             train_args)
-from reproduce.verdicts import Claim, Verdict, paired, read_table, binomial_resolution
+from reproduce.verdicts import Claim, Verdict, binomial_resolution, need_rows, paired, rows_at
 
 PAPER = "wen2017"
 FIG5_BATCH = {"alexnet": 128, "googlenet": 64, "vgg-a": 32}
@@ -239,9 +239,11 @@ def headlines(results: Path) -> list[Verdict]:
     the fp32 accuracy), and CifarNet at the last step read (no more loss than the paper's own 0.92)."""
     out = []
     table = f"{PAPER}/fig3_mnist.csv"
-    frame = read_table(results, table)
+    frame = rows_at(results, table)
     for opt in ("momentum", "vanilla"):
-        sub = frame[(frame.scale == "small") & (frame.optimizer == opt) & (frame.workers == 2) & (frame.epoch == 1)]
+        sub = frame[(frame.optimizer == opt) & (frame.workers == 2) & (frame.epoch == 1)]
+        need_rows(sub[sub.gradients == "fp32"], results, table, f"small-scale fp32 rows of {opt} SGD at 2 ranks "
+                  "after epoch 1")
         diffs, rows = paired(sub, "gradients", "TernGrad", "fp32")
         margin = binomial_resolution(float(sub[sub.gradients == "fp32"].rerun_value.mean()), 10_000)
         out.append(Verdict(Claim(
@@ -251,11 +253,13 @@ def headlines(results: Path) -> list[Verdict]:
             "small: 2 ranks, 1 epoch, total batch 128, constant lr (paper: more epochs, lr decay)",
             "dsgd-reproduce wen2017 --scale small --only fig3_mnist"), diffs, table, rows))
     table = f"{PAPER}/table1_cifarnet.csv"
-    frame = read_table(results, table)
-    sub = frame[(frame.scale == "small") & (frame.workers == 2)]
+    frame = rows_at(results, table)
+    sub = need_rows(frame[frame.workers == 2], results, table, "small-scale rows at 2 workers")
     sub = sub[sub.step == sub.step.max()]
-    paper_gap = float(sub[sub.gradients == "TernGrad"].paper_value.iloc[0]) - \
-        float(sub[sub.gradients == "fp32"].paper_value.iloc[0])
+    tern, fp32 = (need_rows(sub[sub.gradients == g], results, table,
+                            f"small-scale {g} rows at 2 workers and step {int(sub.step.max())}")
+                  for g in ("TernGrad", "fp32"))
+    paper_gap = float(tern.paper_value.iloc[0]) - float(fp32.paper_value.iloc[0])
     diffs, rows = paired(sub, "gradients", "TernGrad", "fp32")
     out.append(Verdict(Claim(
         PAPER, "TernGrad loses at most 0.92 points on CifarNet", "86.56% fp32 vs 85.64% TernGrad (Table 1, 2 workers, "

@@ -30,7 +30,7 @@ from reproduce.common import (MODEL_SCALE, ReproduceError, ResultTable, differen
                               seeds_of, settings_text)
 from reproduce.paper_tables import published
 from reproduce.runs import data_root, mpi_command, run_checked
-from reproduce.verdicts import Claim, Verdict, paired, read_table, binomial_resolution
+from reproduce.verdicts import Claim, Verdict, binomial_resolution, need_rows, paired, rows_at
 
 PAPER = "zhang2016"
 LEARNERS = 30
@@ -291,12 +291,12 @@ def headlines(results: Path) -> list[Verdict]:
     the error at n = 1 within the test set's resolution; with the constant eta0 the error at the
     largest n is above alpha = eta0/tau's by more than that resolution."""
     table = f"{PAPER}/fig3_accuracy.csv"
-    frame = read_table(results, table)
-    frame = frame[frame.scale == "small"].copy()
+    frame = rows_at(results, table).copy()
     frame["stable_error"] = [stable_error(r) for r in frame.itertuples()]
     n_max = int(frame.n.max())
     mod = frame[frame.modulate.astype(str) == "True"]
-    base = float(mod[mod.n == 1].stable_error.mean())
+    base = float(need_rows(mod[mod.n == 1], results, table, "small-scale rows of alpha = eta0/tau at n = 1")
+                 .stable_error.mean())
     res = binomial_resolution(base, CIFAR_SUBSET_TEST)
     scale = (f"small: {FIG3_REDUCTION['small']}")
     cmd = "dsgd-reproduce zhang2016 --scale small --only fig3_accuracy"
