@@ -70,13 +70,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if args.cleanup and argv:  # before anything is imported, built or removed
+        raise CLIError(f"--cleanup only removes what killed emulations left behind; it runs no command "
+                       f"(got {' '.join(argv)!r}): run the cleanup and the command separately")
     from .lab.emulate import EmulationSpec, cleanup_stale, parse_rate, run_in_cluster
 
     if args.cleanup:
         removed = cleanup_stale()
         print(f"removed {len(removed)}: {', '.join(removed)}" if removed else "nothing left behind")
         return 0
-    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     spec = EmulationSpec(nodes=args.nodes, ranks_per_node=args.ranks_per_node, rate_bps=parse_rate(args.rate),
                          burst_bytes=args.burst)
     return run_in_cluster(spec, argv)

@@ -106,8 +106,8 @@ def add_profile_parser(subparsers: Any) -> None:
                         f"({LINK_OPS}), and with --workload the training step on both ranks right after an "
                         "exchange over the link (--compute-after); the file is what `perfmodel predict "
                         "--link-from` takes")
-    p.add_argument("--kernel-load", type=float, default=2.0, metavar="SECONDS",
-                   help="with --link: measure the kernel's network CPU time per byte between the two nodes "
+    p.add_argument("--kernel-load", type=float, default=None, metavar="SECONDS",
+                   help="with --link (refused without it): measure the kernel's network CPU time per byte between the two nodes "
                         "(/proc/stat irq+softirq over this many seconds of exchanges, less as many idle; "
                         "default 2, 0: not measured)")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
@@ -277,6 +277,22 @@ def compute_after_sizes(text: str, grad_bytes: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def check_numbers(args: argparse.Namespace) -> None:
+    """Refuse a nonsensical count or time, and --kernel-load without --link, before any work starts
+    (ProfileError, one line); an unset --kernel-load becomes its default, 2 seconds."""
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise ProfileError(f"--timeout must be a finite number of seconds > 0, got {args.timeout}")
+    if args.kernel_load is not None and not getattr(args, "link", False):
+        raise ProfileError("--kernel-load measures the network between two nodes: it goes with --link")
+    args.kernel_load = 2.0 if args.kernel_load is None else args.kernel_load
+    if not (math.isfinite(args.kernel_load) and args.kernel_load >= 0):
+        raise ProfileError(f"--kernel-load must be >= 0 seconds, got {args.kernel_load}")
+    for option, value, least in (("--comm-repeats", args.comm_repeats, 3), ("--threads", args.threads, 1),
+                                 ("--warmup", args.warmup, 0), ("--repeats", args.repeats, 3)):
+        if value < least:
+            raise ProfileError(f"{option} must be >= {least}, got {value}")
+
+
 def run_profile_command(args: argparse.Namespace) -> int:
     """Run ``perfmodel profile``; returns the exit status (errors raise ProfileError)."""
     from .comm import default_sizes, parse_extra_sizes, parse_size
@@ -303,12 +319,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
         raise ProfileError(f"--extra-sizes for {unused[0]!r}, which --ops does not time ({', '.join(ops)})")
     timed = len(ops) * len(sizes) + sum(len(set(more) - set(sizes)) for _, more in extra)
     compute_after_sizes(args.compute_after, 4)  # bad sizes fail here, before anything is timed
-    if args.timeout <= 0:
-        raise ProfileError(f"--timeout must be > 0, got {args.timeout}")
-    if not (math.isfinite(args.kernel_load) and args.kernel_load >= 0):
-        raise ProfileError(f"--kernel-load must be >= 0 seconds, got {args.kernel_load}")
-    if args.comm_repeats < 3:
-        raise ProfileError(f"--comm-repeats must be >= 3, got {args.comm_repeats}")
+    check_numbers(args)
     if not args.no_compute and not (args.workload or args.model):
         raise ProfileError("give --workload NAME or --model MODULE:CALLABLE (or --no-compute)")
     if not args.no_compute and len(batches) < 2:
