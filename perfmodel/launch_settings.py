@@ -65,9 +65,10 @@ def launch_settings(strategy: Strategy, *, gpus: int, gpus_per_node: int, batch_
     if algo is not None and (accumulate == 1 or algo in TRAINER_ACCUMULATES):
         extra = {"ssgd": f" --bucket-mb {strategy.bucket_mb:g}",
                  "terngrad": f" --terngrad-exchange {strategy.terngrad_exchange}",
-                 "daso": f" --daso-b {strategy.daso_B} --daso-w {strategy.daso_W}", "asgd": ""}[algo]
+                 "daso": f" --ranks-per-node {gpus_per_node} --daso-b {strategy.daso_B} --daso-w {strategy.daso_W}",
+                 "asgd": ""}[algo]  # --ranks-per-node: DASO's node groups; the others do not read it
         opt = "adam" if optimizer == "adam" else "sgd"
         acc = f" --accumulate {accumulate}" if accumulate > 1 else ""
         out["trainers_run"] = (f"mpiexec -n {gpus} trainers run --algo {algo} --model {model} --batch {b}{acc} "
-                               f"--optimizer {opt} --ranks-per-node {gpus_per_node} --device cuda{extra}")
+                               f"--optimizer {opt} --device cuda{extra}")
     return out

@@ -146,7 +146,7 @@ def test_ps_options_read_the_server_settings_and_the_failure_injection() -> None
     cfg = AsyncConfig(algo="ga", workers=3, steps=4, options=(("worker_timeout", "9"), ("save_params", "p.npy")),
                       fail_rank=3, fail_at_step=2)
     assert ps_options(cfg) == PSOptions(worker_timeout=9.0, save_params="p.npy", fail_worker=2, fail_after=2)
-    with pytest.raises(TrainerError, match="fail_rank must be a worker rank in 1..3"):
+    with pytest.raises(TrainerError, match=r"fail_rank must be a rank in 0\.\.3 \(0 the server"):
         ps_options(dataclasses.replace(cfg, fail_rank=4))
     with pytest.raises(TrainerError, match="unknown --opt 'n'"):
         ps_options(dataclasses.replace(cfg, options=(("n", "2"),)))

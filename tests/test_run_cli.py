@@ -61,12 +61,14 @@ def test_options_and_to_dict() -> None:
 def test_cli_flags_map_to_config() -> None:
     parser = tr.build_run_parser(tr.make_parser("t"))
     args = parser.parse_args(["--algo", "daso", "--steps", "7", "--ranks-per-node", "2", "--daso-b", "1",
-                              "--daso-w", "0", "--daso-global-dtype", "fp32", "--tern-clip", "none",
-                              "--tern-ternarize-last", "--lr-milestones", "2,4", "--no-progress",
+                              "--daso-w", "0", "--daso-global-dtype", "fp32", "--lr-milestones", "2,4", "--no-progress",
                               "--fail-at-step", "3"])
     cfg = tr.config_from_args(args)
     assert (cfg.algo, cfg.steps, cfg.ranks_per_node, cfg.daso_b, cfg.daso_w) == ("daso", 7, 2, 1, 0)
-    assert cfg.daso_global_dtype == "fp32" and cfg.tern_clip is None and cfg.tern_fp32_last is False
+    assert cfg.daso_global_dtype == "fp32"
+    # the TernGrad flags go with terngrad (another algorithm refuses them: tests/test_trainer_flag_edges.py)
+    tern = tr.config_from_args(parser.parse_args(["--algo", "terngrad", "--tern-clip", "none", "--tern-ternarize-last"]))
+    assert tern.tern_clip is None and tern.tern_fp32_last is False
     assert cfg.lr_milestones == (2.0, 4.0) and cfg.options == () and cfg.progress is False
     assert cfg.fail_at_step == 3
     # every RunConfig field has a flag (but defaults_from: where config_from_args took lr and momentum from)

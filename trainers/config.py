@@ -9,7 +9,7 @@
                    and ``python -m trainers.asynchronous.ps``, and ``trainers simulate``): workers, the
                    master rule's extra hyperparameters, the data mode, the per-batch delays.
     PSOptions      the parameter server's own settings (no effect on the computation: replay order,
-                   watchdog, polling, where to save the parameters, failure injection by worker).
+                   watchdog, polling, where to save the parameters, failure injection by worker or of the server).
 
 Every default is written here once: the command-line parsers read them from these classes. Every
 class validates itself on creation with trainers.validators and raises trainers.errors.TrainerError
@@ -44,7 +44,7 @@ from trainers.collectives import BACKENDS
 from trainers.device import DEVICES
 from trainers.errors import TrainerError
 from trainers.exchanges import DEFAULT_EXCHANGE, EXCHANGES
-from trainers.faults import FAIL_MODES
+from trainers.faults import FAIL_MODES, failing_rank
 from trainers.sync.daso_schedule import DASO_RULES
 from trainers.sync.optimizers import OPTIMIZERS
 from trainers.sync.registry import SYNC_ALGORITHMS
@@ -52,7 +52,7 @@ from trainers.validators import check_choice, check_int, check_milestones, check
 
 __all__ = ["SharedConfig", "SyncConfig", "RunConfig", "AsyncConfig", "PSOptions", "DATASET_CHOICES",
            "BACKEND_CHOICES", "DASO_DTYPES", "DATA_MODES", "DELAY_KINDS", "NO_MODEL", "TERNGRAD_EXCHANGE_DEFAULT",
-           "LEGACY_KEYS", "PS_DEFAULTS", "ASYNC_OPTION_KEYS", "PS_OPTION_KEYS", "async_option_fields",
+           "LEGACY_KEYS", "SEED_MAX", "PS_DEFAULTS", "ASYNC_OPTION_KEYS", "PS_OPTION_KEYS", "async_option_fields",
            "ps_options", "defaults"]
 
 DATASET_CHOICES = ("mnist", "cifar10", "cifar100", "synthetic")
@@ -64,6 +64,11 @@ NO_MODEL = "none"
 TERNGRAD_EXCHANGE_DEFAULT = DEFAULT_EXCHANGE  # trainers.exchanges' default (the integer Allreduce of the levels)
 LEGACY_KEYS = {"terngrad_exchange": "tern_exchange"}
 """Field -> the key it also goes under in ``to_dict()`` (the run logs written before the rename)."""
+SEED_MAX = 2**64 - 1
+"""The largest seed: torch.manual_seed's (an unsigned 64-bit integer). Every other use of the seed takes
+any integer >= 0: numpy's SeedSequence (default_rng([seed, ...]): data order, synthetic data, batch times),
+and the per-rank and per-gradient seeds derived from it reduce to 63 bits (trainers.sync.loop._derived_seed,
+trainers.asynchronous.data_streams.step_seed)."""
 PS_DEFAULTS: dict[str, Any] = {"delays": "none", "delay_mean": 0.05}
 """AsyncConfig settings of the real parameter server where they differ from the simulator's: the
 workers' batch times are their real compute times (no injected delay)."""
@@ -135,7 +140,7 @@ class SharedConfig:
         check_number("lr_warmup_epochs", self.lr_warmup_epochs, 0.0)
         object.__setattr__(self, "lr_milestones", check_milestones("lr_milestones", self.lr_milestones))
         check_number("lr_gamma", self.lr_gamma, 0.0, 1.0, lo_open=True)
-        check_int("seed", self.seed, 0)
+        check_int("seed (--seed)", self.seed, 0, SEED_MAX)
         check_int("threads", self.threads, 1)
         check_choice("device", self.device, DEVICES)
         check_int("fail_at_step", self.fail_at_step, 0, none_ok=True)
@@ -376,7 +381,8 @@ class PSOptions:
     the final central parameters; fail_worker / fail_after / fail_mode: testing only, worker
     fail_worker fails before its fail_after-th gradient, by exiting at once ("exit", status 17),
     hanging ("hang") or raising ("raise"), or pushes that gradient with one infinite element and a
-    finite loss ("inf-grad")."""
+    finite loss ("inf-grad"); fail_server_at: testing only, the server raises before it applies
+    gradient number fail_server_at (from 0; trainers.faults.server_hooks)."""
 
     replay_order: str | None = None
     worker_timeout: float = 300.0
@@ -385,6 +391,7 @@ class PSOptions:
     fail_worker: int | None = None
     fail_after: int = 0
     fail_mode: str = "exit"
+    fail_server_at: int | None = None
 
     def __post_init__(self) -> None:
         check_number("worker_timeout", self.worker_timeout, 0.0, lo_open=True)
@@ -392,6 +399,7 @@ class PSOptions:
         check_choice("fail_mode", self.fail_mode, FAIL_MODES)
         check_int("fail_worker", self.fail_worker, 0, none_ok=True)
         check_int("fail_after", self.fail_after, 0)
+        check_int("fail_server_at", self.fail_server_at, 0, none_ok=True)
 
 
 ASYNC_OPTION_KEYS: dict[str, type] = {
@@ -435,18 +443,23 @@ def async_option_fields(algo: str, options: Any) -> tuple[dict[str, Any], tuple[
 
 def ps_options(cfg: AsyncConfig) -> PSOptions:
     """The parameter server's settings of a ``trainers run`` configuration: its options (PS_OPTION_KEYS)
-    and the test-only failure (fail_rank r: worker r - 1, before its fail_at_step-th gradient)."""
+    and the test-only failure of fail_at_step on the rank of the synchronous trainers' rule
+    (trainers.faults.failing_rank: fail_rank, default the last): rank 0, the server, before it applies
+    gradient fail_at_step; rank r >= 1, worker r - 1, before its fail_at_step-th gradient."""
     values: dict[str, Any] = {}
     for key, text in cfg.options:
         if key not in PS_OPTION_KEYS:
             raise TrainerError(f"unknown --opt {key!r} for the parameter server; allowed: {', '.join(PS_OPTION_KEYS)}")
         name, kind = PS_OPTION_KEYS[key]
         values[name] = _typed(key, text, kind)
-    if cfg.fail_rank is not None:
-        if not 1 <= cfg.fail_rank <= cfg.workers:
-            raise TrainerError(f"fail_rank must be a worker rank in 1..{cfg.workers}, got {cfg.fail_rank}")
-        values["fail_worker"] = cfg.fail_rank - 1
-    values["fail_after"] = cfg.fail_at_step or 0
+    if cfg.fail_rank is not None and not 0 <= cfg.fail_rank <= cfg.workers:
+        raise TrainerError(f"fail_rank must be a rank in 0..{cfg.workers} (0 the server, 1..{cfg.workers} the "
+                           f"workers), got {cfg.fail_rank}")
+    rank = failing_rank(cfg, cfg.workers + 1)
+    if rank == 0:
+        values["fail_server_at"] = cfg.fail_at_step
+    elif rank is not None:
+        values.update(fail_worker=rank - 1, fail_after=cfg.fail_at_step)
     return PSOptions(**values)
 
 

@@ -8,7 +8,8 @@ Usage::
     trainers models
     trainers datasets [mnist cifar10 ...] [--data-root DIR]
 
-Bad input prints one line ``trainers: error: ...`` (on rank 0 only under mpiexec) and exits with 2.
+Bad input prints one line ``trainers: error: ...`` (on rank 0 only under mpiexec) and exits with 2; so
+does a flag that only another algorithm reads (:data:`ALGO_FLAGS`), and a seed past 2**64 - 1.
 A run whose loss or gradients become non-finite stops on every rank with one line ``trainers: error:
 training diverged ...`` and exit status 3 (its run log ends with a summary saying so), unless given
 ``--allow-divergence`` (it then trains on to its budget and exits 0; the summary still says so).
@@ -57,7 +58,7 @@ from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, Usag
 from trainers.sync.daso_schedule import DASO_RULES
 from trainers.sync.optimizers import OPTIMIZERS
 from trainers.sync.registry import SYNC_ALGORITHMS
-from trainers.validators import check_output_file
+from trainers.validators import check_output_file, unused_option
 
 __all__ = [
     "ALGORITHMS",
@@ -86,6 +87,33 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 DEVICES = _devices.DEVICES
 TERN_LANES = LEVEL_LANES  # perfmodel.compression: lanes of the levels sum (auto, packed, int8)
+
+
+class _Unset:
+    """The parser default of a flag of ALGO_FLAGS: not given (the configuration's default applies)."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+UNSET = _Unset()
+
+_DASO = ("global_dtype", "warmup_epochs", "cooldown_epochs", "max_b", "rule", "b", "w", "plateau_patience",
+         "plateau_threshold")
+ALGO_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "bucket_mb": ("--bucket-mb", ("ssgd", "terngrad", "daso")),
+    "overlap": ("--overlap", ("ssgd", "daso")),  # terngrad ternarizes after backprop: nothing to overlap
+    "ranks_per_node": ("--ranks-per-node", ("daso",)),  # DASO's node groups; the run log records it
+    "tern_clip": ("--tern-clip", ("terngrad",)),
+    "tern_min_elems": ("--tern-min-elems", ("terngrad",)),
+    "tern_fp32_last": ("--tern-ternarize-last", ("terngrad",)),
+    "terngrad_exchange": ("--terngrad-exchange", ("terngrad",)),
+    "tern_lanes": ("--terngrad-lanes", ("terngrad",)),
+    **{f"daso_{k}": (f"--daso-{k.replace('_', '-')}", ("daso",)) for k in _DASO},
+}
+"""SyncConfig field -> (flag, the algorithms that read it). The flag's parser default is UNSET, and
+:func:`config_from_args` refuses it, given, with any other algorithm of the two families (one registered
+in ALGORITHMS reads what it likes)."""
 
 
 # ----------------------------------------------------------------------------------------- parsers
@@ -168,7 +196,7 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--lr-milestones", type=_milestones, default=d["lr_milestones"],
       help="epochs at which lr is multiplied by --lr-gamma")
     a("--lr-gamma", type=float, default=d["lr_gamma"], help="LR decay factor at each milestone")
-    a("--seed", type=_int_arg, default=d["seed"], help="seed of init, data order and stochastic parts")
+    a("--seed", type=_int_arg, default=d["seed"], help="seed of init, data order and stochastic parts (0..2**64-1)")
     a("--log", default=d["log"], help="JSONL run log written by rank 0")
     a("--data-root", default=d["data_root"], help="dataset folder (default $DSGD_DATA_ROOT, then data/datasets)")
     a("--synthetic-n", type=_int_arg, default=d["synthetic_n"], help="training images of --dataset synthetic")
@@ -182,39 +210,42 @@ def build_run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     a("--no-progress", dest="progress", action="store_false", help="no progress bar on rank 0")
     a("--mpi-busy-poll", dest="mpi_yield", action="store_false",
       help="let waiting ranks busy-poll (Open MPI default) instead of yielding the CPU")
-    a("--bucket-mb", type=float, default=d["bucket_mb"], help="fusion bucket size in MiB (ssgd, fp32 parts)")
-    a("--tern-clip", type=_clip, default=d["tern_clip"], help="TernGrad scaler c*std (c; 'none' for max|g|)")
-    a("--tern-min-elems", type=_int_arg, default=d["tern_min_elems"], help="TernGrad: smaller tensors travel in fp32")
-    a("--tern-ternarize-last", dest="tern_fp32_last", action="store_false",
+    # the flags of ALGO_FLAGS default to UNSET: config_from_args refuses them with another algorithm
+    a("--bucket-mb", type=float, default=UNSET,
+      help=f"fusion bucket size in MiB (ssgd, daso; terngrad's fp32 parts; default {d['bucket_mb']:g})")
+    a("--tern-clip", type=_clip, default=UNSET,
+      help=f"TernGrad scaler c*std (c; 'none' for max|g|; default {d['tern_clip']:g})")
+    a("--tern-min-elems", type=_int_arg, default=UNSET, help="TernGrad: smaller tensors travel in fp32")
+    a("--tern-ternarize-last", dest="tern_fp32_last", action="store_false", default=UNSET,
       help="TernGrad: ternarize the last layer too (default: it travels in fp32)")
-    a("--terngrad-exchange", dest="terngrad_exchange", default=None, choices=tuple(EXCHANGES),
+    a("--terngrad-exchange", dest="terngrad_exchange", default=UNSET, choices=tuple(EXCHANGES),
       help=f"TernGrad exchange (trainers.exchanges; default {DEFAULT_EXCHANGE}): levels (integer allreduce), "
            "ps (sharded parameter server), "
            "allgather (does not scale)")
-    a("--terngrad-lanes", dest="tern_lanes", default=d["tern_lanes"], choices=TERN_LANES,
+    a("--terngrad-lanes", dest="tern_lanes", default=UNSET, choices=TERN_LANES,
       help="lanes of the levels sum: packed (4-bit, two per byte, at 2..7 ranks; needs --backend mpi), "
            "int8 (native integer types) or auto (packed on MPI, int8 on gloo; default)")
-    a("--ranks-per-node", type=_int_arg, default=d["ranks_per_node"], help="ranks per (pretend) node, for DASO")
-    a("--daso-global-dtype", default=d["daso_global_dtype"], choices=DASO_DTYPES,
+    a("--ranks-per-node", type=_int_arg, default=UNSET, help="ranks per (pretend) node, for DASO (default 1)")
+    a("--daso-global-dtype", default=UNSET, choices=DASO_DTYPES,
       help="wire type of the warm-up/cool-down global syncs (cycling-phase syncs are always fp32, as HeAT's)")
-    a("--daso-warmup-epochs", type=_int_arg, default=d["daso_warmup_epochs"],
+    a("--daso-warmup-epochs", type=_int_arg, default=UNSET,
       help="DASO blocking warm-up epochs (default 4: HeAT's DASO)")
-    a("--daso-cooldown-epochs", type=_int_arg, default=d["daso_cooldown_epochs"],
+    a("--daso-cooldown-epochs", type=_int_arg, default=UNSET,
       help="DASO blocking cool-down epochs (default 4: HeAT's DASO)")
-    a("--daso-max-b", type=_int_arg, default=d["daso_max_b"], help="DASO initial (maximum) B in the cycling phase")
-    a("--daso-rule", default=d["daso_rule"], choices=tuple(DASO_RULES), help="B/W cycling rule on plateaus")
-    a("--daso-b", type=_int_arg, default=d["daso_b"], help="fix B (batches between global syncs)")
-    a("--daso-w", type=_int_arg, default=d["daso_w"], help="fix W (batches to wait; 0 = blocking)")
-    a("--daso-plateau-patience", type=_int_arg, default=d["daso_plateau_patience"],
+    a("--daso-max-b", type=_int_arg, default=UNSET, help="DASO initial (maximum) B in the cycling phase")
+    a("--daso-rule", default=UNSET, choices=tuple(DASO_RULES), help="B/W cycling rule on plateaus")
+    a("--daso-b", type=_int_arg, default=UNSET, help="fix B (batches between global syncs)")
+    a("--daso-w", type=_int_arg, default=UNSET, help="fix W (batches to wait; 0 = blocking)")
+    a("--daso-plateau-patience", type=_int_arg, default=UNSET,
       help="a plateau is more than this many epochs without relative improvement")
-    a("--daso-plateau-threshold", type=float, default=d["daso_plateau_threshold"], help="relative improvement that counts")
+    a("--daso-plateau-threshold", type=float, default=UNSET, help="relative improvement that counts")
     a("--device", default=d["device"], choices=DEVICES,
       help="cpu, cuda (one GPU per rank, chosen by the local rank) or auto (cuda when each rank has a GPU)")
     a("--backend", default=d["backend"], choices=BACKEND_CHOICES,
       help="gradient collectives: mpi, gloo, nccl (torch.distributed, rendezvous over MPI) or auto "
            "(nccl on GPUs, mpi on CPUs)")
-    a("--overlap", type=_on_off, default=d["overlap"], metavar="on|off",
-      help="reduce gradient buckets while backprop runs (default on; ssgd)")
+    a("--overlap", type=_on_off, default=UNSET, metavar="on|off",
+      help="reduce gradient buckets while backprop runs (default on; ssgd, daso)")
     a("--opt", dest="options", type=_option, action="append", default=[],
       help="key=value setting for a registered algorithm (repeatable)")
     a("--allow-divergence", action="store_true",
@@ -238,9 +269,8 @@ def config_from_args(args: argparse.Namespace) -> SyncConfig | AsyncConfig:
     kind = family(algo)
     if kind is None:
         raise TrainerError(f"algo must be one of {', '.join(sorted(algorithms()))}; got {algo!r}")
-    if values.get("terngrad_exchange") is not None and algo != "terngrad":
-        raise TrainerError(f"--terngrad-exchange {values['terngrad_exchange']} needs --algo terngrad (algorithm "
-                           f"{algo} has no ternary exchange)")
+    _refuse_flags_of_other_algorithms(algo, values)
+    values = {k: v for k, v in values.items() if v is not UNSET}  # not given: the config's default
     values["lr"], values["momentum"], sources = resolve(values.get("model", defaults(SyncConfig)["model"]),
                                                         values.get("lr"), values.get("momentum"))
     if kind != "sync" and values.get("accumulate", 1) != 1:
@@ -251,8 +281,6 @@ def config_from_args(args: argparse.Namespace) -> SyncConfig | AsyncConfig:
             raise TrainerError(f"unknown --opt {values['options'][0][0]!r} for {algo}; it takes none (--opt sets "
                                f"the parameter server's algorithms and registered ones; {algo} has flags)")
         values["defaults_from"] = tuple(sources.items())
-        if values.get("terngrad_exchange") is None:
-            values.pop("terngrad_exchange", None)  # the config's default
         return SyncConfig(**_fields_of(SyncConfig, values))
     if values.get("backend") not in ("auto", "mpi"):
         raise TrainerError(f"the parameter server ({algo}) moves parameters and gradients with MPI: "
@@ -262,11 +290,24 @@ def config_from_args(args: argparse.Namespace) -> SyncConfig | AsyncConfig:
         raise TrainerError("the parameter server needs at least 2 MPI ranks (rank 0 serves, the rest work): "
                            "start it with mpiexec -n K, K >= 2")
     fields, server = async_option_fields(algo, values.get("options") or ())
+    from trainers.asynchronous.algos import check_settings_used
+
+    check_settings_used(algo, {k: f"--opt {k}" for k in fields})
     values.update(PS_DEFAULTS, workers=size - 1, eval_every_steps=values.pop("eval_every", 0), options=server)
     if values.get("epochs") is None and values.get("steps") is None:
         values["epochs"] = 1.0
     values.update(fields)
     return AsyncConfig(**_fields_of(AsyncConfig, values))
+
+
+def _refuse_flags_of_other_algorithms(algo: str, values: dict[str, Any]) -> None:
+    """TrainerError for a flag of ALGO_FLAGS given (not UNSET) with an algorithm of the two families that
+    does not read it."""
+    if algo in ALGORITHMS:
+        return
+    for name, (flag, users) in ALGO_FLAGS.items():
+        if values.get(name, UNSET) is not UNSET and algo not in users:
+            raise unused_option(flag, algo, users)
 
 
 def _fields_of(cls: type, values: dict[str, Any]) -> dict[str, Any]:

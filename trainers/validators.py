@@ -17,16 +17,27 @@ from typing import Any
 
 from trainers.errors import TrainerError
 
-__all__ = ["check_int", "check_number", "check_choice", "check_milestones", "check_output_file"]
+__all__ = ["check_int", "check_number", "check_choice", "check_milestones", "check_output_file",
+           "unused_option"]
 
 
-def check_int(name: str, value: Any, lo: int | None = None, *, none_ok: bool = False) -> None:
-    """``value`` is an integer >= ``lo`` (any integer when lo is None); None passes when ``none_ok``."""
+def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, *, none_ok: bool = False) -> None:
+    """``value`` is an integer >= ``lo`` and <= ``hi`` (None: unbounded on that side); None passes when
+    ``none_ok``."""
     if value is None and none_ok:
         return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or (lo is not None and value < lo):
-        bound = f" >= {lo}" if lo is not None else ""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or (lo is not None and value < lo)
+            or (hi is not None and value > hi)):
+        if hi is None:
+            bound = f" >= {lo}" if lo is not None else ""
+        else:
+            bound = f" <= {hi}" if lo is None else f" in {lo}..{hi}"
         raise TrainerError(f"{name} must be an integer{bound}, got {value!r}")
+
+
+def unused_option(option: str, algo: str, users: Iterable[str]) -> TrainerError:
+    """The error for ``option``, given with algorithm ``algo``, which does not read it (``users`` do)."""
+    return TrainerError(f"{option}: algorithm {algo} does not use it; it goes with {', '.join(users)}")
 
 
 def check_number(name: str, value: Any, lo: float | None = None, hi: float | None = None, *,

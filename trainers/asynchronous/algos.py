@@ -4,14 +4,19 @@ sums). Also re-exports the names trainers.config.AsyncConfig checks its settings
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 from trainers.asynchronous.gem import GEM_CODES, WORKERS
 from trainers.asynchronous.masters import RULES
 from trainers.asynchronous.rule_hypers import GAP_MODES
-from trainers.validators import check_choice
+from trainers.validators import check_choice, unused_option
 
-__all__ = ["AlgoSpec", "ALGOS", "GAP_MODES", "GEM_CODES"]
+__all__ = ["AlgoSpec", "ALGOS", "GAP_MODES", "GEM_CODES", "RULE_SETTINGS", "check_settings_used"]
+
+RULE_SETTINGS = ("modulate", "gap", "kappa", "gem_code")
+"""AsyncConfig fields that only some algorithms read (AlgoSpec.takes), refused with the others by
+:func:`check_settings_used` (n, softsync's too, AsyncConfig refuses itself: its default None is "not given")."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,13 @@ class AlgoSpec:
         if self.worker is not None:
             check_choice("worker", self.worker, WORKERS)
 
+    def takes(self, setting: str) -> bool:
+        """Whether the algorithm reads the AsyncConfig field ``setting``: kappa and gem_code are GEM's
+        worker rule's; n, modulate, gap and the others its master rule's hyperparameters."""
+        if setting in ("kappa", "gem_code"):
+            return self.worker == "gem"
+        return setting in {f.name for f in fields(RULES[self.master].Hyper)}
+
 
 ALGOS: dict[str, AlgoSpec] = {  # every master rule but "add", then "add" behind each worker rule
     spec.name: spec
@@ -36,3 +48,12 @@ ALGOS: dict[str, AlgoSpec] = {  # every master rule but "add", then "add" behind
         *(AlgoSpec(name, "add", name) for name in WORKERS),
     )
 }
+
+
+def check_settings_used(algo: str, given: Mapping[str, str]) -> None:
+    """TrainerError for a setting of RULE_SETTINGS in ``given`` (AsyncConfig field -> the option that set
+    it, e.g. "--gap") that algorithm ``algo`` does not read; an unknown algo is left to AsyncConfig."""
+    spec = ALGOS.get(algo)
+    for name, option in given.items():
+        if spec is not None and name in RULE_SETTINGS and not spec.takes(name):
+            raise unused_option(option, algo, [a for a, s in ALGOS.items() if s.takes(name)])

@@ -9,12 +9,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import fields
 
-from trainers.asynchronous.algos import ALGOS
+from trainers.asynchronous.algos import ALGOS, RULE_SETTINGS, check_settings_used
 from trainers.config import NO_MODEL, AsyncConfig, defaults
 from trainers.errors import TrainerError
 from trainers.model_defaults import resolve
 
 __all__ = ["StrictParser", "add_async_arguments", "config_from_args", "parse_or_status"]
+
+
+_RULE_FLAGS = {"modulate": "--no-modulate", "gap": "--gap", "kappa": "--kappa", "gem_code": "--gem-code"}
 
 
 class StrictParser(argparse.ArgumentParser):
@@ -50,13 +53,17 @@ def add_async_arguments(parser: argparse.ArgumentParser, *, algo_flag: str = "--
     parser.add_argument("--no-nesterov", dest="nesterov", action="store_false", help="heavy-ball momentum")
     parser.add_argument("--weight-decay", type=float, default=d["weight_decay"], help="L2 coefficient")
     parser.add_argument("--n", type=int, default=None, help="softsync splitting parameter n (1..N)")
-    parser.add_argument("--no-modulate", dest="modulate", action="store_false",
+    # the rule settings default to None, "not given" (config_from_args: AsyncConfig's default, or refused
+    # with an algorithm that does not read them)
+    parser.add_argument("--no-modulate", dest="modulate", action="store_false", default=None,
                         help="softsync: constant rate instead of alpha0/tau (Zhang's unmodulated baseline)")
-    parser.add_argument("--gap", default=d["gap"], help="gap rules: parameter, layer or global")
-    parser.add_argument("--kappa", type=float, default=d["kappa"], help="GEM proxy amplification")
-    parser.add_argument("--gem-code", default=d["gem_code"],
-                        help="GEM setting: paper (pull after commit, no clamp), paper-clamp (pull after commit, "
-                             "pi clamped to [0,5]) or authors (pull before commit, |Delta+eps|, clamp [0,5])")
+    parser.add_argument("--gap", default=None,
+                        help=f"gap rules (ga, dana-ga, adam-ga): parameter, layer or global (default {d['gap']})")
+    parser.add_argument("--kappa", type=float, default=None,
+                        help=f"GEM proxy amplification (default {d['kappa']:g})")
+    parser.add_argument("--gem-code", default=None,
+                        help="GEM setting: paper (pull after commit, no clamp; default), paper-clamp (pull after "
+                             "commit, pi clamped to [0,5]) or authors (pull before commit, |Delta+eps|, clamp [0,5])")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--epochs", type=float, default=None, help="budget in epochs")
     budget.add_argument("--steps", type=int, default=None, help="budget in gradients applied")
@@ -75,14 +82,17 @@ def add_async_arguments(parser: argparse.ArgumentParser, *, algo_flag: str = "--
     parser.add_argument("--eval-limit", type=int, default=None, help="test images to evaluate on")
     parser.add_argument("--augment", action="store_true", help="random crop and flip (CIFAR)")
     parser.add_argument("--log-every", type=int, default=d["log_every"], help="gradients per step line (0: auto)")
-    parser.add_argument("--seed", type=int, default=d["seed"], help="seed of everything")
+    parser.add_argument("--seed", type=int, default=d["seed"], help="seed of everything (0..2**64-1)")
     parser.add_argument("--log", default=None, help="JSONL run log to write")
 
 
 def config_from_args(args: argparse.Namespace) -> AsyncConfig:
-    """AsyncConfig from parsed add_async_arguments options (TrainerError on a bad value)."""
+    """AsyncConfig from parsed add_async_arguments options (TrainerError on a bad value, or on a rule
+    setting given to an algorithm that does not read it: algos.check_settings_used)."""
     names = {f.name for f in fields(AsyncConfig)}
-    values = {k: v for k, v in vars(args).items() if k in names}
+    values = {k: v for k, v in vars(args).items() if k in names and not (k in RULE_SETTINGS and v is None)}
+    check_settings_used(values.get("algo", defaults(AsyncConfig)["algo"]),
+                        {k: _RULE_FLAGS[k] for k in RULE_SETTINGS if k in values})
     if values.get("epochs") is None and values.get("steps") is None:
         raise TrainerError("give a budget: --epochs E or --steps S")
     values["lr"], values["momentum"], args.defaults_from = resolve(values.get("model", defaults(AsyncConfig)["model"]),

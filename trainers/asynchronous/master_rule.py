@@ -7,7 +7,6 @@ import math
 from collections import Counter
 from typing import Any, ClassVar
 
-import torch
 from torch import Tensor
 
 from trainers.asynchronous.gap_meter import GapMeter

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 import torch
 
 from trainers.config import AsyncConfig, PSOptions
+from trainers.faults import server_hooks
 from trainers.log import RunLog
 from trainers.asynchronous.config import make_plan
 from trainers.asynchronous.data_streams import load_data
@@ -82,6 +84,8 @@ class Server:
         self.payload = torch.empty(self.fm.numel, dtype=torch.float32)
         self.trash = torch.empty(self.fm.numel, dtype=torch.float32)
         self.payload_bytes = 0  # payload bytes received and sent so far (headers not counted)
+        # called with the count of gradients applied before each apply: test hooks (trainers.faults)
+        self.before_apply: list[Callable[[int], None]] = server_hooks(opt.fail_server_at)
 
     # ---- messages
     def watchdog(self) -> None:
@@ -199,6 +203,8 @@ class Server:
                 self.send(w, STOP, 0.0, 0)
                 active.discard(w)
                 continue
+            for hook in self.before_apply:
+                hook(applied)
             new = rule.apply(w, grad)
             applied += 1
             count[w] += 1
