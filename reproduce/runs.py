@@ -90,12 +90,14 @@ def run_checked(cmd: list[str], timeout_s: float, what: str) -> float:
 
 def run_command(cmd: list[str], log: Path, want: dict, timeout_s: float, what: str) -> float | None:
     """Run `cmd` (which writes `log`) unless a matching complete log is there; wall seconds, None if reused.
+    A log there that is incomplete or of another configuration is removed first and made anew.
 
     A failing or timed-out run, or one that leaves no complete matching log, raises ReproduceError.
     """
     if log_matches(log, want):
         return None
     log.parent.mkdir(parents=True, exist_ok=True)
+    log.unlink(missing_ok=True)  # incomplete, or of another configuration: replaced (trainers never write over a log)
     try:
         wall = run_checked(cmd, timeout_s, what)
     except KeyboardInterrupt:

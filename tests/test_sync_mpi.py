@@ -428,6 +428,7 @@ def test_divergence_stops_every_rank_with_one_line_and_status_3(tmp_path: Path, 
     else:  # at the end of its epoch: 256 images / (4 ranks x 16) = 4 steps per epoch
         assert steps[-1]["step"] == 4 * (first // 4) + 3
     # asked to go on: trains to its budget, status 0, the summary still says it diverged
+    log.unlink()  # a run never writes over a log
     code, out, _ = run_mpi(ranks, [*DIVERGE_ARGS, "--algo", algo, *extra, "--log", str(log), "--allow-divergence"],
                            timeout=120)
     assert code == 0, out[-3000:]

@@ -279,3 +279,26 @@ def test_every_trainers_run_command_plan_prints_parses(capsys: pytest.CaptureFix
         cfg = tr.config_from_args(tr.build_run_parser(tr.make_parser("t")).parse_args(c.split("trainers run ")[1].split()))
         assert ("--ranks-per-node 8" in c) == (cfg.algo == "daso")
         assert getattr(cfg, "ranks_per_node", 1) == (8 if cfg.algo == "daso" else 1)
+
+
+# ------------------------------------------------------------------------- a run log is never written over
+
+
+def test_a_run_never_writes_over_a_log(tmp_path: Path, capsys: pytest.CaptureFixture, no_training: None,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_text('{"type": "header"}\n')
+    line = _error_line(capsys, ["run", "--algo", "ssgd", *QUICK, "--log", str(log)])
+    assert line == (f"trainers: error: --log {log} already holds a run log; --resume continues that run (with its "
+                    f"--checkpoint), or give another path or remove it (a run never writes over one)")
+    line = _error_line(capsys, [*SIMULATE, "--log", str(log)])
+    assert line.startswith(f"trainers simulate: error: --log {log} already holds a run log; give another path")
+    assert log.read_text() == '{"type": "header"}\n'  # untouched
+    log.write_text("")  # an empty file holds no run: it is written
+    dispatched = []
+    monkeypatch.setattr(tr, "dispatch", dispatched.append)
+    assert main(["run", "--algo", "ssgd", *QUICK, "--log", str(log)]) == 0 and len(dispatched) == 1
+    log.write_text('{"type": "header"}\n')  # a rank other than 0 leaves the check to rank 0, the log's writer
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "1")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    assert main(["run", "--algo", "ssgd", *QUICK, "--log", str(log)]) == 0 and len(dispatched) == 2

@@ -58,7 +58,7 @@ from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, Usag
 from trainers.sync.daso_schedule import DASO_RULES
 from trainers.sync.optimizers import OPTIMIZERS
 from trainers.sync.registry import SYNC_ALGORITHMS
-from trainers.validators import check_output_file, unused_option
+from trainers.validators import check_new_log, check_output_file, unused_option
 
 __all__ = [
     "ALGORITHMS",
@@ -370,6 +370,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     checkpoint = cfg.checkpoint if isinstance(cfg, SyncConfig) else None
     for option, path in output_files(cfg):  # before any training: a run must not fail at its end
         check_output_file(option, path)
+    if _devices.env_world()[0] == 0:  # the log's writer; a rank 0 that refuses ends the launcher's job
+        check_new_log(cfg.log, cfg.resume if isinstance(cfg, SyncConfig) else None)
     if isinstance(cfg, SyncConfig) and cfg.resume and not os.path.isfile(checkpoint):
         raise TrainerError(f"--resume: checkpoint {checkpoint} does not exist (without --resume the run "
                            f"starts at step 0)")

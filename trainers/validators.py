@@ -94,3 +94,13 @@ def check_output_file(option: str, path: Any) -> None:
         raise TrainerError(f"{option} {path}: {parent} is not a folder")
     if not os.access(parent, os.W_OK):
         raise TrainerError(f"{option} {path}: the folder {parent} is not writable")
+
+
+def check_new_log(path: Any, resume: bool | None) -> None:
+    """A run log is never written over: ``path`` (None or "": no log) must not already hold one, unless the
+    run continues it (``resume`` True; None: the command has no --resume). Checked before a run starts."""
+    if not path or resume or not os.path.isfile(path) or os.path.getsize(path) == 0:
+        return
+    hint = "--resume continues that run (with its --checkpoint), or " if resume is not None else ""
+    raise TrainerError(f"--log {path} already holds a run log; {hint}give another path or remove it (a run never "
+                       f"writes over one)")

@@ -56,7 +56,7 @@ from trainers.config import NO_MODEL, PS_DEFAULTS, AsyncConfig, PSOptions, defau
 from trainers.comm import abort_on_error
 from trainers.device import DEVICES, env_world, select_worker_device
 from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError
-from trainers.validators import check_output_file
+from trainers.validators import check_new_log, check_output_file
 from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args, parse_or_status
 from trainers.asynchronous.data_streams import load_data
 from trainers.asynchronous.ps_messages import load_order
@@ -184,6 +184,8 @@ def ps_from_args(args: argparse.Namespace) -> int:
                         fail_mode=args.fail_mode)
         for option, path in (("--log", cfg.log), ("--save-params", opt.save_params)):
             check_output_file(option, path)  # before training: a run must not fail at its end
+        if rank == 0:  # the server writes the log; its refusal ends the launcher's job
+            check_new_log(cfg.log, None)
         if opt.replay_order:
             load_order(opt.replay_order, cfg.workers)
         if opt.fail_worker is not None and opt.fail_worker >= cfg.workers:

@@ -63,7 +63,7 @@ from trainers.asynchronous.evaluate import evaluate
 from trainers.asynchronous.flat_model import FlatModel, build_rule, build_schedule, build_worker_rule
 from trainers.asynchronous.reporting import StepWindow, WindowStats, header_fields, rule_summary
 from trainers.errors import DIVERGED_STATUS, TrainerError
-from trainers.validators import check_output_file
+from trainers.validators import check_new_log, check_output_file
 
 PROG = "trainers simulate"  # the prefix of its error lines
 
@@ -341,6 +341,7 @@ def simulate_from_args(args: argparse.Namespace) -> int:
     try:
         cfg = config_from_args(args)
         check_output_file("--log", cfg.log)  # before the run: it must not fail at its end
+        check_new_log(cfg.log, None)
         check_output_file("--record-order", args.record_order)
         result = simulate(cfg, log_path=cfg.log, device=cfg.device,
                           header={"defaults_from": getattr(args, "defaults_from", {})})
