@@ -276,7 +276,8 @@ def test_every_trainers_run_command_plan_prints_parses(capsys: pytest.CaptureFix
                 if "trainers_run" in r["settings"]]
     assert rc == 0 and {c.split("--algo ")[1].split()[0] for c in commands} == {"ssgd", "terngrad", "daso", "asgd"}
     for c in commands:
-        cfg = tr.config_from_args(tr.build_run_parser(tr.make_parser("t")).parse_args(c.split("trainers run ")[1].split()))
+        argv = c.split("trainers run ")[1].split()
+        cfg = tr.config_from_args(tr.build_run_parser(tr.make_parser("t")).parse_args(argv))
         assert ("--ranks-per-node 8" in c) == (cfg.algo == "daso")
         assert getattr(cfg, "ranks_per_node", 1) == (8 if cfg.algo == "daso" else 1)
 

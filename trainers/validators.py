@@ -18,7 +18,7 @@ from typing import Any
 from trainers.errors import TrainerError
 
 __all__ = ["check_int", "check_number", "check_choice", "check_milestones", "check_output_file",
-           "unused_option"]
+           "check_new_log", "unused_option"]
 
 
 def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, *, none_ok: bool = False) -> None:

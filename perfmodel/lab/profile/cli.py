@@ -107,7 +107,8 @@ def add_profile_parser(subparsers: Any) -> None:
                         "exchange over the link (--compute-after); the file is what `perfmodel predict "
                         "--link-from` takes")
     p.add_argument("--kernel-load", type=float, default=None, metavar="SECONDS",
-                   help="with --link (refused without it): measure the kernel's network CPU time per byte between the two nodes "
+                   help="with --link (refused without it): measure the kernel's network CPU time per byte "
+                        "between the two nodes "
                         "(/proc/stat irq+softirq over this many seconds of exchanges, less as many idle; "
                         "default 2, 0: not measured)")
     p.add_argument("--quiet", action="store_true", help="no progress bars or summary")
