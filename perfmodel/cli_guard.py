@@ -20,6 +20,14 @@ class OneLineParser(argparse.ArgumentParser):
         raise CLIError(message)
 
 
+class OneLineExitParser(argparse.ArgumentParser):
+    """argparse whose errors are one line ``PROG: error: ...`` on stderr and exit status 2, without the usage
+    dump, for commands that parse outside ``run_guarded`` (the reproduce scripts)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def value_options(parser: argparse.ArgumentParser, commands: tuple[str, ...]) -> frozenset[str]:
     """The options of the subcommands ``commands`` of ``parser`` that take exactly one value."""
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]

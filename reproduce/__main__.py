@@ -9,20 +9,20 @@ import argparse
 import importlib
 import sys
 
+from perfmodel.cli_guard import OneLineExitParser
 from perfmodel.fileio import package_version
 from reproduce import SCRIPTS
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    p = argparse.ArgumentParser(
+    p = OneLineExitParser(
         prog="dsgd-reproduce", description=__doc__.splitlines()[0],
         epilog="papers: " + "; ".join(f"{k}: {v}" for k, v in SCRIPTS.items()))
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     p.add_argument("paper", choices=list(SCRIPTS), help="which script to run")
     p.add_argument("options", nargs=argparse.REMAINDER, help="the script's own options (--scale, --out, ...)")
     if not argv:
-        p.print_usage(sys.stderr)
         print("dsgd-reproduce: error: name a paper: " + ", ".join(SCRIPTS), file=sys.stderr)
         return 2
     if argv[0] in SCRIPTS:  # the rest goes to the script untouched, --help included

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 from filelock import FileLock
 
+from perfmodel.cli_guard import OneLineExitParser
 from perfmodel.fileio import atomic_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +146,7 @@ def seeds_of(args: argparse.Namespace, default: tuple[int, ...]) -> tuple[int, .
 
 
 def parser(paper: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"reproduce/{paper}.py", description=description)
+    p = OneLineExitParser(prog=f"reproduce/{paper}.py", description=description)
     p.add_argument("--scale", choices=SCALES, default="smoke",
                    help="smoke: seconds, for CI; small: reduced real runs on a CPU; paper: the paper's settings")
     p.add_argument("--out", default=None, help="results folder (default results/; smoke: results-smoke/)")
@@ -219,7 +220,7 @@ def emulated_check_main(argv: list[str] | None, *, name: str, doc: str, table: s
     """The command line of an out-of-sample check on emulated nodes (reproduce.overlap_check,
     reproduce.accumulation_check): --remakes N runs remakes 0..N-1 (``check``), --report prints the
     committed ``table``'s medians only (``report``); bad input and failed runs are one line, exit 2."""
-    ap = argparse.ArgumentParser(prog=f"python -m reproduce.{name}", description=doc.split("\n\n")[0])
+    ap = OneLineExitParser(prog=f"python -m reproduce.{name}", description=doc.split("\n\n")[0])
     ap.add_argument("--remakes", type=int, default=remakes,
                     help=f"remakes 0..N-1, each with its own profiles (default {remakes})")
     ap.add_argument("--out", type=Path, default=out, help="results folder (default: %(default)s)")

@@ -17,7 +17,6 @@ the library's input (BERT rows at the library's 128-token sequence) on GPUs of g
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from dataclasses import replace
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfmodel.cli_guard import OneLineExitParser
 from perfmodel import presets
 from perfmodel.preset_toml import PresetError
 from perfmodel.compute_rule import (PRECISIONS, RUNS_PRECISION, EstimateRule, activation_elements,
@@ -135,7 +135,7 @@ def fit(rates: list[dict], rule: EstimateRule) -> EstimateRule:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reproduce.compute_rates", description=__doc__.split("\n\n")[0])
+    ap = OneLineExitParser(prog="python -m reproduce.compute_rates", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
     ap.add_argument("--write", action="store_true", help=f"write {TABLE}")
     args = ap.parse_args(argv)

@@ -10,7 +10,6 @@ contributes, our mean and interval, the acceptance range, the verdict, the scale
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import math
@@ -18,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from perfmodel.cli_guard import OneLineExitParser
 from reproduce import barkai2020, coquelin2021, hermans2018, wen2017, zhang2016
 from reproduce.common import ReproduceError, default_results_dir
 from reproduce.verdicts import Verdict, write_verdicts
@@ -63,7 +63,7 @@ def markdown(verdicts: list[Verdict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reproduce.headlines", description=__doc__.splitlines()[0])
+    p = OneLineExitParser(prog="python -m reproduce.headlines", description=__doc__.splitlines()[0])
     p.add_argument("--results", default=None, help="results folder (default: the checkout's results/)")
     p.add_argument("--papers", default=",".join(PAPERS), help=f"comma list (default all: {', '.join(PAPERS)})")
     p.add_argument("--format", choices=("md", "csv"), default="md")

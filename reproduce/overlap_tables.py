@@ -13,11 +13,12 @@ source family (the ``source`` column) and half. docs/overlap.md holds its output
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from perfmodel.cli_guard import OneLineExitParser
 
 from .halves import HALVES, half
 from .published import OVERLAP_MODES, RUNS, PublishedError, error_pct, load_runs, predict_row
@@ -67,7 +68,7 @@ def tables(rows: list[dict], halves: tuple[str, ...] = HALVES) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reproduce.overlap_tables", description=__doc__.split("\n\n")[0])
+    ap = OneLineExitParser(prog="python -m reproduce.overlap_tables", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
     ap.add_argument("--halves", default=",".join(HALVES), help="which halves to tabulate (default: both)")
     args = ap.parse_args(argv)

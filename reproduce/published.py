@@ -35,7 +35,6 @@ effects were chosen on when runs.csv had 515 rows.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
@@ -44,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfmodel.cli_guard import OneLineExitParser
 from perfmodel import presets
 from perfmodel.fileio import atomic_open
 from perfmodel.plot import save_figure
@@ -554,7 +554,7 @@ def default_out(runs: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reproduce.published", description=__doc__.split("\n\n")[0])
+    ap = OneLineExitParser(prog="python -m reproduce.published", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
     ap.add_argument("--out", type=Path, default=None,
                     help=f"results folder (default: {OUT} for the default runs file, else {OUT}/<runs file stem>)")

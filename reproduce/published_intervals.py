@@ -15,12 +15,12 @@ span on both halves; with --write, writes the TOML (atomically). Nothing is fitt
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from perfmodel.cli_guard import OneLineExitParser
 from perfmodel.fileio import atomic_write_text
 from perfmodel.intervals import POOLED, SPANS, Band, Bands, family, load_bands, span, with_band
 from perfmodel.specs import SpecError
@@ -123,7 +123,7 @@ def report(rows: list[dict], bands: Bands) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reproduce.published_intervals", description=__doc__.splitlines()[0])
+    p = OneLineExitParser(prog="python -m reproduce.published_intervals", description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=Path, default=pub.RUNS)
     p.add_argument("--write", type=Path, default=None, help="write the bands to this TOML file")
     p.add_argument("--min-rows", type=int, default=MIN_ROWS)

@@ -21,12 +21,12 @@ which is what `perfmodel plan --node-rate` does for candidates whose batch diffe
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+from perfmodel.cli_guard import OneLineExitParser
 from perfmodel.intervals import load_bands
 from perfmodel.node_overhead import node_step_overhead
 from perfmodel.scaling import predict
@@ -197,7 +197,7 @@ def report(rows: list[dict], misses: str = "none") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reproduce.published_node", description=__doc__.split("\n\n")[0])
+    ap = OneLineExitParser(prog="python -m reproduce.published_node", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
     ap.add_argument("--misses", choices=("none", "all"), default="none", help="list the one-node predictor's misses")
     args = ap.parse_args(argv)

@@ -22,7 +22,6 @@ cluster (excerpts/noise_dlperf_of_rn50_0821_runs.md: 5826.49 .. 5974.30 images/s
 
 from __future__ import annotations
 
-import argparse
 import collections
 import itertools
 import re
@@ -30,6 +29,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfmodel.cli_guard import OneLineExitParser
 from perfmodel.plan import rank
 from reproduce.published import ROOT, RUNS, PublishedError, load_runs, predict_row
 
@@ -167,7 +167,7 @@ def report(ps: list[Pair], misses: str = "dev") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reproduce.published_pairs", description=__doc__.split("\n\n")[0])
+    ap = OneLineExitParser(prog="python -m reproduce.published_pairs", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
     ap.add_argument("--misses", choices=("dev", "all", "none"), default="dev",
                     help="which misses to list (default: the development pairs')")

@@ -20,11 +20,11 @@ theirs), so a result says how far a stated cause explains the misses, not what t
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 
+from perfmodel.cli_guard import OneLineExitParser
 from perfmodel import presets
 from perfmodel.cluster_input import PCIE_FABRICS
 from perfmodel.fabrics import parse_link
@@ -105,7 +105,7 @@ def report(before: dict[str, list[float]], after: dict[str, list[float]], said: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reproduce.published_whatif", description=__doc__.split("\n\n")[0])
+    ap = OneLineExitParser(prog="python -m reproduce.published_whatif", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
     ap.add_argument("--gpu-topology", type=Path, default=None, help="a node layout (nvidia-smi topo -m text)")
     ap.add_argument("--host-cpu", default=None, help="the host CPU (data/presets/host_cpus.toml)")

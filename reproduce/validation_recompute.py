@@ -11,7 +11,6 @@ so that they run from the repository root (tests/test_predict_commands.py runs e
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from perfmodel.cli_guard import OneLineExitParser
 from perfmodel.fileio import atomic_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +61,7 @@ def recompute(base: Path, table: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="reproduce/validation_recompute.py", description=__doc__.splitlines()[0])
+    p = OneLineExitParser(prog="reproduce/validation_recompute.py", description=__doc__.splitlines()[0])
     p.add_argument("--dir", default=str(ROOT / "results" / "validation"), help="the tables' folder")
     p.add_argument("--table", default="validate,emulated", help="comma list of tables (default validate,emulated)")
     args = p.parse_args(argv)

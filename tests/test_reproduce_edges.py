@@ -228,3 +228,25 @@ def test_emulate_cleanup_with_a_command_is_refused_before_any_setup(tmp_path, ca
     line = _one_line(capsys.readouterr().err)
     assert line.startswith("perfmodel: error: --cleanup") and "runs no command" in line and "touch" in line
     assert not touched.exists()
+
+
+# --------------------------------------------------------------------------- argparse's own errors: one line
+
+@pytest.mark.parametrize("module, argv", [
+    ("reproduce.__main__", []), ("reproduce.__main__", ["nosuchpaper"]), ("reproduce.zhang2016", ["--scale", "foo"]),
+    ("reproduce.wen2017", ["--seeds"]), ("reproduce.headlines", ["--format", "xml"]),
+    ("reproduce.published", ["--overlap", "x"]), ("reproduce.published_pairs", ["--bogus"]),
+    ("reproduce.published_node", ["--bogus"]), ("reproduce.published_whatif", ["--bogus"]),
+    ("reproduce.published_intervals", ["--bogus"]), ("reproduce.compute_rates", ["--bogus"]),
+    ("reproduce.overlap_tables", ["--bogus"]), ("reproduce.overlap_check", ["--remakes", "x"]),
+    ("reproduce.validation_recompute", ["--bogus"]),
+])
+def test_every_reproduce_command_words_a_bad_option_in_one_line(module: str, argv: list[str], capsys) -> None:
+    import importlib
+
+    with pytest.raises(SystemExit) as e:
+        rc = importlib.import_module(module).main(argv)
+        raise SystemExit(rc)  # a command that refuses by returning 2 rather than through argparse
+    assert e.value.code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert " error: " in line and "usage:" not in line
