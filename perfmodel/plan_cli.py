@@ -232,13 +232,15 @@ def format_plan_table(rows: list[dict]) -> str:
 
 
 def _csv_rows(rows: list[dict]) -> str:
+    """The rows as CSV: one number or text per cell (the interval as its four bounds; settings as JSON)."""
     import csv
     import io
 
     flat = []
     for r in rows:
         d = {k: v for k, v in r.items() if k not in ("memory", "settings", "learning_effect", "violates", "interval")}
-        d["interval_time_to_train_s"] = "-".join(f"{t:.6g}" for t in r["interval"]["time_to_train_s"])
+        (d["samples_per_s_lo"], d["samples_per_s_hi"]), (d["time_to_train_lo_s"], d["time_to_train_hi_s"]) = (
+            r["interval"]["samples_per_s"], r["interval"]["time_to_train_s"])  # the 80% band, one number a cell
         d["learning_effect"] = "" if r["learning_effect"] is None else r["learning_effect"]["summary"]
         d["violates"] = ";".join(r["violates"])
         d["settings"] = json.dumps(r["settings"])

@@ -242,3 +242,22 @@ def test_estimate_mixed_plans_in_mixed_precision_unless_told(capsys):
     assert out.splitlines()[1].startswith("# compute: measured: published single-GPU rate")  # the rule's first
     rc, out, _ = _run(capsys, base[:-1] + ["--top", "1", "--cluster", "hgx-b200"])  # no published B200 rate
     assert rc == 0 and out.splitlines()[1].startswith("# compute: ESTIMATE (no published single-GPU rate")
+
+
+def test_csv_is_the_json_one_value_a_cell(capsys):
+    import csv
+    import io
+
+    rc, out, _ = _run(capsys, ISSUE + ["--format", "json", "--top", "5"])
+    rows = json.loads(out)
+    rc2, out, _ = _run(capsys, ISSUE + ["--format", "csv", "--top", "5"])
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert rc == rc2 == 0 and len(table) == len(rows) == 5
+    for j, c in zip(rows, table):
+        assert int(c["gpus"]) == j["gpus"] and c["strategy"] == j["strategy"]
+        assert float(c["time_to_train_s"]) == pytest.approx(j["time_to_train_s"])
+        assert [float(c["samples_per_s_lo"]), float(c["samples_per_s_hi"])] == pytest.approx(
+            j["interval"]["samples_per_s"])
+        assert [float(c["time_to_train_lo_s"]), float(c["time_to_train_hi_s"])] == pytest.approx(
+            j["interval"]["time_to_train_s"])
+        assert json.loads(c["settings"]) == j["settings"]
