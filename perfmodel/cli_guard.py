@@ -36,6 +36,9 @@ def value_options(parser: argparse.ArgumentParser, commands: tuple[str, ...]) ->
                      for flag in a.option_strings)
 
 
+_DASH_NUMBER = frozenset(f"-{d}" for d in "0123456789.")  # how a negative-looking value begins: -1h, -.5, -3Gb/s
+
+
 def glue_dash_values(argv: list[str], options: frozenset[str] | tuple[str, ...]) -> list[str]:
     """``--deadline -1h`` as ``--deadline=-1h`` for each of ``options`` whose value starts with - and a digit or a
     dot (-1h, -3Gb/s, -1e3), so the value reaches the option's check and its one-line error instead of argparse
@@ -45,7 +48,7 @@ def glue_dash_values(argv: list[str], options: frozenset[str] | tuple[str, ...])
     while i < len(argv):
         if argv[i] == "--":
             return out + argv[i:]
-        if argv[i] in options and i + 1 < len(argv) and argv[i + 1][:2] in {f"-{d}" for d in "0123456789."}:
+        if argv[i] in options and i + 1 < len(argv) and argv[i + 1][:2] in _DASH_NUMBER:
             out.append(f"{argv[i]}={argv[i + 1]}")
             i += 2
             continue

@@ -229,7 +229,7 @@ def _rows(wl: Workload, cluster: Cluster, cand: Candidate, w: np.ndarray, scalin
                                                     "buffers", "temporaries")}
     parts["total"] = total.tolist()
     gpus, thr, eff, b = w.astype(int).tolist(), p.throughput.tolist(), p.efficiency.tolist(), p.batch_per_gpu.tolist()
-    tt, hours = tt.tolist(), hours.tolist()
+    tt, hours, nodes = tt.tolist(), hours.tolist(), p.nodes.tolist()
     out = []
     c = inp.constraints
     for i in range(len(gpus)):
@@ -238,7 +238,7 @@ def _rows(wl: Workload, cluster: Cluster, cand: Candidate, w: np.ndarray, scalin
                "samples_per_s": thr[i], "efficiency": eff[i], "time_to_train_s": tt[i], "gpu_hours": hours[i],
                "cost": cost, "memory_per_gpu_bytes": parts["total"][i], "fits": ok[i], "batch_per_gpu": b[i],
                "accumulate": k, "global_batch": b[i] * k * gpus[i], "comm_exposed_share": exposed[i],
-               "interval": None, "memory": {key: v[i] for key, v in parts.items()}}
+               "nodes": nodes[i], "memory": {key: v[i] for key, v in parts.items()}}
         violates = []
         if not ok[i]:
             violates.append("memory")

@@ -194,8 +194,7 @@ def build_input(args, workload, cluster) -> PlanInput:
 def public_row(r: dict, workload, cluster, inp: PlanInput) -> dict:
     out = {k: r[k] for k in JSON_KEYS if k in r}
     out["learning_effect"] = effect_for(r["strategy"])
-    nodes = -(-r["gpus"] // cluster.gpus_per_node)
-    out["interval"] = interval(r["strategy"], r["gpus"], nodes, r["samples_per_s"], inp.work.samples)
+    out["interval"] = interval(r["strategy"], r["gpus"], r["nodes"], r["samples_per_s"], inp.work.samples)
     out["settings"] = launch_settings(r["_strategy"], gpus=r["gpus"], gpus_per_node=cluster.gpus_per_node,
                                       batch_per_gpu=r["batch_per_gpu"], accumulate=r["accumulate"],
                                       model=workload.name, optimizer=inp.optimizer)
