@@ -287,8 +287,16 @@ def describe(cluster: Cluster) -> str:
     gb = lambda link: f"{link.bandwidth_Bps / 1e9:.4g} GB/s, {link.latency_s * 1e6:.3g} us"  # noqa: E731
     nodes = f"max {cluster.max_nodes} nodes" if cluster.max_nodes else "open-ended node count"
     nics = f" ({cluster.nics} NICs)" if cluster.nics > 1 else ""
-    return (f"{cluster.gpus_per_node}x {cluster.gpu or '?'} per node; intra {gb(cluster.intra)}; host "
-            f"{gb(cluster.host)}; network {gb(cluster.network)}{nics}; {nodes}")
+    return (f"{cluster.gpus_per_node}x {cluster.gpu or '?'} per node; intra {gb(cluster.intra)}{partial_note(cluster)}; "
+            f"host {gb(cluster.host)}; network {gb(cluster.network)}{nics}; {nodes}")
+
+
+def partial_note(cluster: Cluster) -> str:
+    """' (part of a node: ...)' with the intra figure of each GPU count that has its own, else ''."""
+    if not cluster.intra.partial_Bps or cluster.intra.node_gpus != cluster.gpus_per_node:
+        return ""
+    each = [f"{g} GPUs {'host link' if b == 0 else f'{b / 1e9:.4g} GB/s'}" for g, b in cluster.intra.partial_Bps]
+    return f" (GPUs 0..g-1 of a node ring on fewer links: {', '.join(each)})"
 
 
 def topology_note(cluster: Cluster) -> str | None:

@@ -9,6 +9,12 @@ A LINK is one of
 A fabric brings its achievable bandwidth and latency (what the model uses, see fabrics.toml). A bare
 figure is taken as the achievable bandwidth; its latency is the one of the link it replaces, else the
 latency of the reference fabric of its role (DEFAULT_LATENCY_FABRIC).
+
+An intra fabric wired as a mesh of direct links (the DGX-1's hybrid cube-mesh) may say how many of its
+links per GPU the rings through GPUs 0..g-1 can use: ``node_gpus`` (the node the fabric describes) and
+``ring_links = {g = links}`` (with g = node_gpus, the links its achievable figure stands for). A node
+running g < node_gpus of its GPUs then rings at achievable x links(g) / links(node_gpus); 0 links: no
+ring on the fabric (the host link carries it). docs/model.md section 10.3c derives the DGX-1 tables.
 """
 
 from __future__ import annotations
@@ -41,11 +47,39 @@ class Fabric:
     achievable_Bps: float
     latency_s: float
     source: str
+    partial_Bps: tuple[tuple[int, float], ...] = ()  # (g, bytes/s) when g < node_gpus GPUs of a node run
+    node_gpus: int = 0
 
     def link(self, count: int = 1) -> Link:
         """The link the model uses: ``count`` of these side by side (achievable bandwidth x count)."""
-        return Link(self.latency_s, self.achievable_Bps * count,
-                    f"{count}x {self.name}: {self.source}" if count > 1 else f"{self.name}: {self.source}")
+        if count > 1:
+            return Link(self.latency_s, self.achievable_Bps * count, f"{count}x {self.name}: {self.source}")
+        return Link(self.latency_s, self.achievable_Bps, f"{self.name}: {self.source}", self.partial_Bps,
+                    self.node_gpus)
+
+
+def _ring_links(d: dict, where: str, achievable: float) -> tuple[tuple[tuple[int, float], ...], int]:
+    """(partial_Bps, node_gpus) from a fabric's node_gpus and ring_links (module docstring); () without."""
+    if "ring_links" not in d and "node_gpus" not in d:
+        return (), 0
+    node, links = d.get("node_gpus"), d.get("ring_links")
+    if isinstance(node, bool) or not isinstance(node, int) or node < 2:
+        raise PresetError(f"{where}: node_gpus must be an integer >= 2 (the GPUs of the node ring_links "
+                          f"describes), got {node!r}")
+    if not isinstance(links, dict):
+        raise PresetError(f"{where}: ring_links must be a table {{g = links}} for g = 2..{node}, got {links!r}")
+    table = {}
+    for key, v in links.items():
+        if not key.isdigit() or not 2 <= int(key) <= node:
+            raise PresetError(f"{where}: ring_links key {key!r} must be a GPU count 2..{node}")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise PresetError(f"{where}: ring_links[{key}] must be an integer >= 0, got {v!r}")
+        table[int(key)] = v
+    full = table.get(node, 0)
+    if full < 1 or any(v > full for v in table.values()):
+        raise PresetError(f"{where}: ring_links[{node}] (the whole node's links, what achievable_Bps stands "
+                          f"for) must be >= 1 and >= every other count, got {links!r}")
+    return tuple((g, achievable * v / full) for g, v in sorted(table.items()) if g < node), node
 
 
 def load_fabrics(path: Path) -> dict[str, Fabric]:
@@ -71,8 +105,9 @@ def load_fabrics(path: Path) -> dict[str, Fabric]:
         if values["achievable_Bps"] > values["nominal_Bps"]:
             raise PresetError(f"{where}: achievable_Bps {values['achievable_Bps']} exceeds nominal_Bps "
                               f"{values['nominal_Bps']}")
+        partial, node = _ring_links(d, where, float(values["achievable_Bps"]))
         out[name] = Fabric(name, values["kind"], float(values["nominal_Bps"]), float(values["achievable_Bps"]),
-                           float(values["latency_s"]), str(values["source"]))
+                           float(values["latency_s"]), str(values["source"]), partial, node)
     return out
 
 
@@ -131,7 +166,8 @@ def parse_link(text: str, fabrics: dict[str, Fabric], *, what: str, role: str,
         fab = fabrics[name]
         link = fab.link(count)
         if latency is not None:
-            link = Link(latency, link.bandwidth_Bps, link.source + f" (latency {latency:g} s given)")
+            link = Link(latency, link.bandwidth_Bps, link.source + f" (latency {latency:g} s given)",
+                        link.partial_Bps, link.node_gpus)
         return ParsedLink(link, count)
     if not re.match(rf"\s*{_NUMBER}", text):
         raise SpecError(f"unknown fabric {text.strip()!r} for {what}; fabrics: {', '.join(sorted(fabrics))}; "

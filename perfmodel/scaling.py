@@ -69,7 +69,7 @@ of the g GPUs of a node); ASGD runs at the mean rate of its machines.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -193,15 +193,54 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     """Predict one strategy for every GPU count in ``gpus`` (1-D integers).
 
     batch: per-GPU micro-batch (weak scaling) or total batch per exchange (strong scaling), in samples.
+    A count that runs part of one node uses the intra link's figure for that many GPUs where the link
+    has one (``Cluster.intra_for``: a hybrid cube-mesh's GPUs 0..g-1 share fewer NVLinks).
     Raises SpecError for a count the strategy cannot run (see ``unrunnable``) or beyond the cluster's
     nodes.
     """
+    w = np.asarray(gpus, dtype=float).ravel()
+    groups = _intra_groups(w, cluster)
+    parts = [(mask, _predict(workload, c, strategy, w[mask], scaling, batch)) for mask, c in groups]
+    if len(parts) == 1:
+        return parts[0][1]
+    first = parts[0][1]
+
+    def stitch(get) -> np.ndarray:
+        out = np.empty(len(w), dtype=np.result_type(*(get(p) for _, p in parts)))
+        for mask, p in parts:
+            out[mask] = get(p)
+        return out
+
+    arrays = {f: stitch(lambda p, f=f: getattr(p, f)) for f in _ARRAY_FIELDS}
+    return replace(first, **arrays, extra={k: stitch(lambda p, k=k: p.extra[k]) for k in first.extra})
+
+
+_ARRAY_FIELDS = ("gpus", "nodes", "batch_per_gpu", "t_compute_s", "t_comm_s", "t_iter_s", "throughput", "speedup",
+                 "efficiency", "bytes_per_gpu")
+
+
+def _intra_groups(w: np.ndarray, cluster: Cluster) -> list[tuple[np.ndarray, Cluster]]:
+    """(mask of the counts, the cluster they run on): a count with its own intra figure (a part of one
+    node, ``Cluster.intra_for``) apart, every other count on ``cluster`` as it is."""
+    out, rest = [], np.ones(len(w), dtype=bool)
+    if cluster.intra.node_gpus == cluster.gpus_per_node:
+        for g, _ in cluster.intra.partial_Bps:
+            mask = w == g
+            if mask.any():
+                out.append((mask, cluster.with_link("intra", cluster.intra_for(g))))
+                rest &= ~mask
+    if rest.any() or not out:
+        out.append((rest, cluster))
+    return out
+
+
+def _predict(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, scaling: str,
+             batch: int) -> Prediction:
     if scaling not in SCALINGS:
         raise SpecError(f"unknown scaling {scaling!r}; choose strong or weak")
     if isinstance(batch, bool) or int(batch) != batch or batch < 1:
         raise SpecError(f"batch must be a positive integer, got {batch!r}")
     k = int(getattr(workload, "accumulate", 1) or 1)
-    w = np.asarray(gpus, dtype=float).ravel()
     _check_gpus(w, cluster, strategy, scaling, batch, k)
     nodes, _ = coll.placement(w, cluster)
     curve, scale, source = workload.compute_for(cluster)

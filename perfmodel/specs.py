@@ -40,10 +40,25 @@ class Link:
     latency_s: float
     bandwidth_Bps: float
     source: str = ""
+    #: an intra link whose bandwidth depends on how many GPUs of a node of ``node_gpus`` run (a hybrid
+    #: cube-mesh: GPUs 0..g-1 share fewer NVLinks): (g, bytes/s) pairs; 0 bytes/s: no ring over this link
+    partial_Bps: tuple[tuple[int, float], ...] = ()
+    node_gpus: int = 0
 
     def __post_init__(self) -> None:
         _positive("latency_s", self.latency_s, allow_zero=True)
         _positive("bandwidth_Bps", self.bandwidth_Bps, allow_inf=True)
+        try:
+            pairs = tuple((int(g), float(b)) for g, b in self.partial_Bps)
+        except (TypeError, ValueError):
+            raise SpecError(f"link partial_Bps must be (GPUs, bytes/s) pairs, got {self.partial_Bps!r}") from None
+        object.__setattr__(self, "partial_Bps", pairs)
+        if pairs:
+            _positive_int("node_gpus", self.node_gpus)
+            for g, b in pairs:
+                if not 2 <= g < self.node_gpus:
+                    raise SpecError(f"link partial_Bps: GPU count {g} must be 2..{self.node_gpus - 1}")
+                _positive(f"link partial_Bps[{g}]", b, allow_zero=True)
 
     @property
     def alpha(self) -> float:
@@ -130,6 +145,20 @@ class Cluster:
         if self.host_memory_Bps is not None:
             _positive("host_memory_Bps", self.host_memory_Bps)
         _positive_int("nics", self.nics)
+
+    def intra_for(self, gpus: int) -> Link:
+        """The intra link of a node that runs ``gpus`` of its GPUs (GPUs 0..gpus-1): the link's own figure
+        for a whole node or a link without a partial table; the table's figure for ``gpus``, where the
+        link is described for nodes of this size; the host link where those GPUs have no ring on it."""
+        link = self.intra
+        table = dict(link.partial_Bps)
+        if link.node_gpus != self.gpus_per_node or gpus not in table:
+            return link
+        why = f"{gpus} of a node's {link.node_gpus} GPUs"
+        if table[gpus] == 0:
+            return Link(self.host.latency_s, self.host.bandwidth_Bps,
+                        f"{why} have no ring on the intra link; the host link carries it: {self.host.source}")
+        return Link(link.latency_s, table[gpus], f"{why}: {link.source}")
 
     def network_for(self, op: str) -> Link:
         """The network link of operation ``op`` (``NETWORK_OPS``): its own from ``network_ops`` when

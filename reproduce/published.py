@@ -18,27 +18,24 @@ another runs file writes to results/published/<its stem>/ (``default_out``; git 
                                   [--overlap X]   # constant overlap instead of the computed one
                                   [--effects all|none|NAME,...] [--ablation]
 
-Physical effects beyond link bandwidth and the bucket schedule (EFFECTS; all applied by default, each to
-every row it concerns, none fitted): gpu-variability (a synchronous step waits for the slowest of W GPUs
-whose speeds differ as Sinha et al. SC22 measured), horovod-cycle (Horovod launches collectives from a
-5 ms loop), overlap-interference (concurrent compute and collectives slow each other by 0.79, from
-Agrawal et al. 2024's 21% of the ideal gain; perfmodel.overlap_causes); all three are perfmodel
-predict's defaults as well. The overlap follows each framework's bucketing policy (DDP's 1 MiB first
-bucket, TF's bucket per tensor, Horovod's 64 MiB fusion buffer).
+Effects beyond the links' whole-node figures and the bucket schedule (EFFECTS; all on by default and in
+perfmodel predict, none fitted): gpu-variability (the slowest of W GPUs, Sinha et al. SC22), horovod-cycle
+(a 5 ms launch loop), overlap-interference (concurrent compute and collectives slow each other by 0.79,
+Agrawal et al. 2024; perfmodel.overlap_causes), partial-node-rings (GPUs 0..g-1 of a DGX-1 ring on the
+NVLinks among them). The overlap follows each framework's bucketing policy (DDP's 1 MiB first bucket,
+TF's bucket per tensor, Horovod's 64 MiB fusion buffer).
 
-Two splits are reported. The declared halves of issue 27 (runs.csv column ``half``, reproduce.halves:
-a hash of each row's source and location, fixed before the model changes of that issue): "dev half"
-and "held-out half", all and across nodes; the ablation gives each effect on and off per half. And
-"other sources": the rows outside DEV_SOURCES (TensorFlow benchmarks page, DLPerf), the sources the three
-effects were chosen on when runs.csv had 515 rows.
-"""
+Two splits: issue 27's declared halves (runs.csv column ``half``, reproduce.halves; fixed before that
+issue's model changes), "dev half" and "held-out half", all and across nodes, each effect on and off in
+the ablation; and "other sources", the rows outside DEV_SOURCES, on which the first three effects were
+chosen when runs.csv had 515 rows."""
 
 from __future__ import annotations
 
 import csv
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -164,16 +161,16 @@ def cluster_table(r: dict) -> dict:
     elif r["nics"] > 1:
         network = f"{r['nics']}x{network}"
     return {"gpu": r["gpu"], "gpus_per_node": r["gpus_per_node"], "intra": r["intra"], "network": network,
-            "nics": max(r["nics"], 1), "max_nodes": r["nodes"],
-            "source": f"{r['system']}: {r['hardware_source']}"}
+            "nics": max(r["nics"], 1), "max_nodes": r["nodes"], "source": f"{r['system']}: {r['hardware_source']}"}
 
 
-def build_cluster(r: dict) -> Cluster:
-    """The row's cluster from nominal specs (perfmodel.presets.cluster_from_table)."""
+def build_cluster(r: dict, effects=("partial-node-rings",)) -> Cluster:
+    """The row's cluster from nominal specs; without partial-node-rings, whole-node intra figures only."""
     try:
-        return presets.cluster_from_table(r["system"], cluster_table(r), f"runs row {r['id']}")
+        c = presets.cluster_from_table(r["system"], cluster_table(r), f"runs row {r['id']}")
     except SpecError as e:
         raise NotExpressible(str(e)) from None
+    return c if "partial-node-rings" in effects else c.with_link("intra", replace(c.intra, partial_Bps=()))
 
 
 def library_model(model: str):
@@ -247,6 +244,8 @@ EFFECTS = {
     "overlap-interference": "compute and collective kernels running at once slow each other: both run "
                             f"{CONCURRENT_SLOWDOWN:g} slower while concurrent (Agrawal et al. 2024; "
                             "perfmodel.overlap_causes)",
+    "partial-node-rings": "a run on GPUs 0..g-1 of a DGX-1 rings over the NVLinks among them, fewer than "
+                          "the whole node's (fabrics.toml ring_links; docs/model.md section 10.3c)",
 }
 # Sources the effects were chosen on (the development half); the others are held out.
 DEV_SOURCES = ("TensorFlow Performance Benchmarks", "DLPerf")
@@ -327,7 +326,8 @@ def predict_row(r: dict, overlap: float | None = None, effects=tuple(EFFECTS), m
     """Predicted samples/s of one row from its specs, or the reason it cannot be expressed (``mode``:
     OVERLAP_MODES)."""
     built, missing = [], []
-    for builder in (build_cluster, build_workload, lambda row: build_strategy(row, overlap, effects, mode, slowdown)):
+    for builder in (lambda row: build_cluster(row, effects), build_workload,
+                    lambda row: build_strategy(row, overlap, effects, mode, slowdown)):
         try:
             built.append(builder(r))
         except NotExpressible as e:
@@ -356,8 +356,7 @@ def records(outcomes: list[Outcome]) -> list[dict]:
         r = o.row
         rec = {c: r[c] for c in ("id", "source", "system", "framework", "scheme", "model", "precision",
                                  "batch_per_gpu", "accumulate", "gpus", "nodes")}
-        rec.update(measured=r["samples_per_s"], single_gpu=r["single_gpu_samples_per_s"],
-                   linear=round(o.linear, 6),
+        rec.update(measured=r["samples_per_s"], single_gpu=r["single_gpu_samples_per_s"], linear=round(o.linear, 6),
                    linear_error_pct=round(error_pct(o.linear, r["samples_per_s"]), 4),
                    expressible=int(o.predicted is not None), reason=o.reason)
         if o.predicted is None:
@@ -384,7 +383,7 @@ def summary(outcomes: list[Outcome]) -> dict[str, dict]:
     linear guess over the expressible rows, and of the linear guess over all rows (percent). Groups: all,
     one node, across nodes; the declared halves of issue 27 (runs.csv column ``half``, reproduce.halves),
     all and across nodes; and the rows outside DEV_SOURCES ("other sources"), which were held out when
-    the three EFFECTS were chosen, all and across nodes."""
+    the first three EFFECTS were chosen, all and across nodes."""
     across = [o for o in outcomes if o.row["nodes"] > 1]
     dev = [o for o in outcomes if row_half(o.row) == "dev"]
     held = [o for o in outcomes if row_half(o.row) == "held-out"]
