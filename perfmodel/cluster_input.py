@@ -292,7 +292,8 @@ def describe(cluster: Cluster) -> str:
 
 
 def partial_note(cluster: Cluster) -> str:
-    """' (part of a node: ...)' with the intra figure of each GPU count that has its own, else ''."""
+    """' (GPUs 0..g-1 of a node ring on fewer links: ...)', the intra figure of each GPU count that has its
+    own (``Cluster.intra_for``), else ''."""
     if not cluster.intra.partial_Bps or cluster.intra.node_gpus != cluster.gpus_per_node:
         return ""
     each = [f"{g} GPUs {'host link' if b == 0 else f'{b / 1e9:.4g} GB/s'}" for g, b in cluster.intra.partial_Bps]

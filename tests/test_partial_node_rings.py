@@ -14,6 +14,7 @@ import pytest
 from scipy.optimize import linprog
 
 from perfmodel import presets
+from reproduce import published as pub
 from perfmodel.fabrics import load_fabrics
 from perfmodel.preset_toml import PresetError
 from perfmodel.scaling import predict
@@ -128,3 +129,14 @@ def test_link_refuses_a_count_outside_the_node():
         Link(2e-6, 1e11, "x", ((8, 1e10),), 8)
     with pytest.raises(SpecError, match="node_gpus must be a positive integer"):
         Link(2e-6, 1e11, "x", ((2, 1e10),), 0)
+
+
+def test_the_published_effect_switches_the_table_off():
+    """reproduce.published's ablation: without partial-node-rings a 2-GPU DGX-1 row rings at 120 GB/s."""
+    row = next(r for r in pub.load_runs(pub.RUNS) if r["system"] == "dlperf-v100-cluster" and r["gpus"] == 2
+               and r["comm_overlap"] == "after-backward")
+    assert pub.build_cluster(row).intra_for(2).bandwidth_Bps == pytest.approx(20e9)
+    assert pub.build_cluster(row, effects=()).intra_for(2).bandwidth_Bps == 120e9
+    on, off = pub.predict_row(row), pub.predict_row(row, effects=tuple(e for e in pub.EFFECTS
+                                                                       if e != "partial-node-rings"))
+    assert on.predicted < off.predicted
