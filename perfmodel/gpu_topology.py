@@ -22,7 +22,10 @@ Intel: GPU-to-GPU traffic through the root complex travels as 64-byte TLPs) and 
     NV#          faster than any PCIe path: never the bottleneck here
 
 Ring bandwidth = max over the rings through all GPUs (Hamiltonian cycles) of the slowest hop: NCCL
-searches its rings for the same thing. Every ring of up to 8 GPUs is tried (2,520 at 8); a larger node
+searches its rings for the same thing. A run on GPUs 0..g-1 of the node rings through their own paths:
+the link carries that ring's figure for each such g where it differs (``Link.partial_Bps``; two GPUs
+behind one switch of a two-socket node never cross the socket link). Every ring of up to 8 GPUs is
+tried (2,520 at 8); a larger node
 must have one path class between all its GPUs. A node whose GPUs can ring over NVLink alone is refused:
 its bandwidth is the NVLink fabric's (an NVLink preset for --intra). The sockets are the groups of GPUs
 with no SYS path between them. The CPU is a host_cpus.toml name or the model string lscpu prints
@@ -64,6 +67,10 @@ class Topology:
     gpus: tuple[str, ...]
     paths: tuple[tuple[str, ...], ...]
     where: str
+
+    def first(self, g: int) -> "Topology":
+        """The layout of GPUs 0..g-1 alone (what a run on g of the node's GPUs rings through)."""
+        return Topology(self.gpus[:g], tuple(row[:g] for row in self.paths[:g]), self.where)
 
     def cpu_paths(self) -> list[str]:
         """The path classes that go through the CPU (PHB, NODE, SYS): pricing them needs the host CPU."""
@@ -260,7 +267,15 @@ def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None,
     best = ring(topo, host.bandwidth_Bps, cpu)
     nsock = len(set(topo.sockets()))
     where = topo.where.removeprefix("--gpu-topology ")
+    partial = []  # a run on GPUs 0..g-1 rings through their own paths (Cluster.intra_for)
+    for g in range(2, len(topo.gpus)):
+        try:
+            sub = ring(topo.first(g), host.bandwidth_Bps, cpu)
+        except SpecError:  # those GPUs ring over NVLink alone: the NVLink fabric's figure, not known here
+            continue
+        if sub.bandwidth_Bps != best.bandwidth_Bps:
+            partial.append((g, sub.bandwidth_Bps))
     return Link(host.latency_s, best.bandwidth_Bps,
                 f"gpu-topology: {where} ({len(topo.gpus)} GPUs, {nsock} socket(s)); ring "
                 f"{'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}"
-                + (f"; {cpu.source}" if cpu else ""))
+                + (f"; {cpu.source}" if cpu else ""), tuple(partial), len(topo.gpus) if partial else 0)

@@ -224,3 +224,21 @@ def test_host_cpu_takes_the_model_string_lscpu_prints(tmp_path):
     assert by_model.bandwidth_Bps == topology_link(f, host, "broadwell", presets_dir(), 4).bandwidth_Bps == 6.0e9
     with pytest.raises(SpecError, match="or a Xeon or EPYC model name"):
         topology_link(f, host, "Intel(R) Core(TM) i7-8700", presets_dir(), 4)
+
+
+def test_a_run_on_part_of_the_node_rings_through_its_own_paths(tmp_path, capsys):
+    """SPLIT on Broadwell: GPUs 0-1 share a switch (PIX, 12.15 GB/s); 3 and 4 GPUs cross the socket link
+    (6 GB/s), so only 2 GPUs get their own figure (Cluster.intra_for)."""
+    host = Link(1e-5, PCIE3)
+    link = topology_link(parse_topology(SPLIT), host, "broadwell", presets_dir(), 4)
+    assert link.bandwidth_Bps == pytest.approx(6.0e9)
+    assert link.partial_Bps == ((2, pytest.approx(PCIE3)),) and link.node_gpus == 4
+    assert topology_link(parse_topology(SWITCH), host, None, presets_dir(), 4).partial_Bps == ()  # one figure
+    f = tmp_path / "topo.txt"
+    f.write_text(SPLIT)
+    two = [a if a != "4,8" else "2" for a in BASE]
+    code, out, err = run(capsys, *two, "--gpu-topology", str(f), "--host-cpu", "broadwell")
+    assert code == 0, err
+    code2, out2, err2 = run(capsys, *two, "--gpus-per-node", "4", "--intra", "12.15GB/s,10us")
+    assert code2 == 0, err2
+    assert json.loads(out)[0]["throughput"] == pytest.approx(json.loads(out2)[0]["throughput"], rel=1e-12)
