@@ -186,7 +186,8 @@ def _with_topology(cluster: Cluster, opts: ClusterOptions, root: Path, topo: Top
         return cluster
     if opts.intra is not None:
         raise SpecError("give one of --intra (the link's figure) and --gpu-topology (the node's paths), not both")
-    link = topology_link(topo or opts.gpu_topology, cluster.host, opts.host_cpu, root, cluster.gpus_per_node)
+    link = topology_link(topo or opts.gpu_topology, cluster.host, opts.host_cpu, root, cluster.gpus_per_node,
+                         cluster.gpu)
     return replace(cluster, intra=link)
 
 
@@ -259,7 +260,8 @@ def resolve_cluster(ref: str | None, opts: ClusterOptions = ClusterOptions(), ro
         table, topology, cpu = _file_layout(table, path, where)
         cluster = cluster_from_table(name, table, where, root)
         if topology is not None:
-            cluster = replace(cluster, intra=topology_link(topology, cluster.host, cpu, root, cluster.gpus_per_node))
+            cluster = replace(cluster, intra=topology_link(topology, cluster.host, cpu, root, cluster.gpus_per_node,
+                                                           cluster.gpu))
     else:
         cluster = load_cluster(ref, root)
     return apply_overrides(cluster, opts, root)

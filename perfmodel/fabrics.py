@@ -15,6 +15,9 @@ links per GPU the rings through GPUs 0..g-1 can use: ``node_gpus`` (the node the
 ``ring_links = {g = links}`` (with g = node_gpus, the links its achievable figure stands for). A node
 running g < node_gpus of its GPUs then rings at achievable x links(g) / links(node_gpus); 0 links: no
 ring on the fabric (the host link carries it). docs/model.md section 10.3c derives the DGX-1 tables.
+An NVLink fabric also says how many links per GPU its achievable figure stands for (``links_per_gpu``)
+and which GPU presets carry that generation (``gpus``): ``--gpu-topology`` prices an ``NV#`` bond of
+such a GPU at # x achievable / links_per_gpu (perfmodel.gpu_topology).
 """
 
 from __future__ import annotations
@@ -49,6 +52,15 @@ class Fabric:
     source: str
     partial_Bps: tuple[tuple[int, float], ...] = ()  # (g, bytes/s) when g < node_gpus GPUs of a node run
     node_gpus: int = 0
+    links_per_gpu: int = 0  # NVLinks per GPU behind achievable_Bps (0: not an NVLink fabric)
+    gpus: tuple[str, ...] = ()  # GPU presets whose NVLinks are this fabric's
+
+    @property
+    def link_Bps(self) -> float:
+        """One NVLink's achievable bytes/s per direction (achievable over links_per_gpu)."""
+        if not self.links_per_gpu:
+            raise SpecError(f"fabric {self.name} does not say how many links per GPU it stands for")
+        return self.achievable_Bps / self.links_per_gpu
 
     def link(self, count: int = 1) -> Link:
         """The link the model uses: ``count`` of these side by side (achievable bandwidth x count)."""
@@ -106,9 +118,21 @@ def load_fabrics(path: Path) -> dict[str, Fabric]:
             raise PresetError(f"{where}: achievable_Bps {values['achievable_Bps']} exceeds nominal_Bps "
                               f"{values['nominal_Bps']}")
         partial, node = _ring_links(d, where, float(values["achievable_Bps"]))
+        links, gpus = d.get("links_per_gpu", 0), d.get("gpus", [])
+        if isinstance(links, bool) or not isinstance(links, int) or links < 0:
+            raise PresetError(f"{where}: links_per_gpu must be a whole number of NVLinks, got {links!r}")
+        if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus) or (gpus and not links):
+            raise PresetError(f"{where}: gpus must be a list of GPU preset names, with links_per_gpu, got {gpus!r}")
+        if node and links and dict(d["ring_links"]).get(str(node)) != links:
+            raise PresetError(f"{where}: ring_links[{node}] must equal links_per_gpu {links}")
         out[name] = Fabric(name, values["kind"], float(values["nominal_Bps"]), float(values["achievable_Bps"]),
-                           float(values["latency_s"]), str(values["source"]), partial, node)
+                           float(values["latency_s"]), str(values["source"]), partial, node, links, tuple(gpus))
     return out
+
+
+def nvlink_of(gpu: str, fabrics: dict[str, Fabric]) -> Fabric | None:
+    """The NVLink fabric whose ``gpus`` list ``gpu`` (a GPU preset name), else None."""
+    return next((f for f in fabrics.values() if gpu and gpu in f.gpus), None)
 
 
 def parse_bandwidth(text: str) -> float:

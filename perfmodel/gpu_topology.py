@@ -1,8 +1,8 @@
-"""A PCIe node's GPU ring bandwidth from what ``nvidia-smi topo -m`` prints on it (``--gpu-topology``).
+"""A node's GPU ring bandwidth from what ``nvidia-smi topo -m`` prints on it (``--gpu-topology``).
 
-A node whose GPUs talk over PCIe runs its allreduce as fast as the slowest hop of the ring NCCL builds
-through them, and that hop depends on where the GPUs sit: behind one PCIe switch, behind the CPU's root
-complex, or on two sockets. ``nvidia-smi topo -m`` names the path between every pair of GPUs:
+A node runs its allreduce as fast as the rings NCCL builds through its GPUs, and that depends on where
+the GPUs sit: behind one PCIe switch, behind the CPU's root complex, on two sockets, or bonded by
+NVLinks. ``nvidia-smi topo -m`` names the path between every pair of GPUs:
 
     X     the GPU itself
     PIX   at most one PCIe bridge          PXB   several PCIe bridges, no host bridge
@@ -19,18 +19,21 @@ Intel: GPU-to-GPU traffic through the root complex travels as 64-byte TLPs) and 
     PHB, NODE    b = P / o                 through the CPU's root complex
     SYS          b = min(P / o, S / k)     k: the ring's hops that cross between the same two sockets in
                                            the same direction (they share that direction of the link)
-    NV#          faster than any PCIe path: never the bottleneck here
+    NV#          faster than any PCIe path: never the bottleneck of a ring that has a PCIe hop
 
 Ring bandwidth = max over the rings through all GPUs (Hamiltonian cycles) of the slowest hop: NCCL
-searches its rings for the same thing. A run on GPUs 0..g-1 of the node rings through their own paths:
-the link carries that ring's figure for each such g where it differs (``Link.partial_Bps``; two GPUs
-behind one switch of a two-socket node never cross the socket link). Every ring of up to 8 GPUs is
-tried (2,520 at 8); a larger node
-must have one path class between all its GPUs. A node whose GPUs can ring over NVLink alone is refused:
-its bandwidth is the NVLink fabric's (an NVLink preset for --intra). The sockets are the groups of GPUs
-with no SYS path between them. The CPU is a host_cpus.toml name or the model string lscpu prints
-(``cpu_from_model``). Not modelled: a PCIe switch's uplink shared by two hops in the same
-direction, and PCIe links narrower than x16.
+searches its rings for the same thing. Every ring of up to 8 GPUs is tried (2,520 at 8); a larger node
+must have one path class between all its GPUs. GPUs that can ring over NVLink alone ring at L x one
+NVLink's achievable figure, L the links per GPU the best packing of rings uses (perfmodel.nvlink_rings),
+one link's figure from the NVLink fabric that fabrics.toml lists for the cluster's GPU preset (nvlink2
+for v100: 120 / 6 = 20 GB/s), the latency that fabric's; a GPU with no listed generation is refused (give
+the NVLink fabric with --intra). A run on GPUs 0..g-1 of the node rings through their own paths: the link
+carries that ring's figure for each such g where it differs (``Link.partial_Bps``; two GPUs behind one
+switch of a two-socket node never cross the socket link; two GPUs of a DGX-1 ring over their one bond).
+The sockets are the groups of GPUs joined by PCIe paths other than SYS (an NV# pair says nothing of its
+PCIe path). The CPU is a host_cpus.toml name or the model string lscpu prints (``cpu_from_model``). Not
+modelled: a PCIe switch's uplink shared by two hops in the same direction, PCIe links narrower than x16,
+and a partial node's NVLink latency (the whole node's link latency is used).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .fabrics import Fabric, load_fabrics, nvlink_of
+from .nvlink_rings import ring_links
 from .preset_toml import PresetError, read_toml
 from .specs import Link, SpecError
 
@@ -67,25 +72,32 @@ class Topology:
     gpus: tuple[str, ...]
     paths: tuple[tuple[str, ...], ...]
     where: str
+    nvlinks: tuple[tuple[int, ...], ...] = ()  # the # of NV# per pair, 0 elsewhere (() read as all 0)
+
+    def bonds(self) -> tuple[tuple[int, ...], ...]:
+        """NVLinks between each pair of GPUs (0 where the path is not NV#)."""
+        return self.nvlinks or tuple((0,) * len(self.gpus) for _ in self.gpus)
 
     def first(self, g: int) -> "Topology":
         """The layout of GPUs 0..g-1 alone (what a run on g of the node's GPUs rings through)."""
-        return Topology(self.gpus[:g], tuple(row[:g] for row in self.paths[:g]), self.where)
+        return Topology(self.gpus[:g], tuple(row[:g] for row in self.paths[:g]), self.where,
+                        tuple(row[:g] for row in self.bonds()[:g]))
 
     def cpu_paths(self) -> list[str]:
         """The path classes that go through the CPU (PHB, NODE, SYS): pricing them needs the host CPU."""
         return sorted({c for row in self.paths for c in row if c in ("PHB", "NODE", "SYS")})
 
     def sockets(self) -> tuple[int, ...]:
-        """Socket index of each GPU: GPUs with no SYS path between them share one."""
+        """Socket index of each GPU: GPUs joined by PCIe paths other than SYS share one. An NV# pair says
+        nothing of its PCIe path: a GPU whose every other path is NV# or SYS (a DGX-1) is a socket alone."""
         n = len(self.gpus)
         group = list(range(n))
         for i, j in itertools.combinations(range(n), 2):
-            if self.paths[i][j] != "SYS":
+            if self.paths[i][j] not in ("SYS", "NV"):
                 old, new = group[j], group[i]
                 group = [new if g == old else g for g in group]
         for i, j in itertools.combinations(range(n), 2):
-            if (group[i] != group[j]) != (self.paths[i][j] == "SYS"):
+            if self.paths[i][j] != "NV" and (group[i] != group[j]) != (self.paths[i][j] == "SYS"):
                 raise SpecError(f"{self.where}: {self.gpus[i]}-{self.gpus[j]} is {self.paths[i][j]}, but the other "
                                 f"paths put them on {'different' if group[i] != group[j] else 'the same'} socket(s)")
         labels = {g: k for k, g in enumerate(dict.fromkeys(group))}
@@ -121,17 +133,20 @@ def parse_topology(text: str, where: str = "nvidia-smi topo -m") -> Topology:
     names = tuple(itertools.takewhile(lambda t: _GPU.match(t) is not None, lines[at].split()))
     n = len(names)
     rows: dict[str, list[str]] = {}
+    raw: dict[str, list[str]] = {}  # the cells as printed: NV# keeps its link count
     for ln in lines[at + 1:]:
         tok = ln.split()
         if tok and tok[0] in names and len(tok) > n:
             if tok[0] in rows:
                 raise SpecError(f"{where}: row {tok[0]} appears twice")
             rows[tok[0]] = [_cell(c, f"{where}, row {tok[0]}") for c in tok[1:n + 1]]
+            raw[tok[0]] = [c.upper() for c in tok[1:n + 1]]
     missing = [g for g in names if g not in rows]
     if missing:
         raise SpecError(f"{where}: no row for {', '.join(missing)}")
-    paths = []
+    paths, bonds = [], []
     for i, g in enumerate(names):
+        bonds.append(tuple(int(c[2:]) if c.startswith("NV") else 0 for c in raw[g]))
         row = rows[g]
         for j, c in enumerate(row):
             if (c == "X") != (i == j):
@@ -139,7 +154,9 @@ def parse_topology(text: str, where: str = "nvidia-smi topo -m") -> Topology:
             if i != j and c != rows[names[j]][i]:
                 raise SpecError(f"{where}: {g}-{names[j]} is {c} but {names[j]}-{g} is {rows[names[j]][i]}")
         paths.append(tuple("" if c == "X" else c for c in row))
-    return Topology(names, tuple(paths), where)
+    if any(bonds[i][j] != bonds[j][i] for i in range(n) for j in range(n)):
+        raise SpecError(f"{where}: the NVLink counts (NV#) differ between a pair's two rows")
+    return Topology(names, tuple(paths), where, tuple(bonds))
 
 
 def read_topology(path: str | Path) -> Topology:
@@ -184,7 +201,18 @@ def cpu_from_model(model: str) -> str | None:
 
 
 def ring(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
-    """The ring with the fastest slowest hop (module docstring); ``cpu`` is needed for PHB, NODE and SYS."""
+    """The ring with the fastest slowest hop (module docstring); ``cpu`` is needed for PHB, NODE and SYS.
+    A ring of NVLinks alone is a SpecError (its figure is the NVLink fabric's: ``topology_link``)."""
+    best = _search(topo, host_Bps, cpu)
+    if math.isinf(best.bandwidth_Bps):
+        raise SpecError(f"{topo.where}: the GPUs ring over NVLink alone; give the NVLink fabric with --intra "
+                        f"(nvlink2, nvswitch-a100 ...; --gpu-topology prices PCIe and socket paths, and NV# "
+                        f"bonds of a GPU preset whose NVLink generation fabrics.toml lists)")
+    return best
+
+
+def _search(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
+    """ring()'s search; a ring of NVLinks alone comes back with an infinite bandwidth."""
     n = len(topo.gpus)
     if n < 2:
         raise SpecError(f"{topo.where}: one GPU has no GPU-to-GPU path")
@@ -219,10 +247,22 @@ def ring(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
     assert best is not None
     bandwidth, order, (a, b, k) = best
     if math.isinf(bandwidth):
-        raise SpecError(f"{topo.where}: the GPUs ring over NVLink alone; give the NVLink fabric with --intra "
-                        f"(nvlink2, nvswitch-a100 ...; --gpu-topology prices PCIe and socket paths)")
+        return Ring(bandwidth, order, "NVLink alone")
     path = topo.paths[a][b]
     return Ring(bandwidth, order, f"{topo.gpus[a]}->{topo.gpus[b]} {path}: {_hop_words(path, host_Bps, cpu, k)}")
+
+
+def _priced(topo: Topology, host_Bps: float, cpu: HostCpu | None, nvlink: Fabric | None) -> Ring | None:
+    """The best ring of ``topo``; a ring of NVLinks alone priced by perfmodel.nvlink_rings with one link
+    of ``nvlink`` (a Fabric), or None without one."""
+    best = _search(topo, host_Bps, cpu)
+    if not math.isinf(best.bandwidth_Bps):
+        return best
+    if nvlink is None:
+        return None
+    links = ring_links(topo.bonds())
+    return Ring(links * nvlink.link_Bps, best.order,
+                f"NVLink rings over {links:g} of the GPUs' links x {nvlink.link_Bps / 1e9:.4g} GB/s ({nvlink.name})")
 
 
 def _hop(path: str, host_Bps: float, cpu: HostCpu | None, k: int) -> float:
@@ -248,10 +288,11 @@ def _hop_words(path: str, host_Bps: float, cpu: HostCpu | None, k: int) -> str:
 
 
 def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None, root: Path,
-                  gpus_per_node: int | None) -> Link:
+                  gpus_per_node: int | None, gpu: str = "") -> Link:
     """The intra-node link (bytes/s, the host link's latency) that ``path`` (nvidia-smi topo -m output, or
     the Topology read from it) gives GPUs whose host link is ``host`` on CPU ``cpu_name``; its GPU count
-    must be ``gpus_per_node``."""
+    must be ``gpus_per_node``. GPUs that ring over NVLink alone ring at L x one link's figure
+    (perfmodel.nvlink_rings) when ``gpu`` names a preset whose NVLink generation fabrics.toml lists."""
     topo = path if isinstance(path, Topology) else read_topology(path)
     if gpus_per_node is not None and len(topo.gpus) != gpus_per_node:
         raise SpecError(f"{topo.where}: {len(topo.gpus)} GPUs, but the cluster's nodes have {gpus_per_node} "
@@ -264,18 +305,23 @@ def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None,
             raise SpecError(f"unknown --host-cpu {cpu_name!r}; host CPUs: {', '.join(cpus)} (or a Xeon or EPYC "
                             f"model name as lscpu prints it)")
         cpu = cpus[name]
-    best = ring(topo, host.bandwidth_Bps, cpu)
-    nsock = len(set(topo.sockets()))
+    nvlink = nvlink_of(gpu, load_fabrics(root / "fabrics.toml"))
+    best = _priced(topo, host.bandwidth_Bps, cpu, nvlink)
+    if best is None:
+        ring(topo, host.bandwidth_Bps, cpu)  # raises its error for a ring of NVLinks alone
+    assert best is not None
+    # a GPU whose paths are NV# and SYS alone shows no socket mate: the socket count is not known then
+    hidden = any(all(c in ("", "NV", "SYS") for c in row) and "NV" in row for row in topo.paths)
+    layout = f"{len(topo.gpus)} GPUs, " + ("NVLink" if hidden else f"{len(set(topo.sockets()))} socket(s)")
     where = topo.where.removeprefix("--gpu-topology ")
     partial = []  # a run on GPUs 0..g-1 rings through their own paths (Cluster.intra_for)
     for g in range(2, len(topo.gpus)):
-        try:
-            sub = ring(topo.first(g), host.bandwidth_Bps, cpu)
-        except SpecError:  # those GPUs ring over NVLink alone: the NVLink fabric's figure, not known here
-            continue
-        if sub.bandwidth_Bps != best.bandwidth_Bps:
+        sub = _priced(topo.first(g), host.bandwidth_Bps, cpu, nvlink)
+        if sub is not None and sub.bandwidth_Bps != best.bandwidth_Bps:  # None: NVLink of an unknown generation
             partial.append((g, sub.bandwidth_Bps))
-    return Link(host.latency_s, best.bandwidth_Bps,
-                f"gpu-topology: {where} ({len(topo.gpus)} GPUs, {nsock} socket(s)); ring "
-                f"{'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}"
-                + (f"; {cpu.source}" if cpu else ""), tuple(partial), len(topo.gpus) if partial else 0)
+    over_nvlink = best.bottleneck.startswith("NVLink")
+    how = (best.bottleneck if over_nvlink else
+           f"ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}")
+    latency = nvlink.latency_s if over_nvlink else host.latency_s
+    return Link(latency, best.bandwidth_Bps, f"gpu-topology: {where} ({layout}); "
+                f"{how}" + (f"; {cpu.source}" if cpu else ""), tuple(partial), len(topo.gpus) if partial else 0)

@@ -242,3 +242,64 @@ def test_a_run_on_part_of_the_node_rings_through_its_own_paths(tmp_path, capsys)
     code2, out2, err2 = run(capsys, *two, "--gpus-per-node", "4", "--intra", "12.15GB/s,10us")
     assert code2 == 0, err2
     assert json.loads(out)[0]["throughput"] == pytest.approx(json.loads(out2)[0]["throughput"], rel=1e-12)
+
+
+# NVLink nodes: NV# bonds priced at # x one link's achievable figure of the GPU's NVLink generation
+# (fabrics.toml links_per_gpu and gpus), rings packed by perfmodel.nvlink_rings.
+DGX1V = matrix(["X NV1 NV1 NV2 NV2 SYS SYS SYS", "NV1 X NV2 NV1 SYS NV2 SYS SYS", "NV1 NV2 X NV2 SYS SYS NV1 SYS",
+                "NV2 NV1 NV2 X SYS SYS SYS NV1", "NV2 SYS SYS SYS X NV1 NV1 NV2", "SYS NV2 SYS SYS NV1 X NV2 NV1",
+                "SYS SYS NV1 SYS NV1 NV2 X NV2", "SYS SYS SYS NV1 NV2 NV1 NV2 X"])  # DLPerf's reports
+C4140 = matrix(["X NV2 NV2 NV2", "NV2 X NV2 NV2", "NV2 NV2 X NV2", "NV2 NV2 NV2 X"])  # NVIDIA/nccl-tests #68
+A100_PAIRS = matrix(["X NV12 NODE NODE SYS SYS SYS SYS", "NV12 X NODE NODE SYS SYS SYS SYS",
+                     "NODE NODE X NV12 SYS SYS SYS SYS", "NODE NODE NV12 X SYS SYS SYS SYS",
+                     "SYS SYS SYS SYS X NV12 NODE NODE", "SYS SYS SYS SYS NV12 X NODE NODE",
+                     "SYS SYS SYS SYS NODE NODE X NV12", "SYS SYS SYS SYS NODE NODE NV12 X"])  # nccl-tests #178
+
+
+def nv_link(text: str, gpu: str, cpu: str | None = None, host: float = PCIE3) -> Link:
+    return topology_link(parse_topology(text), Link(1e-5, host), cpu, presets_dir(), None, gpu)
+
+
+def test_a_dgx1_topology_gives_the_nvlink2_preset_s_figures():
+    """Two routes to one table: fabrics.toml's ring_links for nvlink2 (entered by hand from the wiring) and
+    the ring packing of the topology text; 5 GPUs cross a socket (GPU 4 has one bond among 0..4)."""
+    from perfmodel.presets import fabrics
+
+    link = nv_link(DGX1V, "v100", "skylake")
+    preset = fabrics(presets_dir())["nvlink2"]
+    assert link.bandwidth_Bps == pytest.approx(preset.achievable_Bps) == pytest.approx(120e9)
+    got = dict(link.partial_Bps)
+    for g, bw in preset.partial_Bps:
+        if bw:
+            assert got[g] == pytest.approx(bw), g
+    assert got[5] == pytest.approx(10.0e9)  # the SYS hop: min(12.15 / 1.2, 10) on Skylake
+    assert "NVLink rings over 6 of the GPUs' links x 20 GB/s (nvlink2)" in link.source
+
+
+def test_a_quad_of_double_bonds_and_an_a100_pair():
+    quad = nv_link(C4140, "v100")  # no CPU path between GPUs: no --host-cpu needed
+    assert quad.bandwidth_Bps == pytest.approx(120e9)  # 3 pairs x 2 links = 6 links per GPU
+    assert dict(quad.partial_Bps) == {2: pytest.approx(40e9), 3: pytest.approx(80e9)}  # NV2; a triangle 2 x 2
+    pairs = nv_link(A100_PAIRS, "a100", "amd-zen2")
+    assert pairs.bandwidth_Bps == pytest.approx(PCIE3)  # 8 GPUs ring through PCIe: NODE and SYS hops
+    # GPUs 0 and 1 alone: NV12 = 12 x 208/12 GB/s = the 208 GB/s busbw nccl-tests #178 measured on that pair
+    assert dict(pairs.partial_Bps)[2] == pytest.approx(208e9)
+
+
+def test_nvlink_of_an_unknown_generation_is_refused_in_one_line():
+    with pytest.raises(SpecError, match="ring over NVLink alone; give the NVLink fabric with --intra"):
+        nv_link(C4140, "v100-pcie")  # no NVLink generation listed for it
+    assert nv_link(A100_PAIRS, "", "amd-zen2").partial_Bps == ()  # the PCIe ring stands; NV12 left unpriced
+
+
+def test_predict_on_an_nvlink_quad_is_predict_with_its_figures(tmp_path, capsys):
+    f = tmp_path / "topo.txt"
+    f.write_text(C4140)
+    base = ["predict", "--cluster", "custom", "--gpu", "v100", "--network", "ib-edr", "--workload", "resnet50",
+            "--samples-per-s", "360", "--batch", "64", "--strategy", "ssgd", "--format", "json"]
+    for gpus, figure in (("2", "40GB/s,2us"), ("4", "120GB/s,2us")):  # NVLink's latency (fabrics.toml)
+        code, out, err = run(capsys, *base, "--gpus", gpus, "--gpu-topology", str(f))
+        assert code == 0, err
+        code2, out2, err2 = run(capsys, *base, "--gpus", gpus, "--gpus-per-node", "4", "--intra", figure)
+        assert code2 == 0, err2
+        assert json.loads(out)[0]["throughput"] == pytest.approx(json.loads(out2)[0]["throughput"], rel=1e-12)

@@ -140,3 +140,29 @@ def test_the_published_effect_switches_the_table_off():
     on, off = pub.predict_row(row), pub.predict_row(row, effects=tuple(e for e in pub.EFFECTS
                                                                        if e != "partial-node-rings"))
     assert on.predicted < off.predicted
+
+
+def _matrix(bonds: dict, g: int) -> list[list[int]]:
+    m = [[0] * g for _ in range(g)]
+    for (a, b), k in bonds.items():
+        if a < g and b < g:
+            m[a][b] = m[b][a] = k
+    return m
+
+
+@pytest.mark.parametrize("bonds", [DGX1V, DGX1P])
+def test_the_model_s_ring_packing_agrees_with_this_file_s(bonds):
+    from perfmodel.nvlink_rings import ring_links as model_ring_links
+
+    for g in range(2, 9):
+        assert model_ring_links(_matrix(bonds, g)) == pytest.approx(ring_links(bonds, g)), g
+
+
+def test_ring_packing_by_hand():
+    from perfmodel.nvlink_rings import ring_links as model_ring_links
+
+    assert model_ring_links([[0, 3], [3, 0]]) == 3  # two GPUs: their bond, both ways at once
+    assert model_ring_links([[0, 2, 2], [2, 0, 2], [2, 2, 0]]) == 4  # a triangle: 2 rings each way
+    assert model_ring_links([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) == 0  # a line: no ring
+    with pytest.raises(SpecError, match="up to 8"):
+        model_ring_links([[0] * 9 for _ in range(9)])

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 from ...gpu_topology import ANSI, cpu_from_model, host_cpus, parse_topology, ring
@@ -60,7 +59,7 @@ def layout_lines(profile: Profile, presets: Path | None = None) -> list[str]:
     r = nccl.ranks if nccl is not None and "allreduce" in nccl.ops else len(topo.gpus)
     if r > len(topo.gpus):
         return [f"GPU layout: {len(topo.gpus)} GPUs recorded, fewer than the NCCL run's {r}: not compared"]
-    topo = replace(topo, gpus=topo.gpus[:r], paths=tuple(row[:r] for row in topo.paths[:r]))
+    topo = topo.first(r)
     head = f"GPU layout (nvidia-smi topo -m, {r} GPUs, {len(set(topo.sockets()))} socket(s))"
     host = profile.compute.host_link if profile.compute is not None else None
     if host is None:
