@@ -289,10 +289,11 @@ def _hop_words(path: str, host_Bps: float, cpu: HostCpu | None, k: int) -> str:
 
 def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None, root: Path,
                   gpus_per_node: int | None, gpu: str = "") -> Link:
-    """The intra-node link (bytes/s, the host link's latency) that ``path`` (nvidia-smi topo -m output, or
-    the Topology read from it) gives GPUs whose host link is ``host`` on CPU ``cpu_name``; its GPU count
-    must be ``gpus_per_node``. GPUs that ring over NVLink alone ring at L x one link's figure
-    (perfmodel.nvlink_rings) when ``gpu`` names a preset whose NVLink generation fabrics.toml lists."""
+    """The intra-node link (bytes/s; the host link's latency, the NVLink fabric's over NVLink) that ``path``
+    (nvidia-smi topo -m output, or the Topology read from it) gives GPUs whose host link is ``host`` on CPU
+    ``cpu_name``; its GPU count must be ``gpus_per_node``. GPUs that ring over NVLink alone ring at L x one
+    link's figure (perfmodel.nvlink_rings) when ``gpu`` names a preset whose NVLink generation fabrics.toml
+    lists; the figure of each count g of GPUs 0..g-1 that differs rides along (``Link.partial_Bps``)."""
     topo = path if isinstance(path, Topology) else read_topology(path)
     if gpus_per_node is not None and len(topo.gpus) != gpus_per_node:
         raise SpecError(f"{topo.where}: {len(topo.gpus)} GPUs, but the cluster's nodes have {gpus_per_node} "
@@ -307,9 +308,8 @@ def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None,
         cpu = cpus[name]
     nvlink = nvlink_of(gpu, load_fabrics(root / "fabrics.toml"))
     best = _priced(topo, host.bandwidth_Bps, cpu, nvlink)
-    if best is None:
-        ring(topo, host.bandwidth_Bps, cpu)  # raises its error for a ring of NVLinks alone
-    assert best is not None
+    if best is None:  # a ring of NVLinks alone, of no known generation: ring() words the error
+        best = ring(topo, host.bandwidth_Bps, cpu)
     # a GPU whose paths are NV# and SYS alone shows no socket mate: the socket count is not known then
     hidden = any(all(c in ("", "NV", "SYS") for c in row) and "NV" in row for row in topo.paths)
     layout = f"{len(topo.gpus)} GPUs, " + ("NVLink" if hidden else f"{len(set(topo.sockets()))} socket(s)")
