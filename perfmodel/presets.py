@@ -431,8 +431,13 @@ def list_presets(root: Path | None = None, kinds: tuple[str, ...] = PRESET_KINDS
     out = []
     if "fabric" in kinds:
         for name, f in sorted(fabrics(root).items()):
+            more = f"; {f.links_per_gpu} links per GPU ({', '.join(f.gpus)})" if f.links_per_gpu else ""
+            if f.partial_Bps:
+                more += (f"; GPUs 0..g-1 of {f.node_gpus}: " + ", ".join(
+                    f"{g} {'host' if b == 0 else f'{b / 1e9:.4g}'}" for g, b in f.partial_Bps) + " GB/s")
             out.append(PresetInfo("fabric", name, f"{f.kind}: nominal {f.nominal_Bps / 1e9:.4g} GB/s, achievable "
-                                  f"{f.achievable_Bps / 1e9:.4g} GB/s (used), {f.latency_s * 1e6:.3g} us", f.source))
+                                  f"{f.achievable_Bps / 1e9:.4g} GB/s (used), {f.latency_s * 1e6:.3g} us{more}",
+                                  f.source))
     if "gpu" in kinds:
         for name, g in sorted(gpus(root).items()):
             parts = [f"fp32 {g.peak_flops / 1e12:.4g} TFLOP/s"]
