@@ -83,6 +83,12 @@ class Topology:
         return Topology(self.gpus[:g], tuple(row[:g] for row in self.paths[:g]), self.where,
                         tuple(row[:g] for row in self.bonds()[:g]))
 
+    def layout_words(self) -> str:
+        """"N GPUs, K socket(s)", or "N GPUs, NVLink" where a GPU's paths are NV# and SYS alone (its
+        socket mates are not shown, so the socket count is not known)."""
+        hidden = any(all(c in ("", "NV", "SYS") for c in row) and "NV" in row for row in self.paths)
+        return f"{len(self.gpus)} GPUs, " + ("NVLink" if hidden else f"{len(set(self.sockets()))} socket(s)")
+
     def cpu_paths(self) -> list[str]:
         """The path classes that go through the CPU (PHB, NODE, SYS): pricing them needs the host CPU."""
         return sorted({c for row in self.paths for c in row if c in ("PHB", "NODE", "SYS")})
@@ -252,6 +258,13 @@ def _search(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
     return Ring(bandwidth, order, f"{topo.gpus[a]}->{topo.gpus[b]} {path}: {_hop_words(path, host_Bps, cpu, k)}")
 
 
+def priced_ring(topo: Topology, host_Bps: float, cpu: HostCpu | None, nvlink: Fabric | None) -> Ring:
+    """The best ring of ``topo``, a ring of NVLinks alone priced with one link of ``nvlink`` (the GPU's
+    NVLink fabric, perfmodel.fabrics.nvlink_of); without one such a ring is ring()'s SpecError."""
+    best = _priced(topo, host_Bps, cpu, nvlink)
+    return best if best is not None else ring(topo, host_Bps, cpu)
+
+
 def _priced(topo: Topology, host_Bps: float, cpu: HostCpu | None, nvlink: Fabric | None) -> Ring | None:
     """The best ring of ``topo``; a ring of NVLinks alone priced by perfmodel.nvlink_rings with one link
     of ``nvlink`` (a Fabric), or None without one."""
@@ -307,12 +320,7 @@ def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None,
                             f"model name as lscpu prints it)")
         cpu = cpus[name]
     nvlink = nvlink_of(gpu, load_fabrics(root / "fabrics.toml"))
-    best = _priced(topo, host.bandwidth_Bps, cpu, nvlink)
-    if best is None:  # a ring of NVLinks alone, of no known generation: ring() words the error
-        best = ring(topo, host.bandwidth_Bps, cpu)
-    # a GPU whose paths are NV# and SYS alone shows no socket mate: the socket count is not known then
-    hidden = any(all(c in ("", "NV", "SYS") for c in row) and "NV" in row for row in topo.paths)
-    layout = f"{len(topo.gpus)} GPUs, " + ("NVLink" if hidden else f"{len(set(topo.sockets()))} socket(s)")
+    best = priced_ring(topo, host.bandwidth_Bps, cpu, nvlink)
     where = topo.where.removeprefix("--gpu-topology ")
     partial = []  # a run on GPUs 0..g-1 rings through their own paths (Cluster.intra_for)
     for g in range(2, len(topo.gpus)):
@@ -323,5 +331,5 @@ def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None,
     how = (best.bottleneck if over_nvlink else
            f"ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}")
     latency = nvlink.latency_s if over_nvlink else host.latency_s
-    return Link(latency, best.bandwidth_Bps, f"gpu-topology: {where} ({layout}); "
+    return Link(latency, best.bandwidth_Bps, f"gpu-topology: {where} ({topo.layout_words()}); "
                 f"{how}" + (f"; {cpu.source}" if cpu else ""), tuple(partial), len(topo.gpus) if partial else 0)

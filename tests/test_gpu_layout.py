@@ -135,3 +135,31 @@ def test_show_profile_prints_the_layout_and_gives_back_the_file_predict_takes(tm
     save_profile(make_profile(), path)  # no layout recorded
     missing = run("--gpu-topology")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no GPU layout recorded" in missing.stderr
+
+
+DGX1V = """\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\tmlx5_0\tCPU Affinity
+GPU0\t X \tNV1\tNV1\tNV2\tNV2\tSYS\tSYS\tSYS\tNODE\t0-11,24-35
+GPU1\tNV1\t X \tNV2\tNV1\tSYS\tNV2\tSYS\tSYS\tNODE\t0-11,24-35
+GPU2\tNV1\tNV2\t X \tNV2\tSYS\tSYS\tNV1\tSYS\tPIX\t0-11,24-35
+GPU3\tNV2\tNV1\tNV2\t X \tSYS\tSYS\tSYS\tNV1\tPIX\t0-11,24-35
+GPU4\tNV2\tSYS\tSYS\tSYS\t X \tNV1\tNV1\tNV2\tSYS\t12-23,36-47
+GPU5\tSYS\tNV2\tSYS\tSYS\tNV1\t X \tNV2\tNV1\tSYS\t12-23,36-47
+GPU6\tSYS\tSYS\tNV1\tSYS\tNV1\tNV2\t X \tNV2\tSYS\t12-23,36-47
+GPU7\tSYS\tSYS\tSYS\tNV1\tNV2\tNV1\tNV2\t X \tSYS\t12-23,36-47
+mlx5_0\tNODE\tNODE\tPIX\tPIX\tSYS\tSYS\tSYS\tSYS\t X \t
+"""  # the DGX-1V of DLPerf's reports (github.com/Oneflow-Inc/DLPerf test environment)
+
+
+@pytest.mark.parametrize("ranks, links, gb", [(8, 6, 120), (4, 4, 80), (2, 1, 20)])
+def test_an_nvlink_node_is_priced_from_the_gpu_s_nvlink_generation(ranks, links, gb):
+    """A V100 profile (gpu_name as torch prints it -> preset v100 -> nvlink2, 20 GB/s a link): the rings
+    over GPUs 0..r-1 of a DGX-1, set against an NCCL busbw of 100 GB/s."""
+    prof = _gpu_profile(12e9, 100e9, ranks=ranks, cpu="Intel(R) Xeon(R) Gold 5118 CPU @ 2.30GHz")
+    prof = dataclasses.replace(prof, machine=dataclasses.replace(prof.machine, gpu_topology=DGX1V, gpu_count=8,
+                                                                 gpu_name="Tesla V100-SXM2-16GB"))
+    lines = layout_lines(prof)
+    assert lines[0] == (f"GPU layout (nvidia-smi topo -m, {ranks} GPUs, NVLink): NVLink rings over {links} of the "
+                        f"GPUs' links x 20 GB/s (nvlink2)")
+    assert lines[1].startswith(f"  layout {gb:g} GB/s vs NCCL allreduce peak busbw ")
+    unknown = dataclasses.replace(prof, machine=dataclasses.replace(prof.machine, gpu_name="Some Future GPU"))
+    assert "not priced: " in layout_lines(unknown)[0] and "ring over NVLink alone" in layout_lines(unknown)[0]

@@ -8,7 +8,9 @@ identical GPUs), priced as perfmodel.gpu_topology prices it:
 
     host link P   the profile's own device->host copy (single line over all sizes, bytes/s)
     host CPU      the profile's CPU model string (gpu_topology.cpu_from_model; NCCL's topology figures)
-    ring b        the slowest hop of the best ring (bytes/s per direction)
+    ring b        the slowest hop of the best ring (bytes/s per direction); GPUs that ring over NVLink
+                  alone: the links per GPU of the best packing of rings x one link of the GPU's NVLink
+                  generation (the profile's gpu_name as a gpus.toml preset, ``gpu_preset``; fabrics.toml)
 
 beside the largest bus bandwidth NCCL's allreduce reached there (nccl-tests' busbw = algbw 2(r-1)/r, the
 per-direction link figure a ring runs at). Nothing in b is fitted to that measurement: the ratio b /
@@ -18,12 +20,14 @@ busbw is the out-of-sample check of ``--gpu-topology`` a node with GPUs gives. `
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from ...gpu_topology import ANSI, cpu_from_model, host_cpus, parse_topology, ring
-from ...presets import presets_dir
+from ...fabrics import nvlink_of
+from ...gpu_topology import ANSI, cpu_from_model, host_cpus, parse_topology, priced_ring
+from ...presets import fabrics, gpus, presets_dir
 from ...specs import SpecError
 from .schema import Profile
 
@@ -60,7 +64,7 @@ def layout_lines(profile: Profile, presets: Path | None = None) -> list[str]:
     if r > len(topo.gpus):
         return [f"GPU layout: {len(topo.gpus)} GPUs recorded, fewer than the NCCL run's {r}: not compared"]
     topo = topo.first(r)
-    head = f"GPU layout (nvidia-smi topo -m, {r} GPUs, {len(set(topo.sockets()))} socket(s))"
+    head = f"GPU layout (nvidia-smi topo -m, {topo.layout_words()})"
     host = profile.compute.host_link if profile.compute is not None else None
     if host is None:
         return [f"{head}: not priced (no device->host copy measured for the GPU's host link)"]
@@ -68,15 +72,30 @@ def layout_lines(profile: Profile, presets: Path | None = None) -> list[str]:
     if name is None and topo.cpu_paths():
         return [f"{head}: not priced: its paths cross the CPU, and the CPU {profile.machine.cpu_model!r} is not "
                 f"one of host_cpus.toml's"]
+    root = presets or presets_dir()
+    nvlink = nvlink_of(gpu_preset(profile.machine.gpu_name, root), fabrics(root))
     try:
-        best = ring(topo, host.bandwidth_Bps, host_cpus(presets or presets_dir())[name] if name is not None else None)
-    except SpecError as e:  # an NVLink-only ring, or a large node with mixed paths
+        best = priced_ring(topo, host.bandwidth_Bps, host_cpus(root)[name] if name is not None else None, nvlink)
+    except SpecError as e:  # NVLink of an unknown generation, or a large node with mixed paths
         return [f"{head}: not priced: {e}"]
-    lines = [f"{head}: ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck} "
-             f"(host link: this profile's device->host copy, {host.bandwidth_Bps / 1e9:.3g} GB/s)"]
+    if best.bottleneck.startswith("NVLink"):
+        lines = [f"{head}: {best.bottleneck}"]
+    else:
+        lines = [f"{head}: ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck} "
+                 f"(host link: this profile's device->host copy, {host.bandwidth_Bps / 1e9:.3g} GB/s)"]
     if nccl is not None and "allreduce" in nccl.ops:
         busbw = max(nccl.ops["allreduce"].busbw_Bps)
         lines.append(f"  layout {best.bandwidth_Bps / 1e9:.3g} GB/s vs NCCL allreduce peak busbw "
                      f"{busbw / 1e9:.3g} GB/s "
                      f"at {r} GPUs: layout / measured = {best.bandwidth_Bps / busbw:.2f}")
     return lines
+
+
+def gpu_preset(gpu_name: str, root: Path | None = None) -> str:
+    """The gpus.toml preset a GPU name as torch prints it stands for: the longest preset name (letters and
+    digits only) that the name starts with, vendor words dropped ("Tesla V100-SXM2-16GB" -> "v100",
+    "NVIDIA H100 80GB HBM3" -> "h100"); "" when none fits."""
+    words = [w for w in re.split(r"\s+", gpu_name.strip().lower()) if w not in ("nvidia", "geforce", "tesla")]
+    key = re.sub(r"[^a-z0-9]", "", "".join(words))
+    fits = [n for n in gpus(root) if key and key.startswith(re.sub(r"[^a-z0-9]", "", n))]
+    return max(fits, key=len, default="")
