@@ -29,7 +29,7 @@ from ...fabrics import nvlink_of
 from ...gpu_topology import ANSI, cpu_from_model, host_cpus, parse_topology, priced_ring
 from ...presets import fabrics, gpus, presets_dir
 from ...specs import SpecError
-from .schema import Profile
+from .schema import Profile, device_key
 
 __all__ = ["read_nvidia_smi_topology", "layout_lines"]
 
@@ -95,7 +95,6 @@ def gpu_preset(gpu_name: str, root: Path | None = None) -> str:
     """The gpus.toml preset a GPU name as torch prints it stands for: the longest preset name (letters and
     digits only) that the name starts with, vendor words dropped ("Tesla V100-SXM2-16GB" -> "v100",
     "NVIDIA H100 80GB HBM3" -> "h100"); "" when none fits."""
-    words = [w for w in re.split(r"\s+", gpu_name.strip().lower()) if w not in ("nvidia", "geforce", "tesla")]
-    key = re.sub(r"[^a-z0-9]", "", "".join(words))
-    fits = [n for n in gpus(root) if key and key.startswith(re.sub(r"[^a-z0-9]", "", n))]
+    key = device_key(gpu_name)  # "cpu" for an empty name: no preset starts it
+    fits = [n for n in gpus(root) if key.startswith(re.sub(r"[^a-z0-9]", "", n))]
     return max(fits, key=len, default="")
