@@ -331,7 +331,9 @@ def headlines(results: Path) -> list[Verdict]:
     out = []
     for batch in sorted(int(b) for b in frame.batch.unique()):
         at_b = frame[frame.batch.astype(int) == batch].assign(round=lambda f: f["round"].astype(int))
-        both = at_b.pivot(index="round", columns="algo", values="rerun_value").dropna()
+        both = at_b.pivot(index="round", columns="algo", values="rerun_value").reindex(
+            columns=["ssgd", "daso"]).dropna()
+        need_rows(both, results, table, f"round with both an ssgd and a daso row at batch {batch}")
         savings = tuple(float(100 * (1 - d / s_)) for d, s_ in zip(both["daso"], both["ssgd"]))
         out.append(Verdict(Claim(
             PAPER, f"DASO saves time over SSGD (batch {batch}, measured here)",

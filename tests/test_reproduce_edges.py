@@ -103,6 +103,8 @@ def _without(**match: str):
 
 
 @pytest.mark.parametrize("paper, tables, text", [
+    ("coquelin2021", (("daso_timing", _without(algo="daso")), ("small_runs", None)),
+     "coquelin2021: no round with both an ssgd and a daso row at batch"),  # a KeyError traceback before
     ("coquelin2021", (("daso_timing", None), ("small_runs", _without(algo="ssgd"))),
      "coquelin2021: no small-scale test_accuracy rows of ssgd in {results}/coquelin2021/small_runs.csv"),
     ("wen2017", (("fig3_mnist", None), ("table1_cifarnet", _without(gradients="TernGrad"))),
