@@ -123,7 +123,7 @@ def _cell(text: str, where: str) -> str:
     t = text.upper()
     if t == "SOC":
         return "SYS"
-    if re.fullmatch(r"NV\d+", t):
+    if re.fullmatch(r"NV[1-9]\d*", t):
         return "NV"
     if t in CLASSES or t == "X":
         return t

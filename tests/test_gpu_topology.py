@@ -92,6 +92,8 @@ def test_terminal_colours_and_the_old_soc_name_parse():
 @pytest.mark.parametrize("text, cpu, words", [
     (matrix(["X NV12 NV12", "NV12 X NV12", "NV12 NV12 X"]), None, "NVLink alone"),
     (matrix(["X PCI", "PCI X"]), None, "unknown path 'PCI'"),
+    (matrix(["X NV0", "NV0 X"]), None, "unknown path 'NV0'"),  # no link is no NVLink bond
+    (matrix(["X NV2", "NV1 X"]), None, "differ between a pair's two rows"),
     (matrix(["X PIX PIX", "PIX X PXB", "PXB PXB X"]), None, "GPU0-GPU2 is PIX but GPU2-GPU0 is PXB"),
     (matrix(["PIX PIX", "PIX X"]), None, "X belongs on the diagonal"),
     ("GPU0\tGPU1\nGPU0\t X \tPIX\n", None, "no row for GPU1"),
