@@ -25,6 +25,7 @@ Ring bandwidth = max over the rings through all GPUs (Hamiltonian cycles) of the
 searches its rings for the same thing. Every ring of up to 8 GPUs is tried (2,520 at 8); a larger node
 must have one path class between all its GPUs. GPUs that can ring over NVLink alone ring at L x one
 NVLink's achievable figure, L the links per GPU the best packing of rings uses (perfmodel.nvlink_rings),
+at most the GPU's own links (behind NVSwitches every pair shows all of them: NV18 on an HGX H100),
 one link's figure from the NVLink fabric that fabrics.toml lists for the cluster's GPU preset (nvlink2
 for v100: 120 / 6 = 20 GB/s), the latency that fabric's; a GPU with no listed generation is refused (give
 the NVLink fabric with --intra). A run on GPUs 0..g-1 of the node rings through their own paths: the link
@@ -273,7 +274,8 @@ def _priced(topo: Topology, host_Bps: float, cpu: HostCpu | None, nvlink: Fabric
         return best
     if nvlink is None:
         return None
-    links = ring_links(topo.bonds())
+    # a GPU sends on at most its own links: behind NVSwitches every pair shows them all (NV18 on HGX H100)
+    links = min(ring_links(topo.bonds()), float(nvlink.links_per_gpu))
     return Ring(links * nvlink.link_Bps, best.order,
                 f"NVLink rings over {links:g} of the GPUs' links x {nvlink.link_Bps / 1e9:.4g} GB/s ({nvlink.name})")
 

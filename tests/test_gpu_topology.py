@@ -305,3 +305,11 @@ def test_predict_on_an_nvlink_quad_is_predict_with_its_figures(tmp_path, capsys)
         code2, out2, err2 = run(capsys, *base, "--gpus", gpus, "--gpus-per-node", "4", "--intra", figure)
         assert code2 == 0, err2
         assert json.loads(out)[0]["throughput"] == pytest.approx(json.loads(out2)[0]["throughput"], rel=1e-12)
+
+
+def test_nvswitch_nodes_ring_at_the_gpu_s_own_links():
+    """Behind NVSwitches `nvidia-smi topo -m` shows every pair bonded by all of a GPU's links (NV18 on an
+    HGX H100): a GPU still sends on 18 links, 18 x 370/18 = 370 GB/s, nvswitch-h100's figure, at any count."""
+    hgx = matrix([" ".join("X" if i == j else "NV18" for j in range(8)) for i in range(8)])
+    link = nv_link(hgx, "h100")
+    assert link.bandwidth_Bps == pytest.approx(370e9) and link.partial_Bps == ()
