@@ -313,3 +313,9 @@ def test_nvswitch_nodes_ring_at_the_gpu_s_own_links():
     hgx = matrix([" ".join("X" if i == j else "NV18" for j in range(8)) for i in range(8)])
     link = nv_link(hgx, "h100")
     assert link.bandwidth_Bps == pytest.approx(370e9) and link.partial_Bps == ()
+
+
+def test_a_switched_node_of_16_gpus_needs_no_search():
+    """A DGX-2 shows NV6 between all 16 V100s: L = min(6 x 15, 6 links) = 6, 120 GB/s (nvswitch-v100's)."""
+    dgx2 = matrix([" ".join("X" if i == j else "NV6" for j in range(16)) for i in range(16)])
+    assert nv_link(dgx2, "v100").bandwidth_Bps == pytest.approx(120e9)

@@ -166,3 +166,12 @@ def test_ring_packing_by_hand():
     assert model_ring_links([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) == 0  # a line: no ring
     with pytest.raises(SpecError, match="up to 8"):
         model_ring_links([[0] * 9 for _ in range(9)])
+
+
+def test_a_complete_uniform_mesh_is_n_minus_1_rings_a_link():
+    from perfmodel.nvlink_rings import ring_links as model_ring_links
+
+    for n in (3, 4, 5, 6):
+        mesh = [[0 if i == j else 2 for j in range(n)] for i in range(n)]
+        assert model_ring_links(mesh) == 2 * (n - 1) == pytest.approx(ring_links(
+            {(i, j): 2 for i in range(n) for j in range(i + 1, n)}, n))  # the linear program agrees
