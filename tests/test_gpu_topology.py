@@ -287,6 +287,7 @@ def test_a_quad_of_double_bonds_and_an_a100_pair():
     pairs = nv_link(A100_PAIRS, "a100", "amd-zen2")
     assert pairs.bandwidth_Bps == pytest.approx(PCIE3)  # 8 GPUs ring through PCIe: NODE and SYS hops
     # GPUs 0 and 1 alone: NV12 = 12 x 208/12 GB/s = the 208 GB/s busbw nccl-tests #178 measured on that pair
+    # (where nvlink3's achievable figure comes from: the bonds' count and the layout's parse are what this checks)
     assert dict(pairs.partial_Bps)[2] == pytest.approx(208e9)
 
 
