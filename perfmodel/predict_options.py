@@ -228,8 +228,9 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gpu-host", default=None, metavar="FABRIC",
                    help="the GPU's host link (pcie3, pcie4, pcie5; default pcie5 for a described GPU)")
     g.add_argument("--gpu-topology", default=None, metavar="FILE",
-                   help="what `nvidia-smi topo -m` prints on one node: the intra link becomes the slowest hop of "
-                        "the best GPU ring through its PCIe and socket paths (instead of --intra); docs/cli.md")
+                   help="what `nvidia-smi topo -m` prints on one node: the intra link becomes the best GPU ring "
+                        "through its PCIe, socket and NVLink paths, for the whole node and for GPUs 0..g-1 "
+                        "(instead of --intra); docs/cli.md")
     g.add_argument("--host-cpu", default=None, metavar="CPU",
                    help="the node's CPU for --gpu-topology paths through it (broadwell, skylake, sapphire-rapids, "
                         "amd-zen3 ...; `perfmodel presets --kind host-cpu`), or its model name as lscpu prints it")
