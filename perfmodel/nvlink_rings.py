@@ -10,9 +10,10 @@ ring bandwidth in links per GPU is the linear program
 (each GPU sends sum_c x_c links' worth; docs/model.md section 10.3c). Two GPUs ring over their bond
 both ways at once: L = links(0, 1). The ring bandwidth is L times one link's achievable figure.
 Every cycle is enumerated: (n-1)! directed cycles, 5,040 at 8 GPUs (MAX_GPUS). GPUs whose every pair
-is bonded by the same k links (what GPUs behind NVSwitches show, at any count) give L = k (n - 1):
-the complete graph splits into edge-disjoint Hamiltonian cycles (Walecki's construction), each run
-both ways.
+is bonded by the same k links (what GPUs behind NVSwitches show, at any count) give L = k (n - 1), the
+program's value there, without a search: every link carries rings (for odd n the complete graph splits
+into edge-disjoint Hamiltonian cycles, Walecki's construction, each run both ways; for even n a fractional
+mix of cycles does it; tests check both against the program).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def ring_links(bonds: Sequence[Sequence[int]]) -> float:
         raise SpecError("a ring needs two GPUs")
     off = {bonds[i][j] for i in range(n) for j in range(n) if i != j}
     if len(off) == 1 and min(off) > 0:  # every pair bonded alike (GPUs behind NVSwitches show this)
-        return float(min(off) * (n - 1))  # K_n splits into Hamiltonian cycles (Walecki): n-1 rings a link
+        return float(min(off) * (n - 1))  # every link used (module docstring)
     if n > MAX_GPUS:
         raise SpecError(f"{n} GPUs: NVLink rings are searched for up to {MAX_GPUS}")
     if n == 2:
