@@ -316,6 +316,7 @@ def test_nvswitch_nodes_ring_at_the_gpu_s_own_links():
     hgx = matrix([" ".join("X" if i == j else "NV18" for j in range(8)) for i in range(8)])
     link = nv_link(hgx, "h100")
     assert link.bandwidth_Bps == pytest.approx(370e9) and link.partial_Bps == ()
+    assert nv_link(hgx, "b200").bandwidth_Bps == pytest.approx(721.8e9)  # 18 x 40.1 GB/s: nvswitch-b200's
 
 
 def test_a_switched_node_of_16_gpus_needs_no_search():
