@@ -87,12 +87,13 @@ def test_two_gpus_cost_a_ring_over_one_link():
     assert alone.t_iter_s[0] == pytest.approx(p.t_iter_s[0])
 
 
-@pytest.mark.parametrize("strategy", [Strategy("ssgd"), Strategy("terngrad"), Strategy("daso"),
-                                      Strategy("ssgd", straggler_cv=0.02)])
+@pytest.mark.parametrize("strategy", [Strategy(name) for name in ("ssgd", "terngrad", "daso", "asgd", "sync-ps",
+                                                                   "byteps", "zero1", "zero3", "fsdp")]
+                         + [Strategy("ssgd", straggler_cv=0.02)], ids=lambda s: f"{s.name}-{s.straggler_cv}")
 def test_a_sweep_gives_each_count_what_it_gets_alone(strategy):
     wl = presets.load_workload("resnet50")
     c = presets.load_cluster("dgx1-v100")
-    gpus = [1, 2, 4, 5, 8, 16] if strategy.name != "daso" else [1, 2, 4, 8, 16]
+    gpus = [1, 2, 4, 5, 8, 16] if strategy.name != "daso" else [1, 2, 4, 8, 16]  # DASO: whole nodes or one part
     sweep = predict(wl, c, strategy, gpus, batch=64)
     for i, g in enumerate(gpus):
         one = predict(wl, c, strategy, [g], batch=64)
