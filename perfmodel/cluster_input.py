@@ -296,9 +296,9 @@ def describe(cluster: Cluster) -> str:
 def partial_note(cluster: Cluster) -> str:
     """' (GPUs 0..g-1 of a node ring on fewer links: ...)', the intra figure of each GPU count that has its
     own (``Cluster.intra_for``), else ''."""
-    if not cluster.intra.partial_Bps or cluster.intra.node_gpus != cluster.gpus_per_node:
+    if not cluster.intra_partial():
         return ""
-    each = [f"{g} GPUs {'host link' if b == 0 else f'{b / 1e9:.4g} GB/s'}" for g, b in cluster.intra.partial_Bps]
+    each = [f"{g} GPUs {'host link' if b == 0 else f'{b / 1e9:.4g} GB/s'}" for g, b in cluster.intra_partial()]
     return f" (GPUs 0..g-1 of a node ring on fewer links: {', '.join(each)})"
 
 

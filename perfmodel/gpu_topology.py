@@ -113,11 +113,13 @@ class Topology:
 
 @dataclass(frozen=True)
 class Ring:
-    """The best ring: bandwidth_Bps (bytes/s per direction), GPU order, and its slowest hop in words."""
+    """The best ring: bandwidth_Bps (bytes/s per direction), GPU order, its slowest hop in words, and
+    whether it runs over NVLink alone."""
 
     bandwidth_Bps: float
     order: tuple[int, ...]
     bottleneck: str
+    nvlink: bool = False
 
 
 def _cell(text: str, where: str) -> str:
@@ -140,20 +142,19 @@ def parse_topology(text: str, where: str = "nvidia-smi topo -m") -> Topology:
     names = tuple(itertools.takewhile(lambda t: _GPU.match(t) is not None, lines[at].split()))
     n = len(names)
     rows: dict[str, list[str]] = {}
-    raw: dict[str, list[str]] = {}  # the cells as printed: NV# keeps its link count
+    bonds: dict[str, tuple[int, ...]] = {}  # NV#: # NVLinks, 0 for other paths
     for ln in lines[at + 1:]:
         tok = ln.split()
         if tok and tok[0] in names and len(tok) > n:
             if tok[0] in rows:
                 raise SpecError(f"{where}: row {tok[0]} appears twice")
             rows[tok[0]] = [_cell(c, f"{where}, row {tok[0]}") for c in tok[1:n + 1]]
-            raw[tok[0]] = [c.upper() for c in tok[1:n + 1]]
+            bonds[tok[0]] = tuple(int(c[2:]) if c.upper().startswith("NV") else 0 for c in tok[1:n + 1])
     missing = [g for g in names if g not in rows]
     if missing:
         raise SpecError(f"{where}: no row for {', '.join(missing)}")
-    paths, bonds = [], []
+    paths = []
     for i, g in enumerate(names):
-        bonds.append(tuple(int(c[2:]) if c.startswith("NV") else 0 for c in raw[g]))
         row = rows[g]
         for j, c in enumerate(row):
             if (c == "X") != (i == j):
@@ -161,9 +162,10 @@ def parse_topology(text: str, where: str = "nvidia-smi topo -m") -> Topology:
             if i != j and c != rows[names[j]][i]:
                 raise SpecError(f"{where}: {g}-{names[j]} is {c} but {names[j]}-{g} is {rows[names[j]][i]}")
         paths.append(tuple("" if c == "X" else c for c in row))
-    if any(bonds[i][j] != bonds[j][i] for i in range(n) for j in range(n)):
+    nv = tuple(bonds[g] for g in names)
+    if any(nv[i][j] != nv[j][i] for i in range(n) for j in range(n)):
         raise SpecError(f"{where}: the NVLink counts (NV#) differ between a pair's two rows")
-    return Topology(names, tuple(paths), where, tuple(bonds))
+    return Topology(names, tuple(paths), where, nv)
 
 
 def read_topology(path: str | Path) -> Topology:
@@ -277,7 +279,8 @@ def _priced(topo: Topology, host_Bps: float, cpu: HostCpu | None, nvlink: Fabric
     # a GPU sends on at most its own links: behind NVSwitches every pair shows them all (NV18 on HGX H100)
     links = min(ring_links(topo.bonds()), float(nvlink.links_per_gpu))
     return Ring(links * nvlink.link_Bps, best.order,
-                f"NVLink rings over {links:g} of the GPUs' links x {nvlink.link_Bps / 1e9:.4g} GB/s ({nvlink.name})")
+                f"NVLink rings over {links:g} of the GPUs' links x {nvlink.link_Bps / 1e9:.4g} GB/s ({nvlink.name})",
+                nvlink=True)
 
 
 def _hop(path: str, host_Bps: float, cpu: HostCpu | None, k: int) -> float:
@@ -329,9 +332,8 @@ def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None,
         sub = _priced(topo.first(g), host.bandwidth_Bps, cpu, nvlink)
         if sub is not None and sub.bandwidth_Bps != best.bandwidth_Bps:  # None: NVLink of an unknown generation
             partial.append((g, sub.bandwidth_Bps))
-    over_nvlink = best.bottleneck.startswith("NVLink")
-    how = (best.bottleneck if over_nvlink else
-           f"ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}")
-    latency = nvlink.latency_s if over_nvlink else host.latency_s
+    how = best.bottleneck if best.nvlink else \
+        f"ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}"
+    latency = nvlink.latency_s if best.nvlink and nvlink is not None else host.latency_s  # nvlink priced it
     return Link(latency, best.bandwidth_Bps, f"gpu-topology: {where} ({topo.layout_words()}); "
                 f"{how}" + (f"; {cpu.source}" if cpu else ""), tuple(partial), len(topo.gpus) if partial else 0)

@@ -118,6 +118,12 @@ def load_bands(path: Path | None = None) -> Bands:
     return Bands(bands, min_rows, str(d.get("source", "")))
 
 
+def band_of(bands: Bands, strategy: str, gpus: int, nodes: int) -> Band | None:
+    """The band around a prediction of ``strategy`` on ``gpus`` GPUs over ``nodes`` nodes; None for one GPU
+    (nothing exchanged: the prediction is its own interval)."""
+    return None if gpus <= 1 else bands.band_for(strategy, nodes)
+
+
 def with_band(records: list[dict], bands: Bands | None = None) -> list[dict]:
     """``records`` (perfmodel.scaling.Prediction.records rows: strategy, gpus, nodes, throughput in
     samples/s) with throughput_lo and throughput_hi (samples/s, the 80% band) and band (its regime and
@@ -125,10 +131,10 @@ def with_band(records: list[dict], bands: Bands | None = None) -> list[dict]:
     bands = bands or load_bands()
     for r in records:
         p = r["throughput"]
-        if r["gpus"] <= 1:
+        b = band_of(bands, r["strategy"], r["gpus"], r["nodes"])
+        if b is None:
             r.update(throughput_lo=p, throughput_hi=p, band="1 GPU: nothing exchanged")
             continue
-        b = bands.band_for(r["strategy"], r["nodes"])
         r.update(throughput_lo=p * b.q_lo, throughput_hi=p * b.q_hi,
                  band=f"{b.span} {b.family} ({b.rows} dev rows)")
     return records

@@ -11,23 +11,16 @@ comes on top and is not in it.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-from .intervals import Bands, load_bands
-
-
-@lru_cache(maxsize=1)
-def _bands() -> Bands:
-    return load_bands()
+from .intervals import band_of, load_bands
 
 
 def interval(strategy: str, gpus: int, nodes: int, samples_per_s: float, samples: float) -> dict:
     """{"samples_per_s": [lo, hi], "time_to_train_s": [lo, hi], "basis": text} for a row of ``gpus`` GPUs
     on ``nodes`` nodes predicted at ``samples_per_s``, training ``samples`` samples."""
-    if gpus <= 1:
+    b = band_of(load_bands(), strategy, gpus, nodes)  # the TOML is read once (preset_toml caches it)
+    if b is None:
         return {"samples_per_s": [samples_per_s, samples_per_s],
                 "time_to_train_s": [samples / samples_per_s] * 2, "basis": "1 GPU: nothing exchanged"}
-    b = _bands().band_for(strategy, nodes)
     lo, hi = samples_per_s * b.q_lo, samples_per_s * b.q_hi
     return {"samples_per_s": [lo, hi], "time_to_train_s": [samples / hi, samples / lo],
             "basis": f"80% band, {b.span} {b.family}: measured / predicted {b.q_lo:.3f} .. {b.q_hi:.3f} over "

@@ -68,6 +68,7 @@ of the g GPUs of a node); ASGD runs at the mean rate of its machines.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -223,15 +224,21 @@ def _intra_groups(w: np.ndarray, cluster: Cluster) -> list[tuple[np.ndarray, Clu
     """(mask of the counts, the cluster they run on): a count with its own intra figure (a part of one
     node, ``Cluster.intra_for``) apart, every other count on ``cluster`` as it is."""
     out, rest = [], np.ones(len(w), dtype=bool)
-    if cluster.intra.node_gpus == cluster.gpus_per_node:
-        for g, _ in cluster.intra.partial_Bps:
-            mask = w == g
-            if mask.any():
-                out.append((mask, cluster.with_link("intra", cluster.intra_for(g))))
-                rest &= ~mask
+    for g, _ in cluster.intra_partial():
+        mask = w == g
+        if mask.any():
+            out.append((mask, _partial_cluster(cluster, g)))
+            rest &= ~mask
     if rest.any() or not out:
         out.append((rest, cluster))
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _partial_cluster(cluster: Cluster, gpus: int) -> Cluster:
+    """``cluster`` with the intra link of a run on GPUs 0..gpus-1 (built once per cluster and count: a plan
+    predicts thousands of candidates on one cluster)."""
+    return cluster.with_link("intra", cluster.intra_for(gpus))
 
 
 def _predict(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, scaling: str,

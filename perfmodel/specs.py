@@ -146,13 +146,18 @@ class Cluster:
             _positive("host_memory_Bps", self.host_memory_Bps)
         _positive_int("nics", self.nics)
 
+    def intra_partial(self) -> tuple[tuple[int, float], ...]:
+        """The intra link's (GPUs, bytes/s) figures for a run on GPUs 0..g-1 of a node, where the link
+        describes nodes of this size (``Link.node_gpus``); () elsewhere."""
+        return self.intra.partial_Bps if self.intra.node_gpus == self.gpus_per_node else ()
+
     def intra_for(self, gpus: int) -> Link:
         """The intra link of a node that runs ``gpus`` of its GPUs (GPUs 0..gpus-1): the link's own figure
         for a whole node or a link without a partial table; the table's figure for ``gpus``, where the
         link is described for nodes of this size; the host link where those GPUs have no ring on it."""
         link = self.intra
-        table = dict(link.partial_Bps)
-        if link.node_gpus != self.gpus_per_node or gpus not in table:
+        table = dict(self.intra_partial())
+        if gpus not in table:
             return link
         why = f"{gpus} of a node's {link.node_gpus} GPUs"
         if table[gpus] == 0:

@@ -94,10 +94,11 @@ def freeze(path: Path, node: Path, link: Path) -> dict:
 
 def _train_args(algo: str, overlap: str, accumulate: int, log: Path) -> list[str]:
     from reproduce.validation_runs import run_args
+    from trainers.run import ALGO_FLAGS
 
-    # terngrad has no overlap to switch (it ternarizes after backprop): its runs keep the config's default
+    flag, readers = ALGO_FLAGS["overlap"]  # terngrad has no overlap to switch: it keeps the config's default
     return [*run_args(algo, MODEL, BATCH, 2, STEPS, log, accumulate), "--bucket-mb", str(BUCKET_MB),
-            *(["--overlap", overlap] if algo == "ssgd" else [])]
+            *([flag, overlap] if algo in readers else [])]
 
 
 def check(out: Path, remakes: int) -> Path:

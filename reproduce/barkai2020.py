@@ -32,7 +32,6 @@ import os
 import sys
 from pathlib import Path
 
-import pandas as pd
 
 from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables, seeds_of,
                               settings_text)
@@ -77,7 +76,7 @@ def current_setting(frame):
     """The rows of a tables4_6 or fig4_gap_vs_delay frame run at their scale's current learning rate
     (TRAIN); rows of an earlier setting (the small scale's lr 0.02) stay in the file but are left out."""
     keep = [float(lr) == TRAIN[str(scale)]["lr"] for lr, scale in zip(frame.lr, frame.scale)]
-    return frame[pd.Series(keep, index=frame.index, dtype=bool)]  # no row kept: no rows, every column
+    return frame.loc[keep]  # no row kept: no rows, every column
 
 
 def _data_root(args: argparse.Namespace) -> str | None:

@@ -98,8 +98,6 @@ class _Unset:
 
 UNSET = _Unset()
 
-_DASO = ("global_dtype", "warmup_epochs", "cooldown_epochs", "max_b", "rule", "b", "w", "plateau_patience",
-         "plateau_threshold")
 ALGO_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
     "bucket_mb": ("--bucket-mb", ("ssgd", "terngrad", "daso")),
     "overlap": ("--overlap", ("ssgd", "daso")),  # terngrad ternarizes after backprop: nothing to overlap
@@ -109,7 +107,8 @@ ALGO_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
     "tern_fp32_last": ("--tern-ternarize-last", ("terngrad",)),
     "terngrad_exchange": ("--terngrad-exchange", ("terngrad",)),
     "tern_lanes": ("--terngrad-lanes", ("terngrad",)),
-    **{f"daso_{k}": (f"--daso-{k.replace('_', '-')}", ("daso",)) for k in _DASO},
+    **{f.name: ("--" + f.name.replace("_", "-"), ("daso",))  # every daso_* field of SyncConfig
+       for f in dataclasses.fields(SyncConfig) if f.name.startswith("daso_")},
 }
 """SyncConfig field -> (flag, the algorithms that read it). The flag's parser default is UNSET, and
 :func:`config_from_args` refuses it, given, with any other algorithm of the two families (one registered
@@ -367,16 +366,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from trainers import interrupts
 
     cfg = config_from_args(args)
-    checkpoint = cfg.checkpoint if isinstance(cfg, SyncConfig) else None
+    checkpoint, resume = (cfg.checkpoint, cfg.resume) if isinstance(cfg, SyncConfig) else (None, None)
+    rank = _devices.env_world()[0]
     for option, path in output_files(cfg):  # before any training: a run must not fail at its end
         check_output_file(option, path)
-    if _devices.env_world()[0] == 0:  # the log's writer; a rank 0 that refuses ends the launcher's job
-        check_new_log(cfg.log, cfg.resume if isinstance(cfg, SyncConfig) else None)
-    if isinstance(cfg, SyncConfig) and cfg.resume and not os.path.isfile(checkpoint):
+    if rank == 0:  # the log's writer; a rank 0 that refuses ends the launcher's job
+        check_new_log(cfg.log, resume)
+    if resume and not os.path.isfile(checkpoint):
         raise TrainerError(f"--resume: checkpoint {checkpoint} does not exist (without --resume the run "
                            f"starts at step 0)")
     launched = any(rank_key in os.environ for rank_key, _ in _devices.WORLD_ENV)
-    interrupts.install(interrupts.InterruptWatch(_devices.env_world()[0], checkpoint, launched=launched))
+    interrupts.install(interrupts.InterruptWatch(rank, checkpoint, launched=launched))
     try:
         dispatch(cfg)
     except UsageError as exc:

@@ -5,10 +5,10 @@ sums). Also re-exports the names trainers.config.AsyncConfig checks its settings
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trainers.asynchronous.gem import GEM_CODES, WORKERS
-from trainers.asynchronous.masters import RULES
+from trainers.asynchronous.masters import RULES, hyper_names
 from trainers.asynchronous.rule_hypers import GAP_MODES
 from trainers.validators import check_choice, unused_option
 
@@ -38,7 +38,7 @@ class AlgoSpec:
         worker rule's; n, modulate, gap and the others its master rule's hyperparameters."""
         if setting in ("kappa", "gem_code"):
             return self.worker == "gem"
-        return setting in {f.name for f in fields(RULES[self.master].Hyper)}
+        return setting in hyper_names(self.master)
 
 
 ALGOS: dict[str, AlgoSpec] = {  # every master rule but "add", then "add" behind each worker rule
@@ -54,6 +54,8 @@ def check_settings_used(algo: str, given: Mapping[str, str]) -> None:
     """TrainerError for a setting of RULE_SETTINGS in ``given`` (AsyncConfig field -> the option that set
     it, e.g. "--gap") that algorithm ``algo`` does not read; an unknown algo is left to AsyncConfig."""
     spec = ALGOS.get(algo)
+    if spec is None:
+        return
     for name, option in given.items():
-        if spec is not None and name in RULE_SETTINGS and not spec.takes(name):
+        if name in RULE_SETTINGS and not spec.takes(name):
             raise unused_option(option, algo, [a for a, s in ALGOS.items() if s.takes(name)])

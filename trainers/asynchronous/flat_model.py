@@ -5,7 +5,6 @@ configuration: the master rule, a worker's rescaling and the learning-rate sched
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 import torch
@@ -14,7 +13,7 @@ from torch import Tensor
 from trainers.config import NO_MODEL, AsyncConfig
 from trainers.asynchronous.gem import make_worker
 from trainers.asynchronous.master_rule import MasterRule
-from trainers.asynchronous.masters import RULES, make_rule
+from trainers.asynchronous.masters import hyper_names, make_rule
 from trainers.errors import TrainerError
 from trainers.schedules import LRSchedule
 
@@ -101,7 +100,7 @@ def build_rule(cfg: AsyncConfig, params: Tensor, segments: tuple | None = None) 
     """The master rule of cfg.algo on ``params`` (copied), with every configuration field the
     rule's Hyper dataclass has (lr, momentum, nesterov, weight_decay, n, gap, modulate)."""
     spec = cfg.spec
-    allowed = {f.name for f in fields(RULES[spec.master].Hyper)}
+    allowed = hyper_names(spec.master)
     values = {"lr": cfg.lr, "momentum": cfg.momentum, "nesterov": cfg.nesterov,
               "weight_decay": cfg.weight_decay, "n": cfg.n, "gap": cfg.gap, "modulate": cfg.modulate}
     hyper = {k: v for k, v in values.items() if k in allowed}

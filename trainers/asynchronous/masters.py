@@ -89,6 +89,11 @@ RULES: dict[str, type[MasterRule]] = {
 }
 
 
+def hyper_names(name: str) -> tuple[str, ...]:
+    """The hyperparameters master rule ``name`` reads (its Hyper dataclass's fields, in order)."""
+    return tuple(f.name for f in fields(RULES[name].Hyper))
+
+
 def rule_names() -> tuple[str, ...]:
     """The registered rule names, in registry order."""
     return tuple(RULES)
@@ -110,7 +115,7 @@ def make_rule(
     if name not in RULES:
         raise TrainerError(f"unknown master rule {name!r}; choose one of: {', '.join(RULES)}")
     cls = RULES[name]
-    allowed = [f.name for f in fields(cls.Hyper)]
+    allowed = hyper_names(name)
     for key in hyper:
         if key not in allowed:
             raise TrainerError(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +84,7 @@ class Server:
         self.trash = torch.empty(self.fm.numel, dtype=torch.float32)
         self.payload_bytes = 0  # payload bytes received and sent so far (headers not counted)
         # called with the count of gradients applied before each apply: test hooks (trainers.faults)
-        self.before_apply: list[Callable[[int], None]] = server_hooks(opt.fail_server_at)
+        self.before_apply = server_hooks(opt.fail_server_at)
 
     # ---- messages
     def watchdog(self) -> None:

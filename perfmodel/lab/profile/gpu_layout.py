@@ -20,7 +20,6 @@ busbw is the out-of-sample check of ``--gpu-topology`` a node with GPUs gives. `
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -78,7 +77,7 @@ def layout_lines(profile: Profile, presets: Path | None = None) -> list[str]:
         best = priced_ring(topo, host.bandwidth_Bps, host_cpus(root)[name] if name is not None else None, nvlink)
     except SpecError as e:  # NVLink of an unknown generation, or a large node with mixed paths
         return [f"{head}: not priced: {e}"]
-    if best.bottleneck.startswith("NVLink"):
+    if best.nvlink:
         lines = [f"{head}: {best.bottleneck}"]
     else:
         lines = [f"{head}: ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck} "
@@ -96,5 +95,5 @@ def gpu_preset(gpu_name: str, root: Path | None = None) -> str:
     digits only) that the name starts with, vendor words dropped ("Tesla V100-SXM2-16GB" -> "v100",
     "NVIDIA H100 80GB HBM3" -> "h100"); "" when none fits."""
     key = device_key(gpu_name)  # "cpu" for an empty name: no preset starts it
-    fits = [n for n in gpus(root) if key.startswith(re.sub(r"[^a-z0-9]", "", n))]
+    fits = [n for n in gpus(root) if key.startswith(device_key(n))]
     return max(fits, key=len, default="")
