@@ -1,7 +1,8 @@
 """The settings to launch a planned row: framework knobs and, where this project implements the scheme,
 the `trainers run` command.
 
-    ssgd      PyTorch DDP bucket_cap_mb (MiB) and, for fp16/bf16 on the wire, its fp16_compress_hook /
+    ssgd      PyTorch DDP bucket_cap_mb (MiB), gradient_as_bucket_view (True when the row charges no copies
+              into the buckets, Strategy.bucket_copies 0) and, for fp16/bf16 on the wire, its fp16_compress_hook /
               bf16_compress_hook; the same run under Horovod: HOROVOD_FUSION_THRESHOLD (bytes) and
               HOROVOD_CYCLE_TIME (ms); NCCL_ALGO Ring or Tree where the plan fixed one ("nccl": NCCL's own)
     zero1-3   DeepSpeed zero_optimization.stage, reduce_bucket_size (elements), overlap_comm,
@@ -32,7 +33,7 @@ def launch_settings(strategy: Strategy, *, gpus: int, gpus_per_node: int, batch_
     if strategy.allreduce in _NCCL_ALGO and name in ("ssgd", "daso"):
         out["NCCL_ALGO"] = _NCCL_ALGO[strategy.allreduce]
     if name == "ssgd":
-        out["ddp"] = {"bucket_cap_mb": strategy.bucket_mb}
+        out["ddp"] = {"bucket_cap_mb": strategy.bucket_mb, "gradient_as_bucket_view": strategy.bucket_copies == 0}
         if strategy.wire != "fp32":
             out["ddp"]["comm_hook"] = f"torch.distributed.algorithms.ddp_comm_hooks.default_hooks." \
                                       f"{strategy.wire}_compress_hook"

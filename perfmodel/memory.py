@@ -152,7 +152,7 @@ def strategy_buffers(workload: Workload, strategy: Strategy, gpus, precision: st
     """Bytes the strategy's exchange allocates beside the gradients, per GPU.
 
     ssgd: DDP's buckets, a copy of every gradient in the wire format (gradient_as_bucket_view False,
-    its default); daso: the same for its node-local DDP, plus the global sync's send copy of the
+    its default: Strategy.bucket_copies > 0; none when the gradients are views into the buckets); daso: the same for its node-local DDP, plus the global sync's send copy of the
     parameters (bf16 when blocking, fp32 otherwise); terngrad: the int8 codes of the ternarized
     tensors, their 2-bit packing, and the exchange's receive buffer (levels: the summed levels at 1 or 2
     bytes per element; ps: the shards' codes and sums; allgather: W packed copies); sync-ps, byteps,
@@ -165,7 +165,7 @@ def strategy_buffers(workload: Workload, strategy: Strategy, gpus, precision: st
     wire = 2 if precision == "mixed" and strategy.wire == "fp32" else _WIRE_BYTES[strategy.wire]
     name = strategy.name
     if name == "ssgd":
-        out = np.full_like(w, wire * psi)
+        out = np.full_like(w, wire * psi if strategy.bucket_copies else 0.0)
     elif name == "daso":
         out = np.full_like(w, 4 * psi + (2 if strategy.daso_W == 0 else 4) * psi)
     elif name == "terngrad":

@@ -1,7 +1,9 @@
 """The overlap term's inputs per setting: the framework's bucketing and launch policy, and how much
 compute and collective slow each other when both run (perfmodel.overlap computes the schedule).
 
-Framework policy (FRAMEWORK_POLICY; Strategy.bucket_mb, first_bucket_mb, cycle_time_s):
+Framework policy (FRAMEWORK_POLICY; Strategy.bucket_mb, first_bucket_mb, cycle_time_s, and bucket_copies:
+the gradient's copies into the buckets and back, charged by perfmodel.bucket_copy, whose docstring cites
+them: 2 for DDP's default and Horovod's fusion buffer, 0 for a collective per tensor):
     pytorch-ddp  buckets of bucket_cap_mb = 25 MiB, the first one (the last layers' gradients) closed
                  at 1 MiB so communication starts early: torch.nn.parallel.DistributedDataParallel,
                  bucket_cap_mb=25 and torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024
@@ -54,10 +56,11 @@ HOROVOD_CYCLE_S = 5e-3
 HOROVOD_FUSION_MB = 64.0
 
 FRAMEWORK_POLICY: dict[str, dict[str, float]] = {
-    "pytorch-ddp": {"bucket_mb": 25.0, "first_bucket_mb": 1.0, "cycle_time_s": 0.0},
-    "horovod": {"bucket_mb": HOROVOD_FUSION_MB, "first_bucket_mb": 0.0, "cycle_time_s": HOROVOD_CYCLE_S},
-    "tf-replicated": {"bucket_mb": TENSOR_BUCKET_MB, "first_bucket_mb": 0.0, "cycle_time_s": 0.0},
-    "default": {"bucket_mb": 25.0, "first_bucket_mb": 0.0, "cycle_time_s": 0.0},
+    "pytorch-ddp": {"bucket_mb": 25.0, "first_bucket_mb": 1.0, "cycle_time_s": 0.0, "bucket_copies": 2},
+    "horovod": {"bucket_mb": HOROVOD_FUSION_MB, "first_bucket_mb": 0.0, "cycle_time_s": HOROVOD_CYCLE_S,
+                "bucket_copies": 2},
+    "tf-replicated": {"bucket_mb": TENSOR_BUCKET_MB, "first_bucket_mb": 0.0, "cycle_time_s": 0.0, "bucket_copies": 0},
+    "default": {"bucket_mb": 25.0, "first_bucket_mb": 0.0, "cycle_time_s": 0.0, "bucket_copies": 2},
 }
 
 

@@ -121,6 +121,10 @@ def add_schedule_options(p: argparse.ArgumentParser) -> None:
                         "e.g. measured as step-with / step-alone - 1 (default on a GPU: 0.79 each, Agrawal et al. 2024)")
     p.add_argument("--first-bucket-mb", type=float, default=0.0,
                    help="MiB at which the first bucket closes (PyTorch DDP 1; default 0: --bucket-mb)")
+    p.add_argument("--bucket-copies", type=int, default=2,
+                   help="copies of the gradient into the buckets and back per step, charged at the GPU's memory "
+                        "bandwidth (default 2: DDP's gradient_as_bucket_view=False, Horovod's fusion buffer; 0: "
+                        "gradient_as_bucket_view=True, or a collective per tensor)")
     p.add_argument("--ps-placement", choices=PS_PLACEMENTS, default="colocated",
                    help="sync-ps: servers on the worker nodes or on dedicated nodes; byteps: dedicated = "
                         "--ps-servers CPU summation machines, colocated = none")
@@ -137,8 +141,10 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
     sync_wait_ms = 0.0 if args.sync_wait_ms is None else args.sync_wait_ms
     if not 0 <= sync_wait_ms < float("inf"):
         raise CLIError(f"--sync-wait-ms must be >= 0 and finite, got {args.sync_wait_ms}")
+    if not args.bucket_copies >= 0:
+        raise CLIError(f"--bucket-copies must be >= 0, got {args.bucket_copies}")
     sigma, mu = parse_slowdown(args.overlap_slowdown)
-    return dict(bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
+    return dict(bucket_copies=args.bucket_copies, bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
                 cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=sync_wait_ms / 1e3,
                 overlap_efficiency=args.overlap_efficiency, first_bucket_mb=args.first_bucket_mb,
                 overlap_compute_slowdown=sigma, overlap_comm_slowdown=mu,

@@ -14,16 +14,18 @@ TABLE_COLUMNS = [("strategy", "strategy", "{}"), ("gpus", "gpus", "{:d}"), ("nod
 
 
 CODEC_COLUMN = ("t_compress_s", "t_codec ms", "{:.2f}")  # shown when a strategy has a codec (TernGrad)
+#: the gradient's copies into the buckets and back (perfmodel.bucket_copy), shown when a row charges them
+COPY_COLUMN = ("t_copy_s", "t_copy ms", "{:.2f}")
 #: the 80% band of the throughput (perfmodel.intervals), shown when the records carry it
 BAND_COLUMNS = [("throughput_lo", "80% lo", "{:,.0f}"), ("throughput_hi", "80% hi", "{:,.0f}")]
 
 
 def format_table(records: list[dict]) -> str:
-    """A fixed-width table for a terminal (times in milliseconds); the codec's time (t_compress_s, part of
-    t_iter) as a column when a strategy has one ("-" for the others), the throughput's 80% band when the
-    records carry one."""
-    columns = TABLE_COLUMNS[:6] + [CODEC_COLUMN] + TABLE_COLUMNS[6:] if any(
-        CODEC_COLUMN[0] in r for r in records) else list(TABLE_COLUMNS)
+    """A fixed-width table for a terminal (times in milliseconds); the codec's time (t_compress_s) and the
+    bucket copies' (t_copy_s), both part of t_iter, as columns when a row has them ("-" for the others),
+    the throughput's 80% band when the records carry one."""
+    added = [c for c in (CODEC_COLUMN, COPY_COLUMN) if any(c[0] in r for r in records)]
+    columns = TABLE_COLUMNS[:6] + added + TABLE_COLUMNS[6:]
     if any(BAND_COLUMNS[0][0] in r for r in records):
         at = [c[0] for c in columns].index("throughput") + 1
         columns = columns[:at] + BAND_COLUMNS + columns[at:]

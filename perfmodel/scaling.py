@@ -3,14 +3,15 @@
 One call predicts a whole sweep of GPU counts as numpy expressions (no Python loop over GPU counts).
 
 Per iteration on W GPUs (docs/model.md sections 2 and 5):
-    weak scaling  (per-GPU batch b):   T = A t_c(b) + t_comm - hidden + o;       throughput = A W b / T
-    strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + o;  throughput = K / T
+    weak scaling  (per-GPU batch b):   T = A t_c(b) + t_comm - hidden + t_copy + o;       throughput = A W b / T
+    strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + t_copy + o;  throughput = K / T
 A: micro-batches per exchange (the workload's ``accumulate``, 1 by default), whose optimizer step t_u
 (the compute curve's ``update_s``, where it is known apart) is paid once: A t_c stands for
-A (t_c - t_u) + t_u; o: the framework's cost
-per multi-GPU step (``step_overhead_s``, 0 by default). A framework that launches collectives from a
-periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after it is ready on average; the
-last bucket's wait is part of t_comm and never hidden. Concurrent compute and collective kernels slow
+A (t_c - t_u) + t_u; t_copy: ssgd's copies of the gradient into the framework's buckets and back at the
+GPU's memory bandwidth (``bucket_copies``, perfmodel.bucket_copy; column t_copy_s, 0 on CPU ranks);
+o: the framework's cost per multi-GPU step (``step_overhead_s``, 0 by default). A framework that
+launches collectives from a periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after
+it is ready on average; the last bucket's wait is part of t_comm and never hidden. Concurrent compute and collective kernels slow
 each other: the schedule runs with the slowdowns perfmodel.overlap_causes gives for the setting, or an
 explicit ``overlap_efficiency`` e keeps e of the ideal schedule's hidden seconds.
 hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their communication
@@ -75,6 +76,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import collectives as coll
+from .bucket_copy import bucket_copy_seconds
 from .codec_memory import codec_rates
 from .overlap import BACKWARD_SHARE, exposed_time, workload_buckets
 from .overlap_causes import overlap_inputs
@@ -312,7 +314,9 @@ def _predict(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.nda
     hidden = np.maximum(hidden, 0.0)  # a schedule's rounding leaves -1e-19 s where nothing is hidden
     extra["t_hidden_s"] = hidden
     overhead = np.where(multi, strategy.step_overhead_s, 0.0)
-    t_iter = t_comp + comm - hidden + extra.get("t_compress_s", 0.0) + overhead
+    if "t_copy_s" in extra:  # the gradient's copies into the buckets and back: no bucket on one GPU
+        extra["t_copy_s"] = np.where(multi, extra["t_copy_s"], 0.0)
+    t_iter = t_comp + comm - hidden + extra.get("t_compress_s", 0.0) + extra.get("t_copy_s", 0.0) + overhead
     throughput = samples / t_iter
     if strategy.name == "asgd":
         # the servers' links bound the aggregate rate; report the bandwidth they must sustain
@@ -361,7 +365,13 @@ def _ssgd_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
 
     t = cost(n)
     sent = _allreduce_bytes(strategy.allreduce, n, w)
-    return t, sent, _host_note(cluster, strategy, w), w, (cost, t, n / workload.parameters)
+    extra = _host_note(cluster, strategy, w)
+    if strategy.allreduce != "paper":  # the paper's measured t_comm holds its own copies
+        copy_s = bucket_copy_seconds(workload.parameters, n / workload.parameters, strategy.bucket_copies,
+                                     cluster.gpu_memory_Bps)
+        if copy_s:
+            extra["t_copy_s"] = np.full_like(w, copy_s)
+    return t, sent, extra, w, (cost, t, n / workload.parameters)
 
 
 def _host_note(cluster: Cluster, strategy: Strategy, w: np.ndarray) -> dict:

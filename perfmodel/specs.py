@@ -390,6 +390,10 @@ class Strategy:
     wakes every HOROVOD_CYCLE_TIME (5 ms before v0.21, 1 ms from v0.21: Horovod CHANGELOG v0.21.0,
     PR #2468) and launches what is ready then, so a bucket waits cycle_time_s / 2 on average before
     its collective starts (perfmodel.overlap.exposed_time's start_delay).
+    bucket_copies: copies of the gradient a framework makes per exchange, into its buckets and back (2: PyTorch
+    DDP's default gradient_as_bucket_view=False, Horovod's fusion buffer; 0: gradients that are views into
+    the buckets, or one collective per tensor); ssgd on a GPU charges them at the GPU's memory bandwidth
+    (perfmodel.bucket_copy).
     wire: element format on the wire for ssgd, sync-ps and byteps ("fp32", "fp16", "bf16").
     terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
     layer when set, travel in fp32 (defaults: the trainers', 1 and True). terngrad_encode_elems_per_s:
@@ -465,6 +469,7 @@ class Strategy:
     first_bucket_mb: float = 0.0
     overlap_compute_slowdown: float | None = None
     overlap_comm_slowdown: float | None = None
+    bucket_copies: int = 2
 
     def __post_init__(self) -> None:
         if self.name not in ALL_STRATEGIES:
@@ -520,6 +525,9 @@ class Strategy:
             if float(self.overlap_efficiency) > 1.0:
                 raise SpecError(f"overlap_efficiency must be in [0, 1], got {self.overlap_efficiency!r}")
         _positive("first_bucket_mb", self.first_bucket_mb, allow_zero=True)
+        if isinstance(self.bucket_copies, bool) or not isinstance(self.bucket_copies, (int, np.integer)) \
+                or self.bucket_copies < 0:
+            raise SpecError(f"bucket_copies must be a non-negative integer, got {self.bucket_copies!r}")
         for f in ("overlap_compute_slowdown", "overlap_comm_slowdown"):
             if getattr(self, f) is not None:
                 _positive(f, getattr(self, f), allow_zero=True)

@@ -18,12 +18,9 @@ another runs file writes to results/published/<its stem>/ (``default_out``; git 
                                   [--overlap X]   # constant overlap instead of the computed one
                                   [--effects all|none|NAME,...] [--ablation]
 
-Effects beyond the links' whole-node figures and the bucket schedule (EFFECTS; all on by default and in
-perfmodel predict, none fitted): gpu-variability (the slowest of W GPUs, Sinha et al. SC22), horovod-cycle
-(a 5 ms launch loop), overlap-interference (concurrent compute and collectives slow each other by 0.79,
-Agrawal et al. 2024; perfmodel.overlap_causes), partial-node-rings (GPUs 0..g-1 of a DGX-1 ring on the
-NVLinks among them). The overlap follows each framework's bucketing policy (DDP's 1 MiB first bucket,
-TF's bucket per tensor, Horovod's 64 MiB fusion buffer).
+Effects beyond the links' whole-node figures and the bucket schedule (EFFECTS, all on by default and in
+perfmodel predict, none fitted; the overlap follows each framework's bucketing policy, DDP's 1 MiB first
+bucket, TF's bucket per tensor, Horovod's 64 MiB fusion buffer).
 
 Two splits: issue 27's declared halves (runs.csv column ``half``, reproduce.halves; fixed before that
 issue's model changes), "dev half" and "held-out half", all and across nodes, each effect on and off in
@@ -246,6 +243,8 @@ EFFECTS = {
                             "perfmodel.overlap_causes)",
     "partial-node-rings": "a run on GPUs 0..g-1 of a DGX-1 rings over the NVLinks among them, fewer than "
                           "the whole node's (fabrics.toml ring_links; docs/model.md section 10.3c)",
+    "bucket-copies": "the framework copies the gradient into its buckets and back at the GPU's memory "
+                     "bandwidth (DDP's default, Horovod's fusion buffer; perfmodel.bucket_copy)",
 }
 # Sources the effects were chosen on (the development half); the others are held out.
 DEV_SOURCES = ("TensorFlow Performance Benchmarks", "DLPerf")
@@ -281,6 +280,7 @@ def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)
             common.update(overlap_compute_slowdown=slowdown[0], overlap_comm_slowdown=slowdown[1])
     if "horovod-cycle" in effects and s.startswith("horovod"):
         common["cycle_time_s"] = HOROVOD_CYCLE_S
+    common["bucket_copies"] = policy["bucket_copies"] if "bucket-copies" in effects else 0
     if r["comm_overlap"] == "after-backward" or mode == "none":
         common["overlap"] = 0.0
     elif overlap is not None:  # a constant instead of the computed bucket-schedule overlap (diagnostic)

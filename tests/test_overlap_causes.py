@@ -47,7 +47,8 @@ def test_ddp_first_bucket_closes_at_its_own_size():
     with pytest.raises(SpecError):
         make_buckets([1], [1], 5, first_bucket_bytes=-1)
     assert FRAMEWORK_POLICY["pytorch-ddp"]["first_bucket_mb"] == 1.0
-    assert FRAMEWORK_POLICY["horovod"] == {"bucket_mb": 64.0, "first_bucket_mb": 0.0, "cycle_time_s": 0.005}
+    assert FRAMEWORK_POLICY["horovod"] == {"bucket_mb": 64.0, "first_bucket_mb": 0.0, "cycle_time_s": 0.005,
+                                           "bucket_copies": 2}
 
 
 def test_inputs_per_setting():

@@ -23,6 +23,9 @@ def test_every_lumi_number_is_on_its_line_and_the_cluster_is_the_guides():
     assert c.network.bandwidth_Bps == 4 * 200e9 / 8  # four 200 Gb/s endpoints, per direction
 
 
+JUDGED_EFFECTS = tuple(e for e in pub.EFFECTS if e != "bucket-copies")
+
+
 def _median_abs(errors: list[float]) -> float:
     import numpy as np
 
@@ -42,7 +45,8 @@ def test_the_judged_predictions_and_figures_are_as_reported():
     rows = pub.load_runs(LUMI)
     assert set(frozen) == {r["id"] for r in rows}
     for r in rows:
-        assert abs(pub.predict_row(r).predicted / frozen[r["id"]] - 1) < 1e-6, r["id"]
+        # the model of the judgement; bucket-copies came after (docs/validation.md)
+        assert abs(pub.predict_row(r, effects=JUDGED_EFFECTS).predicted / frozen[r["id"]] - 1) < 1e-6, r["id"]
     err = [pub.error_pct(frozen[r["id"]], r["samples_per_s"]) for r in rows]
     across = [e for e, r in zip(err, rows) if r["nodes"] > 1]
     assert (_median_abs(err), _median_abs(across)) == (2.0, 3.8)
