@@ -7,7 +7,9 @@ micro-batch) it costs
 
     t_copy = copies x 2 x n x e / (eta x B)                                          seconds
 
-n the gradient's elements, e the bytes of an element in the bucket (the wire format: 4 fp32, 2 fp16/bf16),
+n the gradient's elements, e the bytes of an element in the bucket (the wire format: 4 fp32, 2 fp16/bf16; exact
+where the gradients are already in the wire format, a lower bound where a hook or Horovod's Compression.fp16
+casts fp32 gradients, whose casts are not charged),
 copies the framework's copies per exchange, B the GPU's memory bandwidth (bytes/s) and eta the share of it a
 copy kernel reaches (perfmodel.codec_memory.MEMORY_EFFICIENCY, 0.81). Paid on a multi-GPU step only: a
 single-GPU run has no bucket. Not hidden: DDP copies into a bucket inside backprop's autograd hooks (on the
@@ -24,7 +26,8 @@ Copies per exchange (perfmodel.overlap_causes.FRAMEWORK_POLICY):
     tf-replicated  0: one collective per gradient tensor, nothing packed (tf_cnn_benchmarks
                  gradient_repacking=0).
     others       2, as DDP's default.
-Charged to ssgd only (not allreduce "paper", whose measured t_comm holds its own copies), on clusters that
+Charged to ssgd (not allreduce "paper", whose measured t_comm holds its own copies) and to DASO's node-local
+allreduce where a node has more than one GPU (HeAT runs torch DDP inside the node, fp32), on clusters that
 state their GPU's memory bandwidth; CPU ranks are not charged.
 """
 

@@ -167,7 +167,7 @@ def strategy_buffers(workload: Workload, strategy: Strategy, gpus, precision: st
     if name == "ssgd":
         out = np.full_like(w, wire * psi if strategy.bucket_copies else 0.0)
     elif name == "daso":
-        out = np.full_like(w, 4 * psi + (2 if strategy.daso_W == 0 else 4) * psi)
+        out = np.full_like(w, (4 * psi if strategy.bucket_copies else 0.0) + (2 if strategy.daso_W == 0 else 4) * psi)
     elif name == "terngrad":
         split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
         n = float(split.ternary_elems)

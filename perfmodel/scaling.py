@@ -7,8 +7,9 @@ Per iteration on W GPUs (docs/model.md sections 2 and 5):
     strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + t_copy + o;  throughput = K / T
 A: micro-batches per exchange (the workload's ``accumulate``, 1 by default), whose optimizer step t_u
 (the compute curve's ``update_s``, where it is known apart) is paid once: A t_c stands for
-A (t_c - t_u) + t_u; t_copy: ssgd's copies of the gradient into the framework's buckets and back at the
-GPU's memory bandwidth (``bucket_copies``, perfmodel.bucket_copy; column t_copy_s, 0 on CPU ranks);
+A (t_c - t_u) + t_u; t_copy: the copies of the gradient into the framework's buckets and back at the
+GPU's memory bandwidth, ssgd's and DASO's node-local DDP's (``bucket_copies``, perfmodel.bucket_copy;
+column t_copy_s, 0 on CPU ranks);
 o: the framework's cost per multi-GPU step (``step_overhead_s``, 0 by default). A framework that
 launches collectives from a periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after
 it is ready on average; the last bucket's wait is part of t_comm and never hidden. Concurrent compute and collective kernels slow
@@ -367,11 +368,16 @@ def _ssgd_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
     sent = _allreduce_bytes(strategy.allreduce, n, w)
     extra = _host_note(cluster, strategy, w)
     if strategy.allreduce != "paper":  # the paper's measured t_comm holds its own copies
-        copy_s = bucket_copy_seconds(workload.parameters, n / workload.parameters, strategy.bucket_copies,
-                                     cluster.gpu_memory_Bps)
-        if copy_s:
-            extra["t_copy_s"] = np.full_like(w, copy_s)
+        extra.update(_bucket_copies(workload, cluster, strategy, n / workload.parameters, w > 1))
     return t, sent, extra, w, (cost, t, n / workload.parameters)
+
+
+def _bucket_copies(workload: Workload, cluster: Cluster, strategy: Strategy, element_bytes: float,
+                   where: np.ndarray) -> dict:
+    """{"t_copy_s": seconds per step} of the gradient's copies into the buckets and back where ``where``
+    (perfmodel.bucket_copy), or {} when nothing is charged (no copies, no GPU memory bandwidth)."""
+    copy_s = bucket_copy_seconds(workload.parameters, element_bytes, strategy.bucket_copies, cluster.gpu_memory_Bps)
+    return {"t_copy_s": np.where(where, copy_s, 0.0)} if copy_s else {}
 
 
 def _host_note(cluster: Cluster, strategy: Strategy, w: np.ndarray) -> dict:
@@ -521,6 +527,7 @@ def _daso_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
                                             / g, 0.0)
     extra = {"t_global_sync_s": np.where(nodes > 1, t_global, 0.0), "daso_B": np.full_like(w, strategy.daso_B),
              "daso_W": np.full_like(w, strategy.daso_W)}
+    extra.update(_bucket_copies(workload, cluster, strategy, 4.0, g > 1))  # the node-local DDP's buckets
     return t, sent, extra, (w if blocking else g), (local, t_local, 4.0)
 
 

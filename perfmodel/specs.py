@@ -392,8 +392,8 @@ class Strategy:
     its collective starts (perfmodel.overlap.exposed_time's start_delay).
     bucket_copies: copies of the gradient a framework makes per exchange, into its buckets and back (2: PyTorch
     DDP's default gradient_as_bucket_view=False, Horovod's fusion buffer; 0: gradients that are views into
-    the buckets, or one collective per tensor); ssgd on a GPU charges them at the GPU's memory bandwidth
-    (perfmodel.bucket_copy).
+    the buckets, or one collective per tensor); ssgd and DASO's node-local DDP on a GPU charge them at the
+    GPU's memory bandwidth (perfmodel.bucket_copy).
     wire: element format on the wire for ssgd, sync-ps and byteps ("fp32", "fp16", "bf16").
     terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
     layer when set, travel in fp32 (defaults: the trainers', 1 and True). terngrad_encode_elems_per_s:

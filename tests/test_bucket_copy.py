@@ -61,6 +61,16 @@ def test_not_charged_without_a_gpu_memory_bandwidth_or_on_the_papers_form_or_oth
         assert "t_copy_s" not in predict(WL, GPU, Strategy(name), [4], batch=32).extra, name
 
 
+def test_dasos_node_local_ddp_copies_where_a_node_has_more_than_one_gpu():
+    t = 2 * 2 * N * 4 / (0.81 * B_MEM)  # fp32 buckets, whatever the global sync's wire
+    daso = predict(WL, GPU, Strategy("daso"), [1, 4, 8], batch=32)
+    np.testing.assert_allclose(daso.extra["t_copy_s"], [0.0, t, t], rtol=1e-12)
+    none = predict(WL, GPU, Strategy("daso", bucket_copies=0), [1, 4, 8], batch=32)
+    np.testing.assert_allclose(daso.t_iter_s - none.t_iter_s, [0.0, t, t], rtol=1e-9, atol=1e-15)
+    one_per_node = Cluster("g1", 1, GPU.intra, GPU.host, GPU.network, gpu="x", peak_flops=1e13, gpu_memory_Bps=B_MEM)
+    np.testing.assert_allclose(predict(WL, one_per_node, Strategy("daso"), [4], batch=32).extra["t_copy_s"], [0.0])
+
+
 def test_bad_counts_are_refused(capsys):
     for bad in (-1, 1.5, True):
         with pytest.raises(SpecError):
@@ -85,6 +95,8 @@ def test_memory_and_launch_settings_follow_the_copies():
     # DDP's buckets are a second copy of the gradient unless the gradients are views into them
     assert strategy_buffers(WL, Strategy("ssgd"), [4])[0] == 4 * N
     assert strategy_buffers(WL, Strategy("ssgd", bucket_copies=0), [4])[0] == 0.0
+    daso, daso_view = (strategy_buffers(WL, Strategy("daso", bucket_copies=c), [8])[0] for c in (2, 0))
+    assert daso - daso_view == 4 * N
     kw = dict(gpus=8, gpus_per_node=8, batch_per_gpu=32, accumulate=1, model="resnet50", optimizer="sgd")
     assert launch_settings(Strategy("ssgd"), **kw)["ddp"]["gradient_as_bucket_view"] is False
     assert launch_settings(Strategy("ssgd", bucket_copies=0), **kw)["ddp"]["gradient_as_bucket_view"] is True
