@@ -152,9 +152,10 @@ def strategy_buffers(workload: Workload, strategy: Strategy, gpus, precision: st
     """Bytes the strategy's exchange allocates beside the gradients, per GPU.
 
     ssgd: DDP's buckets, a copy of every gradient in the wire format (gradient_as_bucket_view False,
-    its default: Strategy.bucket_copies > 0; none when the gradients are views into the buckets); daso: the same for its node-local DDP, plus the global sync's send copy of the
-    parameters (bf16 when blocking, fp32 otherwise); terngrad: the int8 codes of the ternarized
-    tensors, their 2-bit packing, and the exchange's receive buffer (levels: the summed levels at 1 or 2
+    its default: Strategy.bucket_copies > 0; none when the gradients are views into the buckets); daso:
+    the same for its node-local DDP, plus the global sync's send copy of the parameters (bf16 when
+    blocking, fp32 otherwise); terngrad: the int8 codes of the ternarized tensors, their 2-bit packing,
+    and the exchange's receive buffer (levels: the summed levels at 1 or 2
     bytes per element; ps: the shards' codes and sums; allgather: W packed copies); sync-ps, byteps,
     asgd: one gradient-sized push buffer in the wire format (fp32 for asgd); zero1/zero2: two
     reduce-scatter buckets (one being reduced, one filling) of bucket_mb MiB, zero3/fsdp: the same plus
@@ -167,7 +168,8 @@ def strategy_buffers(workload: Workload, strategy: Strategy, gpus, precision: st
     if name == "ssgd":
         out = np.full_like(w, wire * psi if strategy.bucket_copies else 0.0)
     elif name == "daso":
-        out = np.full_like(w, (4 * psi if strategy.bucket_copies else 0.0) + (2 if strategy.daso_W == 0 else 4) * psi)
+        buckets = 4 * psi if strategy.bucket_copies else 0.0
+        out = np.full_like(w, buckets + (2 if strategy.daso_W == 0 else 4) * psi)
     elif name == "terngrad":
         split = ternary_split(workload, strategy.terngrad_min_elems, strategy.terngrad_fp32_last)
         n = float(split.ternary_elems)

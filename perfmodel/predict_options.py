@@ -144,7 +144,8 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
     if not args.bucket_copies >= 0:
         raise CLIError(f"--bucket-copies must be >= 0, got {args.bucket_copies}")
     sigma, mu = parse_slowdown(args.overlap_slowdown)
-    return dict(bucket_copies=args.bucket_copies, bucket_mb=args.bucket_mb, staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
+    return dict(bucket_copies=args.bucket_copies, bucket_mb=args.bucket_mb, staging=args.staging,
+                step_overhead_s=args.step_overhead_ms / 1e3,
                 cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=sync_wait_ms / 1e3,
                 overlap_efficiency=args.overlap_efficiency, first_bucket_mb=args.first_bucket_mb,
                 overlap_compute_slowdown=sigma, overlap_comm_slowdown=mu,

@@ -12,8 +12,8 @@ GPU's memory bandwidth, ssgd's and DASO's node-local DDP's (``bucket_copies``, p
 column t_copy_s, 0 on CPU ranks);
 o: the framework's cost per multi-GPU step (``step_overhead_s``, 0 by default). A framework that
 launches collectives from a periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after
-it is ready on average; the last bucket's wait is part of t_comm and never hidden. Concurrent compute and collective kernels slow
-each other: the schedule runs with the slowdowns perfmodel.overlap_causes gives for the setting, or an
+it is ready on average; the last bucket's wait is part of t_comm and never hidden. Concurrent compute and
+collective kernels slow each other: the schedule runs with the slowdowns perfmodel.overlap_causes gives for the setting, or an
 explicit ``overlap_efficiency`` e keeps e of the ideal schedule's hidden seconds.
 hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their communication
 when backprop has produced them, one after another on one stream, within the last micro-batch's
@@ -315,8 +315,6 @@ def _predict(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.nda
     hidden = np.maximum(hidden, 0.0)  # a schedule's rounding leaves -1e-19 s where nothing is hidden
     extra["t_hidden_s"] = hidden
     overhead = np.where(multi, strategy.step_overhead_s, 0.0)
-    if "t_copy_s" in extra:  # the gradient's copies into the buckets and back: no bucket on one GPU
-        extra["t_copy_s"] = np.where(multi, extra["t_copy_s"], 0.0)
     t_iter = t_comp + comm - hidden + extra.get("t_compress_s", 0.0) + extra.get("t_copy_s", 0.0) + overhead
     throughput = samples / t_iter
     if strategy.name == "asgd":
