@@ -187,7 +187,7 @@ if cycling is not None:
 #   2 epochs DASO and SSGD both reach about 98.7% (98.67% and 98.70%, one seed each), DASO is behind
 #   after its warm-up epoch (97.61% against 98.01%) and reaches 98.95% after its 4 epochs.
 # * **The model's ResNet-50 prediction** (above, with 4 warm-up and 4 cool-down epochs of 90 blocking
-#   every batch): -0.19-0.39% without stragglers, 5.9-14.1% with gamma stragglers, against the paper's 25%.
+#   every batch): 0.16-0.73% without stragglers, 6.2-14.4% with gamma stragglers, against the paper's 25%.
 # * **B and W on plateaus** (section "DASO that cycles" above): with the paper's weight decay 1e-4 and
 #   48 cycling epochs the detector fired 7 times from epoch 29, and B/W went 8/2, 4/1, 2/1, 1/1, back
 #   to 8/2 (the paper's reset), 4/1 and 2/1; DASO ended at 99.13% test accuracy against SSGD's 99.08%

@@ -12,7 +12,8 @@ import math
 
 from .cli_guard import CLIError
 from .overlap_causes import parse_slowdown
-from .specs import ALL_STRATEGIES, OVERLAP_EFFICIENCY, Strategy, PS_PLACEMENTS, STAGINGS, daso_strategy_fields
+from .specs import (ALL_STRATEGIES, OVERLAP_EFFICIENCY, PS_PLACEMENTS, STAGINGS, WIRE_CASTS, Strategy,
+                    daso_strategy_fields)
 from .stragglers import GPU_VARIABILITY_CV
 
 
@@ -125,6 +126,10 @@ def add_schedule_options(p: argparse.ArgumentParser) -> None:
                    help="copies of the gradient into the buckets and back per step, charged at the GPU's memory "
                         "bandwidth (default 2: DDP's gradient_as_bucket_view=False, Horovod's fusion buffer; 0: "
                         "gradient_as_bucket_view=True, or a collective per tensor)")
+    p.add_argument("--wire-cast", choices=WIRE_CASTS, default="separate",
+                   help="with --wire fp16/bf16, how fp32 gradients reach it and back: separate casts (DDP's "
+                        "compress hooks, Horovod's Compression.fp16), in-copy (the bucket copies convert), none "
+                        "(an fp16 model's gradients are already fp16); charged at the GPU's memory bandwidth")
     p.add_argument("--ps-placement", choices=PS_PLACEMENTS, default="colocated",
                    help="sync-ps: servers on the worker nodes or on dedicated nodes; byteps: dedicated = "
                         "--ps-servers CPU summation machines, colocated = none")
@@ -144,7 +149,8 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
     if not args.bucket_copies >= 0:
         raise CLIError(f"--bucket-copies must be >= 0, got {args.bucket_copies}")
     sigma, mu = parse_slowdown(args.overlap_slowdown)
-    return dict(bucket_copies=args.bucket_copies, bucket_mb=args.bucket_mb, staging=args.staging,
+    return dict(bucket_copies=args.bucket_copies, wire_cast=args.wire_cast, bucket_mb=args.bucket_mb,
+                staging=args.staging,
                 step_overhead_s=args.step_overhead_ms / 1e3,
                 cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=sync_wait_ms / 1e3,
                 overlap_efficiency=args.overlap_efficiency, first_bucket_mb=args.first_bucket_mb,

@@ -7,9 +7,9 @@ Per iteration on W GPUs (docs/model.md sections 2 and 5):
     strong scaling (total batch K):    T = A t_c(K/(W A)) + t_comm - hidden + t_copy + o;  throughput = K / T
 A: micro-batches per exchange (the workload's ``accumulate``, 1 by default), whose optimizer step t_u
 (the compute curve's ``update_s``, where it is known apart) is paid once: A t_c stands for
-A (t_c - t_u) + t_u; t_copy: the copies of the gradient into the framework's buckets and back at the
-GPU's memory bandwidth, ssgd's and DASO's node-local DDP's (``bucket_copies``, perfmodel.bucket_copy;
-column t_copy_s, 0 on CPU ranks);
+A (t_c - t_u) + t_u; t_copy: the copies of the gradient into the framework's buckets and back, and its
+casts to a narrower wire and back, at the GPU's memory bandwidth, ssgd's and DASO's node-local DDP's
+(``bucket_copies``, ``wire_cast``, perfmodel.bucket_copy; column t_copy_s, 0 on CPU ranks);
 o: the framework's cost per multi-GPU step (``step_overhead_s``, 0 by default). A framework that
 launches collectives from a periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after
 it is ready on average; the last bucket's wait is part of t_comm and never hidden. Concurrent compute and
@@ -372,9 +372,10 @@ def _ssgd_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
 
 def _bucket_copies(workload: Workload, cluster: Cluster, strategy: Strategy, element_bytes: float,
                    where: np.ndarray) -> dict:
-    """{"t_copy_s": seconds per step} of the gradient's copies into the buckets and back where ``where``
-    (perfmodel.bucket_copy), or {} when nothing is charged (no copies, no GPU memory bandwidth)."""
-    copy_s = bucket_copy_seconds(workload.parameters, element_bytes, strategy.bucket_copies, cluster.gpu_memory_Bps)
+    """{"t_copy_s": seconds per step} of the gradient's copies into the buckets and back, and of its casts to a
+    narrower wire and back, where ``where`` (perfmodel.bucket_copy), or {} when nothing is charged."""
+    copy_s = bucket_copy_seconds(workload.parameters, element_bytes, strategy.bucket_copies, cluster.gpu_memory_Bps,
+                                 cast=strategy.wire_cast)
     return {"t_copy_s": np.where(where, copy_s, 0.0)} if copy_s else {}
 
 

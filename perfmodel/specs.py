@@ -347,6 +347,8 @@ DEFAULT_TERNGRAD_EXCHANGE = TERNGRAD_LEVELS
 TERNGRAD_LANES = ("int8", "packed")
 STAGINGS = ("device", "host")
 PS_PLACEMENTS = ("colocated", "dedicated")
+# how fp32 gradients reach a narrower wire and back (perfmodel.bucket_copy)
+WIRE_CASTS = ("separate", "in-copy", "none")
 
 
 # Share of the ideal overlap gain that concurrent compute and collective kernels realize: 21% on average
@@ -394,6 +396,10 @@ class Strategy:
     DDP's default gradient_as_bucket_view=False, Horovod's fusion buffer; 0: gradients that are views into
     the buckets, or one collective per tensor); ssgd and DASO's node-local DDP on a GPU charge them at the
     GPU's memory bandwidth (perfmodel.bucket_copy).
+    wire_cast: with a wire narrower than fp32, how the fp32 gradients get to it and back, charged with the
+    copies (perfmodel.bucket_copy): "separate" casts (DDP's fp16/bf16 compress hooks, Horovod's
+    Compression.fp16; the default), "in-copy" (the copies into the bucket and back convert), "none" (the
+    gradients are already in the wire format: an fp16 model).
     wire: element format on the wire for ssgd, sync-ps and byteps ("fp32", "fp16", "bf16").
     terngrad_min_elems / terngrad_fp32_last: tensors smaller than the threshold, and the classifier
     layer when set, travel in fp32 (defaults: the trainers', 1 and True). terngrad_encode_elems_per_s:
@@ -470,6 +476,7 @@ class Strategy:
     overlap_compute_slowdown: float | None = None
     overlap_comm_slowdown: float | None = None
     bucket_copies: int = 2
+    wire_cast: str = "separate"
 
     def __post_init__(self) -> None:
         if self.name not in ALL_STRATEGIES:
@@ -535,6 +542,8 @@ class Strategy:
             raise SpecError(f"ps_placement must be one of {', '.join(PS_PLACEMENTS)}, got {self.ps_placement!r}")
         if not isinstance(self.ps_local_reduce, (bool, np.bool_)):
             raise SpecError(f"ps_local_reduce must be true or false, got {self.ps_local_reduce!r}")
+        if self.wire_cast not in WIRE_CASTS:
+            raise SpecError(f"wire_cast must be one of {', '.join(WIRE_CASTS)}, got {self.wire_cast!r}")
         if not isinstance(self.zero_prefetch, (bool, np.bool_)):
             raise SpecError(f"zero_prefetch must be true or false, got {self.zero_prefetch!r}")
 

@@ -7,22 +7,17 @@ single-GPU batch); the strategy and collective of the row's scheme; then perfmod
 the row's GPU count with weak scaling at batch_per_gpu x accumulate samples per gradient exchange
 (gradient accumulation: K micro-batches of compute, one exchange). Nothing is fitted to the rows.
 
-Writes results/published/predictions.csv (atomically) with, per row, the measured rate, the prediction,
-the error (predicted / measured - 1, percent), the linear-scaling guess (single-GPU rate x GPUs) and its
-error, or why the row cannot be expressed; prints medians of absolute errors overall, inside one node and
-across nodes beside the linear guess; draws results/published/measured_vs_predicted.png. Without --out,
-another runs file writes to results/published/<its stem>/ (``default_out``; git ignores these folders), so
---runs data/published/pcie_runs.csv writes results/published/pcie_runs/ and never overwrites runs.csv's.
+Writes results/published/predictions.csv (atomically): per row the measured rate, the prediction, the error
+(predicted / measured - 1, percent), the linear guess (single-GPU rate x GPUs) and its error, or why the row
+cannot be expressed; prints median absolute errors overall, in one node and across nodes beside the linear
+guess; draws measured_vs_predicted.png. Without --out, another runs file writes to results/published/<its
+stem>/ (``default_out``; git ignores them), never over runs.csv's.
 
     python -m reproduce.published [--runs data/published/runs.csv] [--out results/published] [--no-plot]
-                                  [--overlap X]   # constant overlap instead of the computed one
-                                  [--effects all|none|NAME,...] [--ablation]
+                                  [--overlap X] [--effects all|none|NAME,...] [--ablation]
 
-Effects beyond the links' whole-node figures and the bucket schedule (EFFECTS, all on by default and in
-perfmodel predict, none fitted; the overlap follows each framework's bucketing policy, DDP's 1 MiB first
-bucket, TF's bucket per tensor, Horovod's 64 MiB fusion buffer).
-
-Two splits: issue 27's declared halves (runs.csv column ``half``, reproduce.halves; fixed before that
+Effects beyond the links' whole-node figures and the bucket schedule: EFFECTS, all on by default and in
+perfmodel predict, none fitted. Two splits: issue 27's declared halves (runs.csv column ``half``, reproduce.halves; fixed before that
 issue's model changes), "dev half" and "held-out half", all and across nodes, each effect on and off in
 the ablation; and "other sources", the rows outside DEV_SOURCES, on which the first three effects were
 chosen when runs.csv had 515 rows."""
@@ -197,6 +192,20 @@ def _wire(r: dict) -> str:
     return "fp16" if r["grad_wire"] == "fp16" else "fp32"
 
 
+def _wire_cast(r: dict) -> str:
+    """How a row's fp32 gradients reach its fp16 wire (perfmodel.bucket_copy): MXNet trains an fp16 model
+    (``--dtype float16``), NVIDIA's PyTorch BERT converts in its flat-buffer copies, the rest cast apart."""
+    fw = r.get("framework", "")
+    if fw.startswith("MXNet"):
+        return "none"
+    return "in-copy" if fw.startswith("PyTorch") and r["scheme"] == "nccl-allreduce" else "separate"
+
+
+def _nccl() -> str:
+    """The collective of NCCL-based schemes: NCCL's own ring/tree and protocol choice (perfmodel.nccl)."""
+    return "nccl"
+
+
 def _strategy(**kw) -> Strategy:
     try:
         return Strategy(**kw)
@@ -205,18 +214,11 @@ def _strategy(**kw) -> Strategy:
         raise NotExpressible(f"strategy {kw['name']}: {msg}") from None
 
 
-def _nccl() -> str:
-    """The collective of NCCL-based schemes: NCCL's own ring/tree and protocol choice (perfmodel.nccl)."""
-    return "nccl"
-
-
-# Gradient bucket sizes (MiB) of the old constant's setting (OVERLAP_MODES "old"): PyTorch DDP's
-# bucket_cap_mb = 25; Horovod's fusion buffer 64 MiB (before v0.21). The overlap from its causes uses
-# perfmodel.overlap_causes.FRAMEWORK_POLICY instead (DDP's 1 MiB first bucket, TF's bucket per tensor).
+# Bucket sizes (MiB) of the old constant's setting (OVERLAP_MODES "old"): DDP's bucket_cap_mb = 25, Horovod's
+# fusion buffer 64 MiB (before v0.21); the overlap from its causes uses overlap_causes.FRAMEWORK_POLICY.
 _BUCKET_MB = {"pytorch-ddp": 25.0, "horovod-nccl": 64.0, "horovod-mpi": 64.0, "horovod-mpi-cuda-aware": 64.0}
 HOROVOD_CYCLE_S = FRAMEWORK_POLICY["horovod"]["cycle_time_s"]
-# How the overlap is charged (docs/overlap.md): from its causes (perfmodel's default), none at all, or
-# the old constant 0.21 on the ideal schedule.
+# How the overlap is charged (docs/overlap.md): from its causes (the default), none, or the old constant 0.21
 OVERLAP_MODES = ("causes", "none", "old")
 
 
@@ -281,6 +283,7 @@ def build_strategy(r: dict, overlap: float | None = None, effects=tuple(EFFECTS)
     if "horovod-cycle" in effects and s.startswith("horovod"):
         common["cycle_time_s"] = HOROVOD_CYCLE_S
     common["bucket_copies"] = policy["bucket_copies"] if "bucket-copies" in effects else 0
+    common["wire_cast"] = _wire_cast(r) if "bucket-copies" in effects else "none"
     if r["comm_overlap"] == "after-backward" or mode == "none":
         common["overlap"] = 0.0
     elif overlap is not None:  # a constant instead of the computed bucket-schedule overlap (diagnostic)
@@ -379,11 +382,9 @@ def row_half(r: dict) -> str:
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, dict]:
-    """Per group: rows, expressible share, median |error| of the model (and its signed median) and of the
-    linear guess over the expressible rows, and of the linear guess over all rows (percent). Groups: all,
-    one node, across nodes; the declared halves of issue 27 (runs.csv column ``half``, reproduce.halves),
-    all and across nodes; and the rows outside DEV_SOURCES ("other sources"), which were held out when
-    the first three EFFECTS were chosen, all and across nodes."""
+    """Per group: rows, expressible share, median |error| (percent) of the model (and its signed median) and
+    of the linear guess over the expressible rows and over all rows. Groups: all, one node, across nodes; the
+    declared halves (row_half), and the rows outside DEV_SOURCES ("other sources"), all and across nodes."""
     across = [o for o in outcomes if o.row["nodes"] > 1]
     dev = [o for o in outcomes if row_half(o.row) == "dev"]
     held = [o for o in outcomes if row_half(o.row) == "held-out"]

@@ -41,9 +41,21 @@ def test_predict_charges_them_once_per_step_on_more_than_one_gpu():
     np.testing.assert_allclose(copies.extra["t_copy_s"], [0.0, t, t], rtol=1e-12)
     np.testing.assert_allclose(copies.t_iter_s - none.t_iter_s, [0.0, t, t], rtol=1e-9, atol=1e-15)
     assert "t_copy_s" not in none.extra
-    # fp16 on the wire: the buckets hold 2-byte elements
+    # fp16 on the wire: the buckets hold 2-byte elements (8 bytes per element for the two copies), and the
+    # fp32 gradients are cast to fp16 and back apart (read 4 + write 2, read 2 + write 4: 12 bytes) -> 20 N
     half = predict(WL, GPU, Strategy("ssgd", wire="fp16"), [4], batch=32)
-    assert half.extra["t_copy_s"][0] == pytest.approx(t / 2, rel=1e-12)
+    assert half.extra["t_copy_s"][0] == pytest.approx(20 * N / (0.81 * B_MEM), rel=1e-12)
+    # the copies convert (apex's flat fp16 buffer): 2 x (4 + 2) = 12 N; an fp16 model's gradients: 8 N
+    in_copy = predict(WL, GPU, Strategy("ssgd", wire="fp16", wire_cast="in-copy"), [4], batch=32)
+    assert in_copy.extra["t_copy_s"][0] == pytest.approx(12 * N / (0.81 * B_MEM), rel=1e-12)
+    native = predict(WL, GPU, Strategy("ssgd", wire="bf16", wire_cast="none"), [4], batch=32)
+    assert native.extra["t_copy_s"][0] == pytest.approx(t / 2, rel=1e-12)
+    # with no buckets the separate casts remain: 12 N
+    per_tensor = predict(WL, GPU, Strategy("ssgd", wire="fp16", bucket_copies=0), [4], batch=32)
+    assert per_tensor.extra["t_copy_s"][0] == pytest.approx(12 * N / (0.81 * B_MEM), rel=1e-12)
+    # an fp32 wire has nothing to cast, whatever the setting
+    assert predict(WL, GPU, Strategy("ssgd", wire_cast="in-copy"), [4], batch=32).extra["t_copy_s"][0] == \
+        pytest.approx(t, rel=1e-12)
     # four micro-batches per exchange: the copies are paid once per exchange, not per micro-batch
     acc = Workload("w", WL.tensor_sizes, WL.compute, accumulate=4)
     a_copies = predict(acc, GPU, Strategy("ssgd"), [4], batch=32)
@@ -75,11 +87,20 @@ def test_bad_counts_are_refused(capsys):
     for bad in (-1, 1.5, True):
         with pytest.raises(SpecError):
             Strategy("ssgd", bucket_copies=bad)
+    with pytest.raises(SpecError):
+        Strategy("ssgd", wire_cast="sometimes")
     base = ["predict", "--cluster", "dgx1-v100", "--workload", "bert-large", "--estimate", "mixed", "--gpus", "8",
             "--batch", "8", "--strategy", "ssgd"]
     assert main([*base, "--bucket-copies", "-1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--bucket-copies must be >= 0" in err[0]
+    assert main([*base, "--wire-cast", "sometimes"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--wire-cast" in err[0]
+    assert main([*base, "--wire", "fp16", "--wire-cast", "none", "--format", "json"]) == 0
+    native = json.loads(capsys.readouterr().out)[0]["t_copy_s"]
+    assert main([*base, "--wire", "fp16", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["t_copy_s"] == pytest.approx(native * 20 / 8, rel=1e-9)
     # the column and the JSON key: BERT-large's 336,226,108 elements (fp32 on the wire) on a V100, 7.38 ms;
     # no column with 0 copies
     assert main([*base, "--format", "json"]) == 0
@@ -111,3 +132,11 @@ def test_published_rows_copy_as_their_framework_does():
                       "tf-replicated-nccl": 0}
     without = tuple(e for e in EFFECTS if e != "bucket-copies")
     assert build_strategy(row, effects=without).bucket_copies == 0
+    # how fp32 gradients reach an fp16 wire: MXNet's fp16 model has none to cast, NVIDIA's PyTorch BERT converts
+    # in its flat-buffer copies, Horovod's Compression.fp16 in TensorFlow casts apart
+    amp = dict(row, grad_wire="fp16")
+    casts = {(fw, s): build_strategy(dict(amp, framework=fw, scheme=s)).wire_cast
+             for fw, s in (("MXNet (mxnet-20.12 NGC)", "horovod-nccl"), ("PyTorch (21.11 NGC)", "nccl-allreduce"),
+                           ("TensorFlow 1 (20.06 NGC)", "horovod-nccl"))}
+    assert list(casts.values()) == ["none", "in-copy", "separate"]
+    assert build_strategy(dict(amp, framework="TensorFlow 2"), effects=without).wire_cast == "none"
