@@ -53,9 +53,9 @@ FP32_BYTES = 4.0
 
 def bucket_copy_seconds(elements: float, element_bytes: float, copies: int, memory_Bps: float | None,
                         efficiency: float = MEMORY_EFFICIENCY, cast: str = "none") -> float:
-    """Seconds of ``copies`` copies of ``elements`` gradient elements of ``element_bytes`` bytes each (a read and
-    a write per element per copy) and of their casts from fp32 (``cast``: perfmodel.specs.WIRE_CASTS) at ``efficiency`` x
-    ``memory_Bps`` bytes/s; 0 without a memory bandwidth."""
+    """Seconds of ``copies`` copies of ``elements`` gradient elements of ``element_bytes`` bytes each (a read
+    and a write per element per copy) and of their casts from fp32 (``cast``: perfmodel.specs.WIRE_CASTS) at
+    ``efficiency`` x ``memory_Bps`` bytes/s; 0 without a memory bandwidth."""
     if not memory_Bps:
         return 0.0
     if element_bytes >= FP32_BYTES or cast == "none":

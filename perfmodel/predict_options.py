@@ -150,8 +150,7 @@ def _schedule_fields(args: argparse.Namespace) -> dict:
         raise CLIError(f"--bucket-copies must be >= 0, got {args.bucket_copies}")
     sigma, mu = parse_slowdown(args.overlap_slowdown)
     return dict(bucket_copies=args.bucket_copies, wire_cast=args.wire_cast, bucket_mb=args.bucket_mb,
-                staging=args.staging,
-                step_overhead_s=args.step_overhead_ms / 1e3,
+                staging=args.staging, step_overhead_s=args.step_overhead_ms / 1e3,
                 cycle_time_s=args.cycle_time_ms / 1e3, sync_wait_s=sync_wait_ms / 1e3,
                 overlap_efficiency=args.overlap_efficiency, first_bucket_mb=args.first_bucket_mb,
                 overlap_compute_slowdown=sigma, overlap_comm_slowdown=mu,

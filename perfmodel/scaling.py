@@ -13,8 +13,8 @@ casts to a narrower wire and back, at the GPU's memory bandwidth, ssgd's and DAS
 o: the framework's cost per multi-GPU step (``step_overhead_s``, 0 by default). A framework that
 launches collectives from a periodic loop (``cycle_time_s`` = T, Horovod) starts each bucket T/2 after
 it is ready on average; the last bucket's wait is part of t_comm and never hidden. Concurrent compute and
-collective kernels slow each other: the schedule runs with the slowdowns perfmodel.overlap_causes gives for the setting, or an
-explicit ``overlap_efficiency`` e keeps e of the ideal schedule's hidden seconds.
+collective kernels slow each other: the schedule runs with the slowdowns perfmodel.overlap_causes gives
+for the setting, or an explicit ``overlap_efficiency`` e keeps e of the ideal schedule's hidden seconds.
 hidden follows from the gradient bucket schedule (perfmodel.overlap: buckets start their communication
 when backprop has produced them, one after another on one stream, within the last micro-batch's
 backward) for ssgd, sync-ps, byteps and

@@ -17,10 +17,10 @@ stem>/ (``default_out``; git ignores them), never over runs.csv's.
                                   [--overlap X] [--effects all|none|NAME,...] [--ablation]
 
 Effects beyond the links' whole-node figures and the bucket schedule: EFFECTS, all on by default and in
-perfmodel predict, none fitted. Two splits: issue 27's declared halves (runs.csv column ``half``, reproduce.halves; fixed before that
-issue's model changes), "dev half" and "held-out half", all and across nodes, each effect on and off in
-the ablation; and "other sources", the rows outside DEV_SOURCES, on which the first three effects were
-chosen when runs.csv had 515 rows."""
+perfmodel predict, none fitted. Two splits: issue 27's declared halves (column ``half``, reproduce.halves;
+fixed before that issue's model changes), "dev half" and "held-out half", all and across nodes, each effect
+on and off in the ablation; and "other sources", the rows outside DEV_SOURCES, on which the first three
+effects were chosen when runs.csv had 515 rows."""
 
 from __future__ import annotations
 
