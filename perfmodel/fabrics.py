@@ -70,10 +70,11 @@ class Fabric:
                     self.node_gpus)
 
 
-def _ring_links(d: dict, where: str, achievable: float) -> tuple[tuple[tuple[int, float], ...], int]:
-    """(partial_Bps, node_gpus) from a fabric's node_gpus and ring_links (module docstring); () without."""
+def _ring_links(d: dict, where: str, achievable: float) -> tuple[tuple[tuple[int, float], ...], int, int]:
+    """(partial_Bps, node_gpus, the whole node's links) from a fabric's node_gpus and ring_links (module
+    docstring); ((), 0, 0) without."""
     if "ring_links" not in d and "node_gpus" not in d:
-        return (), 0
+        return (), 0, 0
     node, links = d.get("node_gpus"), d.get("ring_links")
     if isinstance(node, bool) or not isinstance(node, int) or node < 2:
         raise PresetError(f"{where}: node_gpus must be an integer >= 2 (the GPUs of the node ring_links "
@@ -91,7 +92,7 @@ def _ring_links(d: dict, where: str, achievable: float) -> tuple[tuple[tuple[int
     if full < 1 or any(v > full for v in table.values()):
         raise PresetError(f"{where}: ring_links[{node}] (the whole node's links, what achievable_Bps stands "
                           f"for) must be >= 1 and >= every other count, got {links!r}")
-    return tuple((g, achievable * v / full) for g, v in sorted(table.items()) if g < node), node
+    return tuple((g, achievable * v / full) for g, v in sorted(table.items()) if g < node), node, full
 
 
 def load_fabrics(path: Path) -> dict[str, Fabric]:
@@ -117,13 +118,13 @@ def load_fabrics(path: Path) -> dict[str, Fabric]:
         if values["achievable_Bps"] > values["nominal_Bps"]:
             raise PresetError(f"{where}: achievable_Bps {values['achievable_Bps']} exceeds nominal_Bps "
                               f"{values['nominal_Bps']}")
-        partial, node = _ring_links(d, where, float(values["achievable_Bps"]))
+        partial, node, full = _ring_links(d, where, float(values["achievable_Bps"]))
         links, gpus = d.get("links_per_gpu", 0), d.get("gpus", [])
         if isinstance(links, bool) or not isinstance(links, int) or links < 0:
             raise PresetError(f"{where}: links_per_gpu must be a whole number of NVLinks, got {links!r}")
         if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus) or (gpus and not links):
             raise PresetError(f"{where}: gpus must be a list of GPU preset names, with links_per_gpu, got {gpus!r}")
-        if node and links and dict(d["ring_links"]).get(str(node)) != links:
+        if node and links and full != links:
             raise PresetError(f"{where}: ring_links[{node}] must equal links_per_gpu {links}")
         out[name] = Fabric(name, values["kind"], float(values["nominal_Bps"]), float(values["achievable_Bps"]),
                            float(values["latency_s"]), str(values["source"]), partial, node, links, tuple(gpus))

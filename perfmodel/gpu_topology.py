@@ -73,16 +73,12 @@ class Topology:
     gpus: tuple[str, ...]
     paths: tuple[tuple[str, ...], ...]
     where: str
-    nvlinks: tuple[tuple[int, ...], ...] = ()  # the # of NV# per pair, 0 elsewhere (() read as all 0)
-
-    def bonds(self) -> tuple[tuple[int, ...], ...]:
-        """NVLinks between each pair of GPUs (0 where the path is not NV#)."""
-        return self.nvlinks or tuple((0,) * len(self.gpus) for _ in self.gpus)
+    nvlinks: tuple[tuple[int, ...], ...]  # the # of NV# per pair, 0 elsewhere
 
     def first(self, g: int) -> "Topology":
         """The layout of GPUs 0..g-1 alone (what a run on g of the node's GPUs rings through)."""
         return Topology(self.gpus[:g], tuple(row[:g] for row in self.paths[:g]), self.where,
-                        tuple(row[:g] for row in self.bonds()[:g]))
+                        tuple(row[:g] for row in self.nvlinks[:g]))
 
     def layout_words(self) -> str:
         """"N GPUs, K socket(s)", or "N GPUs, NVLink" where a GPU's paths are NV# and SYS alone (its
@@ -120,6 +116,12 @@ class Ring:
     order: tuple[int, ...]
     bottleneck: str
     nvlink: bool = False
+
+    def words(self) -> str:
+        """The ring in words: its NVLink packing, or its order and slowest hop."""
+        if self.nvlink:
+            return self.bottleneck
+        return f"ring {'-'.join(str(i) for i in self.order)}, slowest hop {self.bottleneck}"
 
 
 def _cell(text: str, where: str) -> str:
@@ -209,11 +211,12 @@ def cpu_from_model(model: str) -> str | None:
     return None
 
 
-def ring(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
-    """The ring with the fastest slowest hop (module docstring); ``cpu`` is needed for PHB, NODE and SYS.
-    A ring of NVLinks alone is a SpecError (its figure is the NVLink fabric's: ``topology_link``)."""
-    best = _search(topo, host_Bps, cpu)
-    if math.isinf(best.bandwidth_Bps):
+def ring(topo: Topology, host_Bps: float, cpu: HostCpu | None, nvlink: Fabric | None = None) -> Ring:
+    """The ring with the fastest slowest hop (module docstring); ``cpu`` is needed for PHB, NODE and SYS. A
+    ring of NVLinks alone is priced with one link of ``nvlink`` (the GPU's NVLink fabric,
+    perfmodel.fabrics.nvlink_of); without one it is a SpecError."""
+    best = _priced(topo, host_Bps, cpu, nvlink)
+    if best is None:
         raise SpecError(f"{topo.where}: the GPUs ring over NVLink alone; give the NVLink fabric with --intra "
                         f"(nvlink2, nvswitch-a100 ...; --gpu-topology prices PCIe and socket paths, and NV# "
                         f"bonds of a GPU preset whose NVLink generation fabrics.toml lists)")
@@ -261,13 +264,6 @@ def _search(topo: Topology, host_Bps: float, cpu: HostCpu | None) -> Ring:
     return Ring(bandwidth, order, f"{topo.gpus[a]}->{topo.gpus[b]} {path}: {_hop_words(path, host_Bps, cpu, k)}")
 
 
-def priced_ring(topo: Topology, host_Bps: float, cpu: HostCpu | None, nvlink: Fabric | None) -> Ring:
-    """The best ring of ``topo``, a ring of NVLinks alone priced with one link of ``nvlink`` (the GPU's
-    NVLink fabric, perfmodel.fabrics.nvlink_of); without one such a ring is ring()'s SpecError."""
-    best = _priced(topo, host_Bps, cpu, nvlink)
-    return best if best is not None else ring(topo, host_Bps, cpu)
-
-
 def _priced(topo: Topology, host_Bps: float, cpu: HostCpu | None, nvlink: Fabric | None) -> Ring | None:
     """The best ring of ``topo``; a ring of NVLinks alone priced by perfmodel.nvlink_rings with one link
     of ``nvlink`` (a Fabric), or None without one."""
@@ -277,7 +273,7 @@ def _priced(topo: Topology, host_Bps: float, cpu: HostCpu | None, nvlink: Fabric
     if nvlink is None:
         return None
     # a GPU sends on at most its own links: behind NVSwitches every pair shows them all (NV18 on HGX H100)
-    links = min(ring_links(topo.bonds()), float(nvlink.links_per_gpu))
+    links = min(ring_links(topo.nvlinks), float(nvlink.links_per_gpu))
     return Ring(links * nvlink.link_Bps, best.order,
                 f"NVLink rings over {links:g} of the GPUs' links x {nvlink.link_Bps / 1e9:.4g} GB/s ({nvlink.name})",
                 nvlink=True)
@@ -324,16 +320,14 @@ def topology_link(path: str | Path | Topology, host: Link, cpu_name: str | None,
             raise SpecError(f"unknown --host-cpu {cpu_name!r}; host CPUs: {', '.join(cpus)} (or a Xeon or EPYC "
                             f"model name as lscpu prints it)")
         cpu = cpus[name]
-    nvlink = nvlink_of(gpu, load_fabrics(root / "fabrics.toml"))
-    best = priced_ring(topo, host.bandwidth_Bps, cpu, nvlink)
+    nvlink = nvlink_of(gpu, load_fabrics(root / "fabrics.toml"))  # not presets.fabrics: presets imports this module
+    best = ring(topo, host.bandwidth_Bps, cpu, nvlink)
     where = topo.where.removeprefix("--gpu-topology ")
     partial = []  # a run on GPUs 0..g-1 rings through their own paths (Cluster.intra_for)
     for g in range(2, len(topo.gpus)):
         sub = _priced(topo.first(g), host.bandwidth_Bps, cpu, nvlink)
         if sub is not None and sub.bandwidth_Bps != best.bandwidth_Bps:  # None: NVLink of an unknown generation
             partial.append((g, sub.bandwidth_Bps))
-    how = best.bottleneck if best.nvlink else \
-        f"ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck}"
-    latency = nvlink.latency_s if best.nvlink and nvlink is not None else host.latency_s  # nvlink priced it
-    return Link(latency, best.bandwidth_Bps, f"gpu-topology: {where} ({topo.layout_words()}); "
-                f"{how}" + (f"; {cpu.source}" if cpu else ""), tuple(partial), len(topo.gpus) if partial else 0)
+    latency = nvlink.latency_s if best.nvlink else host.latency_s  # best.nvlink: nvlink priced it
+    return Link(latency, best.bandwidth_Bps, f"gpu-topology: {where} ({topo.layout_words()}); {best.words()}"
+                + (f"; {cpu.source}" if cpu else ""), tuple(partial), len(topo.gpus) if partial else 0)

@@ -39,8 +39,6 @@ def ring_links(bonds: Sequence[Sequence[int]]) -> float:
         return float(min(off) * (n - 1))  # every link used (module docstring)
     if n > MAX_GPUS:
         raise SpecError(f"{n} GPUs: NVLink rings are searched for up to {MAX_GPUS}")
-    if n == 2:
-        return float(bonds[0][1])
     cycles = []
     for rest in itertools.permutations(range(1, n)):
         order = (0, *rest)

@@ -364,10 +364,11 @@ def _ssgd_comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.n
 
     t = cost(n)
     sent = _allreduce_bytes(strategy.allreduce, n, w)
+    element_bytes = n / workload.parameters
     extra = _host_note(cluster, strategy, w)
     if strategy.allreduce != "paper":  # the paper's measured t_comm holds its own copies
-        extra.update(_bucket_copies(workload, cluster, strategy, n / workload.parameters, w > 1))
-    return t, sent, extra, w, (cost, t, n / workload.parameters)
+        extra.update(_bucket_copies(workload, cluster, strategy, element_bytes, w > 1))
+    return t, sent, extra, w, (cost, t, element_bytes)
 
 
 def _bucket_copies(workload: Workload, cluster: Cluster, strategy: Strategy, element_bytes: float,

@@ -28,9 +28,9 @@ def _positive(name: str, value: float, *, allow_zero: bool = False, allow_inf: b
         raise SpecError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
 
 
-def _positive_int(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise SpecError(f"{name} must be a positive integer, got {value!r}")
+def _positive_int(name: str, value: int, *, allow_zero: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (0 if allow_zero else 1):
+        raise SpecError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} integer, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -532,9 +532,7 @@ class Strategy:
             if float(self.overlap_efficiency) > 1.0:
                 raise SpecError(f"overlap_efficiency must be in [0, 1], got {self.overlap_efficiency!r}")
         _positive("first_bucket_mb", self.first_bucket_mb, allow_zero=True)
-        if isinstance(self.bucket_copies, bool) or not isinstance(self.bucket_copies, (int, np.integer)) \
-                or self.bucket_copies < 0:
-            raise SpecError(f"bucket_copies must be a non-negative integer, got {self.bucket_copies!r}")
+        _positive_int("bucket_copies", self.bucket_copies, allow_zero=True)
         for f in ("overlap_compute_slowdown", "overlap_comm_slowdown"):
             if getattr(self, f) is not None:
                 _positive(f, getattr(self, f), allow_zero=True)

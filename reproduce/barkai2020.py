@@ -32,7 +32,6 @@ import os
 import sys
 from pathlib import Path
 
-
 from reproduce.common import (ReproduceError, ResultTable, difference, parser, progress, run_tables, seeds_of,
                               settings_text)
 from reproduce.paper_tables import published

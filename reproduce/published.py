@@ -245,8 +245,8 @@ EFFECTS = {
                             "perfmodel.overlap_causes)",
     "partial-node-rings": "a run on GPUs 0..g-1 of a DGX-1 rings over the NVLinks among them, fewer than "
                           "the whole node's (fabrics.toml ring_links; docs/model.md section 10.3c)",
-    "bucket-copies": "the framework copies the gradient into its buckets and back at the GPU's memory "
-                     "bandwidth (DDP's default, Horovod's fusion buffer; perfmodel.bucket_copy)",
+    "bucket-copies": "the framework copies the gradient into its buckets and back, and casts it to an fp16 "
+                     "wire and back, at the GPU's memory bandwidth (perfmodel.bucket_copy)",
 }
 # Sources the effects were chosen on (the development half); the others are held out.
 DEV_SOURCES = ("TensorFlow Performance Benchmarks", "DLPerf")

@@ -17,6 +17,15 @@ def repo_root() -> Path:
     return ROOT
 
 
+@pytest.fixture
+def judged_effects() -> tuple[str, ...]:
+    """The published effects of the model that data/published's kept-apart files (pcie_runs, lumi_runs) were
+    judged with: every effect but bucket-copies, which came after (docs/validation.md)."""
+    from reproduce.published import EFFECTS
+
+    return tuple(e for e in EFFECTS if e != "bucket-copies")
+
+
 @pytest.fixture(autouse=True)
 def _no_stale_mpi_session_dirs():
     """Before and after each test, remove Open MPI session directories whose launcher is gone.

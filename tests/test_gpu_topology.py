@@ -269,7 +269,7 @@ def test_a_dgx1_topology_gives_the_nvlink2_preset_s_figures():
 
     link = nv_link(DGX1V, "v100", "skylake")
     committed = read_topology(presets_dir().parents[1] / "data" / "topologies" / "dgx1_v100_8gpu.txt")
-    assert (committed.paths, committed.bonds()) == (parse_topology(DGX1V).paths, parse_topology(DGX1V).bonds())
+    assert (committed.paths, committed.nvlinks) == (parse_topology(DGX1V).paths, parse_topology(DGX1V).nvlinks)
     preset = fabrics(presets_dir())["nvlink2"]
     assert link.bandwidth_Bps == pytest.approx(preset.achievable_Bps) == pytest.approx(120e9)
     got = dict(link.partial_Bps)

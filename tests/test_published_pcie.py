@@ -37,14 +37,10 @@ def test_pcie_rows_map_to_the_models_schemes():
     assert st.name == "byteps" and st.ps_servers == 4 and st.ps_placement == "dedicated"
 
 
-# the effects of the model these rows were judged with; bucket-copies came after (docs/validation.md)
-JUDGED_EFFECTS = tuple(e for e in pub.EFFECTS if e != "bucket-copies")
-
-
-def test_the_judged_predictions_are_what_the_model_gives():
+def test_the_judged_predictions_are_what_the_model_gives(judged_effects):
     """results/published_pcie/predictions.csv is the one judgement of these rows (docs/validation.md): the
-    model of that time (JUDGED_EFFECTS) still gives them; a model change that moves them must say so by
-    rewriting that file or naming the effect it added."""
+    model of that time (the judged_effects fixture, conftest.py) still gives them; a model change that moves
+    them must say so by rewriting that file or naming the effect it added."""
     import csv
 
     frozen = {r["id"]: float(r["predicted"]) for r in csv.DictReader(open(ROOT / "results" / "published_pcie" /
@@ -52,7 +48,7 @@ def test_the_judged_predictions_are_what_the_model_gives():
     rows = pub.load_runs(PCIE)
     assert set(frozen) == {r["id"] for r in rows}
     for r in rows:
-        assert abs(pub.predict_row(r, effects=JUDGED_EFFECTS).predicted / frozen[r["id"]] - 1) < 1e-6, r["id"]
+        assert abs(pub.predict_row(r, effects=judged_effects).predicted / frozen[r["id"]] - 1) < 1e-6, r["id"]
 
 
 def test_the_current_model_on_these_rows():

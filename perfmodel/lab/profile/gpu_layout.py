@@ -25,7 +25,7 @@ import subprocess
 from pathlib import Path
 
 from ...fabrics import nvlink_of
-from ...gpu_topology import ANSI, cpu_from_model, host_cpus, parse_topology, priced_ring
+from ...gpu_topology import ANSI, cpu_from_model, host_cpus, parse_topology, ring
 from ...presets import fabrics, gpus, presets_dir
 from ...specs import SpecError
 from .schema import Profile, device_key
@@ -74,14 +74,11 @@ def layout_lines(profile: Profile, presets: Path | None = None) -> list[str]:
     root = presets or presets_dir()
     nvlink = nvlink_of(gpu_preset(profile.machine.gpu_name, root), fabrics(root))
     try:
-        best = priced_ring(topo, host.bandwidth_Bps, host_cpus(root)[name] if name is not None else None, nvlink)
+        best = ring(topo, host.bandwidth_Bps, host_cpus(root)[name] if name is not None else None, nvlink)
     except SpecError as e:  # NVLink of an unknown generation, or a large node with mixed paths
         return [f"{head}: not priced: {e}"]
-    if best.nvlink:
-        lines = [f"{head}: {best.bottleneck}"]
-    else:
-        lines = [f"{head}: ring {'-'.join(str(i) for i in best.order)}, slowest hop {best.bottleneck} "
-                 f"(host link: this profile's device->host copy, {host.bandwidth_Bps / 1e9:.3g} GB/s)"]
+    lines = [f"{head}: {best.words()}" + ("" if best.nvlink else f" (host link: this profile's device->host "
+                                                                  f"copy, {host.bandwidth_Bps / 1e9:.3g} GB/s)")]
     if nccl is not None and "allreduce" in nccl.ops:
         busbw = max(nccl.ops["allreduce"].busbw_Bps)
         lines.append(f"  layout {best.bandwidth_Bps / 1e9:.3g} GB/s vs NCCL allreduce peak busbw "
