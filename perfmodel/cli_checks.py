@@ -105,7 +105,9 @@ def _check_stragglers(text: str | None, error: type[ValueError]) -> None:
 
 
 def _check_compute_time(args: argparse.Namespace, error: type[ValueError]) -> None:
-    """--batch at most MAX_BATCH; --compute-ms, or --batch / --samples-per-s, from a nanosecond to a day per step."""
+    """--batch from 1 to MAX_BATCH; --compute-ms, or --batch / --samples-per-s, from a nanosecond to a day per step."""
+    if args.batch < 1:
+        raise error(f"--batch must be a positive integer, got {args.batch}")
     if args.batch > MAX_BATCH:
         raise error(f"--batch {args.batch:g} is more than {MAX_BATCH:,} samples per GPU per step")
     if args.compute_ms is not None:

@@ -257,7 +257,7 @@ def cmd_plan(args, resolve) -> int:
     args.profile, args.profile_links = None, "network"
     resolve_args = argparse.Namespace(**vars(args))
     resolve_args.batch = args.batch[0]  # the compute rule reads one batch: the range's smallest
-    workload, cluster, _, _, _ = resolve(resolve_args)
+    workload, cluster, _, _, settings = resolve(resolve_args)
     inp = build_input(args, workload, cluster)
     names = None
     if args.strategy:
@@ -273,6 +273,8 @@ def cmd_plan(args, resolve) -> int:
         raise SpecError("no strategy left to search (--strategy with --same-update removed them all)")
     if args.node_rate:
         cands = with_node_overheads(cands, workload, cluster, args.batch[0], args.node_rate)
+    if settings.warnings:  # after the options are checked: bad input prints its error alone
+        print(f"perfmodel: warning: {'; '.join(settings.warnings)}", file=sys.stderr)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, in one line
         rows = search(workload, cluster, cands, inp)
     feasible = [r for r in rows if not r["violates"]]

@@ -142,3 +142,21 @@ def test_plot_writes_the_format_its_suffix_names(tmp_path, capsys, name, ok):
 def test_nothing_hidden_is_never_negative(capsys):
     assert main(["predict", "--cluster", "dgx1-v100", "--workload", "lenet", "--format", "json"]) == 0
     assert min(r["t_hidden_s"] for r in json.loads(capsys.readouterr().out)) >= 0.0
+
+
+@pytest.mark.parametrize("batch", ["0", "-1"])
+def test_a_batch_below_one_is_one_line_before_any_compute_warning(capsys, batch):
+    # --batch 0 used to reach the compute rule's comparison of two step times and divide by zero;
+    # with --estimate mixed on a preset that has its own rate, the rule's "sources disagree" warning
+    # must not come out ahead of the error either
+    _one_error(capsys, ["predict", "--cluster", "dgx1-v100", "--workload", "resnet50", "--estimate", "mixed",
+                        "--gpus", "8", "--batch", batch], f"--batch must be a positive integer, got {batch}")
+
+
+def test_a_bad_strategy_option_prints_its_error_alone_and_good_input_keeps_the_warning(capsys):
+    base = ["--cluster", "dgx1-v100", "--workload", "resnet50", "--estimate", "mixed"]
+    _one_error(capsys, ["predict", *base, "--gpus", "8", "--bucket-copies", "-1"], "--bucket-copies")
+    _one_error(capsys, ["plan", *base, "--samples", "1e6", "--strategy", "nosuch"], "unknown strategy")
+    assert main(["predict", *base, "--gpus", "8", "--format", "json"]) == 0
+    err = capsys.readouterr().err
+    assert "perfmodel: warning: compute sources disagree" in err and "error" not in err
