@@ -59,3 +59,29 @@ def test_the_judged_predictions_and_figures_are_as_reported(family):
     if across is not None:
         assert _medians([e for e, r in zip(err, rows) if r["nodes"] > 1]) == across
     assert {h: coverage(predicted_rows(runs), load_bands(), h)["all"] for h in ("dev", "held-out")} == cov
+
+
+def test_the_table_of_judged_families_reads_the_frozen_predictions(capsys):
+    from reproduce import published_judged as pj
+
+    for family, (n, across, whole, across_fig, cov) in FIGURES.items():
+        rows = pj.judged_rows(family)
+        assert len(rows) == n and sum(j.row["nodes"] > 1 for j in rows) == across
+        assert _medians([j.error_pct for j in rows]) == whole
+        assert pj.inside_band(rows) == cov["dev"][0] + cov["held-out"][0]
+    # a row's linear guess is its single-GPU rate times its GPUs: FleetX's first row, 8 x 335.43 vs 2488.49
+    first = pj.judged_rows("fleetx")[0]
+    assert first.linear_error_pct == pytest.approx((8 * 335.43 / 2488.49 - 1) * 100)
+    assert pj.main([]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].split()[:3] == ["pcie", "144", "108"] and out[2].split()[3] == "24.8%"  # as judged
+    assert [ln.split()[0] for ln in out[2:9]] == [*pj.JUDGED, "pooled"]
+
+
+def test_a_missing_judgement_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    from reproduce import published_judged as pj
+
+    monkeypatch.setattr(pj, "RESULTS", tmp_path)
+    assert pj.main([]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("published_judged: error:") and "predictions.csv" in err[0]
