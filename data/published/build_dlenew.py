@@ -132,7 +132,8 @@ def _accumulation_1907() -> dict:
     """{(system label, nodes): {(phase, 'fp16'|'fp32'): (accumulated batch or None, steps)}}."""
     sha, path, first, lines = _meta("dlenew_pt_bert_1907_accumulation")
     (_, _, header, body), = _tables(lines, first)
-    c_sys, c_acc_b, c_steps = _c(header, "DGX System"), _c(header, "Accumulated Batch"), _c(header, "Accumulation steps")
+    c_sys, c_acc_b = _c(header, "DGX System"), _c(header, "Accumulated Batch")
+    c_steps = _c(header, "Accumulation steps")
     assert "Phase 1 and Phase 2" in header[c_acc_b] and "Phase 1 and Phase 2" in header[c_steps], header
     out = {}
     for no, r in body:

@@ -17,7 +17,6 @@ run may use other options than the multi-card runs, so their speedup is not mean
 自动并行开启的选项可能和多卡不同，因此加速比不具备参考意义").
 """
 import importlib.util
-import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent

@@ -165,20 +165,11 @@ def v1_rows() -> list[dict]:
                 assert _int(cells[1]) == n and _int(bcells[1]) == n, (cells, bcells)
                 gbatch = _int(bcells[bc])
                 assert gbatch % n == 0
-                rows.append(row(
-                    source=SOURCE, source_url=url(tpath),
-                    source_loc=f"{tpath} line {ln}, row '{name}', column 'resnet50'",
-                    read_from="table", system=system, gpu=gpu, gpus_per_node=8, intra=intra, network="n/a",
-                    nics=0, hardware_source=hw, framework=f"PyTorch {s['PyTorch Version']} (NGC container), "
-                    "DLE ConvNets (LambdaLabsML/DeepLearningExamples lambda/benchmark)",
-                    scheme="pytorch-ddp", scheme_detail=SCHEME_DETAIL, model="resnet50",
-                    batch_per_gpu=gbatch // n, accumulate=1, precision=prec, grad_wire="fp32",
-                    comm_overlap="during-backward", data="synthetic", gpus=n, nodes=1,
-                    samples_per_s=num(cells[tc]), unit="images/s (all GPUs)",
-                    single_gpu_samples_per_s=num(c1[tc]), single_gpu_batch=one_batch,
-                    single_gpu_loc=f"same table, line {l1}, row '{one_name}'",
-                    note=_note(prec, f"{bpath} line {bln} prints the global batch {gbatch} (= per-GPU batch x "
-                               f"GPUs, benchmark_pytorch.sh line 45); 1 GPU: line {bl1}, {one_batch}")))
+                rows.append(_ddp_row(
+                    tpath, ln, name, system, gpu, intra, hw, s["PyTorch Version"], prec, n, gbatch, num(cells[tc]),
+                    num(c1[tc]), one_batch, f"same table, line {l1}, row '{one_name}'",
+                    f"{bpath} line {bln} prints the global batch {gbatch} (= per-GPU batch x GPUs, "
+                    f"benchmark_pytorch.sh line 45); 1 GPU: line {bl1}, {one_batch}"))
     return rows
 
 
@@ -214,21 +205,27 @@ def v2_rows() -> list[dict]:
                 ln, cells = tb[name]
                 gbatch, gn = _para(name, t)
                 assert gn == n and gbatch % n == 0
-                rows.append(row(
-                    source=SOURCE, source_url=url(tpath),
-                    source_loc=f"{tpath} line {ln}, row '{name}', column 'resnet50'",
-                    read_from="table", system=system, gpu=gpu, gpus_per_node=8, intra=intra, network="n/a",
-                    nics=0, hardware_source=hw, framework=f"PyTorch {s['PyTorch Version']} (NGC container), "
-                    "DLE ConvNets (LambdaLabsML/DeepLearningExamples lambda/benchmark)",
-                    scheme="pytorch-ddp", scheme_detail=SCHEME_DETAIL, model="resnet50",
-                    batch_per_gpu=gbatch // n, accumulate=1, precision=prec, grad_wire="fp32",
-                    comm_overlap="during-backward", data="synthetic", gpus=n, nodes=1,
-                    samples_per_s=num(cells[tc]), unit="images/s (all GPUs)",
-                    single_gpu_samples_per_s=num(c1[tc]), single_gpu_batch=gb1,
-                    single_gpu_loc=f"same table, line {l1}, row '{one}'",
-                    note=_note(prec, f"batch: pytorch/results_v2/{name}/PyTorch_resnet50_{t}/benchmark.para "
-                               f"'GLOBAL_BATCH {gbatch}', 'GPU {n}'; 1 GPU: 'GLOBAL_BATCH {gb1}'")))
+                rows.append(_ddp_row(
+                    tpath, ln, name, system, gpu, intra, hw, s["PyTorch Version"], prec, n, gbatch, num(cells[tc]),
+                    num(c1[tc]), gb1, f"same table, line {l1}, row '{one}'",
+                    f"batch: pytorch/results_v2/{name}/PyTorch_resnet50_{t}/benchmark.para 'GLOBAL_BATCH {gbatch}', "
+                    f"'GPU {n}'; 1 GPU: 'GLOBAL_BATCH {gb1}'"))
     return rows
+
+
+def _ddp_row(tpath: str, line: int, name: str, system: str, gpu: str, intra: str, hw: str, torch_version: str,
+             prec: str, n: int, global_batch: int, rate: str, one_rate: str, one_batch: int, one_loc: str,
+             batch_note: str) -> dict:
+    """One row: the table's ``name`` line at ``n`` GPUs of one HGX server, its 1-GPU rate beside it."""
+    return row(
+        source=SOURCE, source_url=url(tpath), source_loc=f"{tpath} line {line}, row '{name}', column 'resnet50'",
+        read_from="table", system=system, gpu=gpu, gpus_per_node=8, intra=intra, network="n/a", nics=0,
+        hardware_source=hw, framework=f"PyTorch {torch_version} (NGC container), DLE ConvNets "
+        "(LambdaLabsML/DeepLearningExamples lambda/benchmark)",
+        scheme="pytorch-ddp", scheme_detail=SCHEME_DETAIL, model="resnet50", batch_per_gpu=global_batch // n,
+        accumulate=1, precision=prec, grad_wire="fp32", comm_overlap="during-backward", data="synthetic", gpus=n,
+        nodes=1, samples_per_s=rate, unit="images/s (all GPUs)", single_gpu_samples_per_s=one_rate,
+        single_gpu_batch=one_batch, single_gpu_loc=one_loc, note=_note(prec, batch_note))
 
 
 def _note(prec: str, batch: str) -> str:
