@@ -33,6 +33,7 @@ JUDGED = {
     "ebug": "TF 1.1 parameter servers on AWS K80",
     "lambda": "Lambda's HGX servers, one node",
     "dlenew": "older DLE PyTorch BERT-large tables",
+    "dleold": "DLE's first TensorFlow 2 EfficientNet tables (21.02)",
 }
 
 
