@@ -470,7 +470,10 @@ EFFNET = [
 ]
 EFFNET_SCHEME = {
     "TensorFlow 2": ("horovod-nccl", "Horovod over NCCL (README: 'Multi-GPU training with Horovod ... with NCCL', "
-                     "'Multi-node support using Horovod')"),
+                     "'Multi-node support using Horovod'); every exchange compressed to fp16, whatever the precision: "
+                     "hvd.DistributedOptimizer(..., compression=hvd.Compression.fp16 if hvd_fp16_compression) "
+                     "(runtime/runner.py line 192), whose flag is store_true with default True "
+                     "(utils/cmdline_helper.py line 164; excerpts/dle_tf2_effnet_fp16_compression.md)"),
     "PyTorch": ("pytorch-ddp", "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)"),
 }
 
@@ -512,8 +515,8 @@ def effnet_rows() -> list[dict]:
                     + f", row GPUs={g}, column '{clean[c]}'",
                     read_from="table", system=sysname, **SYSTEMS[sysname], framework=fw, scheme=scheme,
                     scheme_detail=detail, model=model, batch_per_gpu=batch, accumulate=1, precision=p,
-                    grad_wire="fp32", comm_overlap="during-backward", data="real", gpus=g, nodes=-(-g // gpn),
-                    samples_per_s=num(r[c]),
+                    grad_wire="fp16" if tf2 else "fp32", comm_overlap="during-backward", data="real", gpus=g,
+                    nodes=-(-g // gpn), samples_per_s=num(r[c]),
                     unit="images/s", single_gpu_samples_per_s=num(base[c]), single_gpu_batch=batch,
                     single_gpu_loc="same table, row GPUs=1", note=note))
     return rows
