@@ -34,6 +34,7 @@ JUDGED = {
     "lambda": "Lambda's HGX servers, one node",
     "dlenew": "older DLE PyTorch BERT-large tables",
     "dleold": "DLE's first TensorFlow 2 EfficientNet tables (21.02)",
+    "cloud": "NERSC's PyTorch benchmarks on Cori GPU nodes, 1-8 nodes of 8 V100",
 }
 
 
