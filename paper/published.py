@@ -109,3 +109,34 @@ if pred is not None:
     table = pub.ablation(pub.load_runs(pub.RUNS))
     display(pd.DataFrame({label: {g: round(v["median_abs_error_pct"], 1) for g, v in summ.items()}
                           for label, summ in table}).T)
+
+# %% [markdown]
+# ## Families judged once
+#
+# Runs files kept apart from runs.csv, each transcribed before the model predicted it and predicted once
+# (docs/validation.md): V100 PCIe nodes, AMD MI250X on LUMI, PaddlePaddle FleetX, TF 1.1 parameter servers
+# on AWS K80, Lambda's HGX servers, older DeepLearningExamples tables and NERSC's Cori GPU runs. The frozen
+# predictions are results/published_*/predictions.csv; `python -m reproduce.published_judged`
+# prints the same table with the 80% band's hits.
+
+# %%
+from reproduce import published_judged as pj
+
+judged = pd.DataFrame([dict(family=j.family, gpus=j.row["gpus"], nodes=j.row["nodes"],
+                            measured=j.row["samples_per_s"], predicted=j.predicted, error_pct=j.error_pct,
+                            linear_error_pct=j.linear_error_pct)
+                       for family in pj.JUDGED for j in pj.judged_rows(family)])
+judged["where"] = judged.nodes.map(lambda n: "one node" if n == 1 else "across nodes")
+judged["abs_err"], judged["abs_lin"] = judged.error_pct.abs(), judged.linear_error_pct.abs()
+display(judged.groupby(["family", "where"], sort=False).agg(
+    rows=("gpus", "count"), model=("abs_err", "median"), signed=("error_pct", "median"),
+    linear=("abs_lin", "median")).round(1))
+
+# %%
+fig, ax = plt.subplots(figsize=(9, 5))
+sns.scatterplot(data=judged, x="gpus", y="error_pct", hue="family", style="where", ax=ax, s=25)
+ax.axhline(0, color="grey", lw=1)
+ax.set(xscale="log", yscale="symlog", xlabel="GPUs", ylabel="model error, % (symmetric log)")
+ax.legend(fontsize=7, ncol=2)
+plt.tight_layout()
+plt.show()
