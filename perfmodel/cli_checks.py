@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from .specs import DEFAULT_TERNGRAD_EXCHANGE
 from .stragglers import MAX_STRAGGLER_CV, combined_cv
@@ -127,3 +128,11 @@ def _in_range(step_s: float, error: type[ValueError], too_short: str, too_long: 
         raise error(too_short)
     if step_s > MAX_STEP_COMPUTE_S:
         raise error(too_long)
+
+
+def print_compute_warnings(warnings: tuple[str, ...]) -> None:
+    """The compute rule's warnings (sources disagree, model too small) in one line on stderr; predict and
+    plan print them once the rest of the command line is known good, so that bad input prints its error
+    alone."""
+    if warnings:
+        print(f"perfmodel: warning: {'; '.join(warnings)}", file=sys.stderr)

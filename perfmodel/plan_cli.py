@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .cli_checks import print_compute_warnings
 from .launch_settings import launch_settings
 from .learning_effect import effect_for
 from .memory import (OPTIMIZERS, PRECISIONS, cluster_memory_bytes, default_optimizer, format_bytes,
@@ -273,8 +274,7 @@ def cmd_plan(args, resolve) -> int:
         raise SpecError("no strategy left to search (--strategy with --same-update removed them all)")
     if args.node_rate:
         cands = with_node_overheads(cands, workload, cluster, args.batch[0], args.node_rate)
-    if settings.warnings:  # after the options are checked: bad input prints its error alone
-        print(f"perfmodel: warning: {'; '.join(settings.warnings)}", file=sys.stderr)
+    print_compute_warnings(settings.warnings)  # after the options are checked: bad input prints its error alone
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, in one line
         rows = search(workload, cluster, cands, inp)
     feasible = [r for r in rows if not r["violates"]]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli_checks import MAX_STEP_COMPUTE_S, check_kernel_ms_per_mb
+from .cli_checks import MAX_STEP_COMPUTE_S, check_kernel_ms_per_mb, print_compute_warnings
 from .cli_guard import CLIError, OneLineParser
 from .memory import with_memory
 from .predict_options import (add_input_options, add_schedule_options, build_strategies, fixed_fields,
@@ -106,13 +106,6 @@ def resolve_workload_cluster(args: argparse.Namespace):
         workload, settings = resolve_workload(args.workload, cluster, wopts)
         rates, daso = (0.0, 0.0, 0.0), {}
     return workload, cluster, rates, daso, settings
-
-
-def print_compute_warnings(settings) -> None:
-    """The compute rule's warnings in one line on stderr (sources disagree, model too small); callers print
-    them once the rest of the command line is known good, so that bad input prints its error alone."""
-    if settings.warnings:
-        print(f"perfmodel: warning: {'; '.join(settings.warnings)}", file=sys.stderr)
 
 
 def predict_records(workload, cluster, strategies: list[Strategy], gpus: list[int], scaling: str,
@@ -252,7 +245,7 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
     node_note = []
     if args.node_rate is not None:
         strategies, node_note = _with_node_overhead(args, workload, cluster, strategies)
-    print_compute_warnings(settings)
+    print_compute_warnings(settings.warnings)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
     pcie = pcie_intra_note(cluster) if max(gpus) > 1 and args.node_rate is None else None  # a node run measured it
     notes = node_note + notes + ([pcie] if pcie else [])
