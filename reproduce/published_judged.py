@@ -4,9 +4,10 @@ Each family is a runs file of data/published kept apart from runs.csv, transcrib
 predicted it and predicted once; results/published_<family>/predictions.csv keeps that judgement
 (docs/validation.md). This script reads those files and predicts nothing (unless ``--now``): per family,
 its rows and rows across nodes, the median absolute and median signed error (percent) of the judged
-predictions, in one node and across nodes, the linear guess's median absolute error, and how many
-measured rates lie inside the 80% band (perfmodel.intervals, the committed bands) around the judged
-prediction; then all families pooled. ``--now`` adds the current model's median errors beside them.
+predictions over all rows, in one node and across nodes, the linear guess's median absolute error (single-GPU
+rate x GPUs) over all rows and across nodes, and how many measured rates lie inside the 80% band
+(perfmodel.intervals, the committed bands) around the judged prediction; then all families pooled.
+``--now`` adds the current model's median errors beside them.
 
     python -m reproduce.published_judged [--now]
 """
@@ -21,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel.cli_guard import OneLineExitParser
-from perfmodel.intervals import load_bands, with_band
+from perfmodel.intervals import Bands, load_bands, with_band
+from perfmodel.specs import SpecError
 from reproduce import published as pub
 
 RESULTS = pub.ROOT / "results"
@@ -48,32 +50,57 @@ class Judged:
 
     @property
     def error_pct(self) -> float:
+        """The judged prediction's error against the measured rate, percent (positive: predicted too fast)."""
         return pub.error_pct(self.predicted, self.row["samples_per_s"])
 
     @property
     def linear_error_pct(self) -> float:
+        """The linear guess's error (single-GPU rate x GPUs), percent."""
         return pub.error_pct(self.row["single_gpu_samples_per_s"] * self.row["gpus"], self.row["samples_per_s"])
 
 
 def runs_path(family: str) -> Path:
+    """data/published/<family>_runs.csv."""
     return pub.ROOT / "data" / "published" / f"{family}_runs.csv"
 
 
-def judged_rows(family: str) -> list[Judged]:
-    """The family's expressible rows with their frozen predictions (PublishedError if a file is missing)."""
-    frozen_path = RESULTS / f"published_{family}" / "predictions.csv"
+def _frozen(path: Path) -> dict[str, dict]:
+    """The rows of a frozen predictions.csv by id (PublishedError naming the file when it cannot be read)."""
     try:
-        with open(frozen_path, newline="") as f:
-            frozen = {r["id"]: r["predicted"] for r in csv.DictReader(f)}
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = {r["id"]: r for r in csv.DictReader(f)}
+        for r in rows.values():
+            r["predicted"] = float(r["predicted"]) if r["predicted"] else None
+            r["measured"] = float(r["measured"])
     except OSError as e:
-        raise pub.PublishedError(f"{frozen_path}: {e.strerror}") from None
-    return [Judged(family, r, float(frozen[r["id"]])) for r in pub.load_runs(runs_path(family))
-            if frozen.get(r["id"])]
+        raise pub.PublishedError(f"{path}: {e.strerror}") from None
+    except (KeyError, TypeError, ValueError, UnicodeDecodeError) as e:
+        raise pub.PublishedError(f"{path}: not a predictions file of reproduce.published ({e})") from None
+    return rows
 
 
-def inside_band(rows: list[Judged]) -> int:
-    """How many measured rates lie inside the committed 80% band around their judged prediction."""
-    bands, n = load_bands(), 0
+def judged_rows(family: str) -> list[Judged]:
+    """The family's expressible rows with their frozen predictions; PublishedError when the frozen file lacks a
+    row of the runs file or its measured rate differs from the runs file's (the judgement is of other data)."""
+    path = RESULTS / f"published_{family}" / "predictions.csv"
+    frozen = _frozen(path)
+    out = []
+    for r in pub.load_runs(runs_path(family)):
+        f = frozen.get(r["id"])
+        if f is None:
+            raise pub.PublishedError(f"{path}: no row {r['id']} of {runs_path(family).name}")
+        if f["measured"] != r["samples_per_s"]:
+            raise pub.PublishedError(f"{path}: row {r['id']} measured {f['measured']:g}, the runs file "
+                                     f"{r['samples_per_s']:g}")
+        if f["predicted"] is not None:
+            out.append(Judged(family, r, f["predicted"]))
+    return out
+
+
+def inside_band(rows: list[Judged], bands: Bands | None = None) -> int:
+    """How many measured rates lie inside the 80% band (``bands``: the committed ones) around their judged
+    prediction."""
+    bands, n = bands or load_bands(), 0
     for j in rows:
         rec = with_band([{"strategy": pub.build_strategy(j.row).name, "gpus": j.row["gpus"],
                           "nodes": j.row["nodes"], "throughput": j.predicted}], bands)[0]
@@ -88,13 +115,17 @@ def medians(errors: list[float]) -> str:
     return f"{np.median(np.abs(errors)):.1f}% ({np.median(errors):+.1f}%)"
 
 
-def line(name: str, rows: list[Judged], now: bool) -> str:
-    errs = [j.error_pct for j in rows]
-    one = [j.error_pct for j in rows if j.row["nodes"] == 1]
-    across = [j.error_pct for j in rows if j.row["nodes"] > 1]
-    linear = np.median(np.abs([j.linear_error_pct for j in rows]))
-    text = (f"{name:8s} {len(rows):5d} {len(across):6d}  {medians(errs):16s} {medians(one):16s} "
-            f"{medians(across):16s} {linear:5.1f}%  {inside_band(rows):3d}/{len(rows)}")
+def _abs_median(errors: list[float]) -> str:
+    return f"{np.median(np.abs(errors)):.1f}%" if errors else "-"
+
+
+def family_line(name: str, rows: list[Judged], bands: Bands, now: bool) -> str:
+    """One line of the table: ``name``'s rows (a family, or several pooled)."""
+    across = [j for j in rows if j.row["nodes"] > 1]
+    text = (f"{name:8s} {len(rows):5d} {len(across):6d}  {medians([j.error_pct for j in rows]):16s} "
+            f"{medians([j.error_pct for j in rows if j.row['nodes'] == 1]):16s} "
+            f"{medians([j.error_pct for j in across]):16s} {_abs_median([j.linear_error_pct for j in rows]):>6s} "
+            f"{_abs_median([j.linear_error_pct for j in across]):>6s}  {inside_band(rows, bands):3d}/{len(rows)}")
     if now:
         current = [pub.error_pct(pub.predict_row(j.row).predicted, j.row["samples_per_s"]) for j in rows]
         text += f"   {medians(current)}"
@@ -102,23 +133,27 @@ def line(name: str, rows: list[Judged], now: bool) -> str:
 
 
 def report(families: list[str], now: bool = False) -> str:
+    """The table of ``families`` and their pool (``now``: with the current model's medians)."""
+    bands = load_bands()
     rows = {f: judged_rows(f) for f in families}
     head = (f"{'family':8s} {'rows':>5s} {'across':>6s}  {'all':16s} {'one node':16s} {'across nodes':16s} "
-            f"{'linear':>6s}  band" + ("   current model" if now else ""))
-    out = ["published runs judged once: median |error| (median signed) of the frozen predictions", head]
-    out += [line(f, rows[f], now) for f in families]
-    out.append(line("pooled", [j for f in families for j in rows[f]], now))
+            f"{'linear':>6s} {'(across)':>8s} band" + ("   current model" if now else ""))
+    out = ["published runs judged once: median |error| (median signed) of the frozen predictions; the linear "
+           "guess's median |error|", head]
+    out += [family_line(f, rows[f], bands, now) for f in families]
+    out.append(family_line("pooled", [j for f in families for j in rows[f]], bands, now))
     out += [f"  {f}: {JUDGED[f]}" for f in families]
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print the table; a missing or unreadable judgement is one line and exit status 2."""
     ap = OneLineExitParser(prog="python -m reproduce.published_judged", description=__doc__.split("\n\n")[0])
     ap.add_argument("--now", action="store_true", help="add the current model's median errors")
     args = ap.parse_args(argv)
     try:
         print(report(list(JUDGED), args.now))
-    except pub.PublishedError as e:
+    except (pub.PublishedError, SpecError) as e:
         print(f"published_judged: error: {e}", file=sys.stderr)
         return 2
     return 0

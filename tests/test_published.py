@@ -36,11 +36,11 @@ def test_runs_parse_strictly_with_every_required_column_filled():
     assert len({len(x) for x in lines}) == 1
 
 
-@pytest.mark.parametrize("script, table", [("build.py", "runs.csv"), ("build_pcie.py", "pcie_runs.csv"),
-                                           ("build_lumi.py", "lumi_runs.csv"), ("build_fleetx.py", "fleetx_runs.csv"),
-                                           ("build_ebug.py", "ebug_runs.csv"), ("build_lambda.py", "lambda_runs.csv"),
-                                           ("build_dlenew.py", "dlenew_runs.csv"), ("build_dleold.py", "dleold_runs.csv"),
-                                           ("build_cloud.py", "cloud_runs.csv")])
+BUILDS = [("build.py", "runs.csv")] + [(f"build_{f}.py", f"{f}_runs.csv") for f in
+                                       ("pcie", "lumi", "fleetx", "ebug", "lambda", "dlenew", "dleold", "cloud")]
+
+
+@pytest.mark.parametrize("script, table", BUILDS)
 def test_each_runs_csv_is_what_its_script_makes_from_the_excerpts(tmp_path, script, table):
     spec = importlib.util.spec_from_file_location(f"published_{script[:-3]}", ROOT / "data" / "published" / script)
     build = importlib.util.module_from_spec(spec)

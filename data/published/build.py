@@ -24,8 +24,21 @@ TF_URL = f"https://github.com/tensorflow/tensorflow/blob/{TF_COMMIT}/tensorflow/
 DLE_COMMIT = "729963dd47e7c8bd462ad10bfac7a7b0b604e6dd"
 
 
-def dle_url(path: str) -> str:
-    return f"https://github.com/NVIDIA/DeepLearningExamples/blob/{DLE_COMMIT}/{path}"
+def dle_url(path: str, sha: str = DLE_COMMIT) -> str:
+    """The GitHub URL of a DeepLearningExamples file at ``sha`` (runs.csv's commit by default)."""
+    return f"https://github.com/NVIDIA/DeepLearningExamples/blob/{sha}/{path.replace(' ', '%20')}"
+
+
+_DLE_HEAD = re.compile(r"<!-- NVIDIA/DeepLearningExamples@([0-9a-f]{40}) (.+?) lines (\d+)-(\d+), verbatim \(")
+
+
+def dle_excerpt(name: str) -> tuple[str, str, int, int, list[str]]:
+    """(commit, path, first line, last line, lines) of a verbatim DeepLearningExamples excerpt at any commit
+    (the kept-apart families' excerpts; runs.csv's own use _dle_meta)."""
+    head, lines = excerpt(name)
+    m = _DLE_HEAD.match(head)
+    assert m, head
+    return m.group(1), m.group(2), int(m.group(3)), int(m.group(4)), lines
 
 
 # ---------------------------------------------------------------------------------------- systems
@@ -472,8 +485,9 @@ EFFNET_SCHEME = {
     "TensorFlow 2": ("horovod-nccl", "Horovod over NCCL (README: 'Multi-GPU training with Horovod ... with NCCL', "
                      "'Multi-node support using Horovod'); every exchange compressed to fp16, whatever the precision: "
                      "hvd.DistributedOptimizer(..., compression=hvd.Compression.fp16 if hvd_fp16_compression) "
-                     "(runtime/runner.py line 192), whose flag is store_true with default True "
-                     "(utils/cmdline_helper.py line 164; excerpts/dle_tf2_effnet_fp16_compression.md)"),
+                     "(runtime/runner.py line 192, taken when grad_accum_steps is 1, its default), whose flag is "
+                     "store_true with default True (utils/cmdline_helper.py line 164; "
+                     "excerpts/dle_tf2_effnet_fp16_compression.md)"),
     "PyTorch": ("pytorch-ddp", "torch.nn.parallel.DistributedDataParallel, NCCL (image_classification/training.py)"),
 }
 

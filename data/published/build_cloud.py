@@ -96,6 +96,7 @@ def _setup() -> dict:
 
 
 def cloud_rows() -> list[dict]:
+    """The train_rate rows of the four notebook versions for library models, each with its 1-GPU row."""
     hw = _hardware()
     setup = _setup()
     rows = []
@@ -165,6 +166,7 @@ def cloud_rows() -> list[dict]:
 
 
 def main(out: Path = HERE / "cloud_runs.csv") -> None:
+    """Write the rows to ``out`` (cloud_runs.csv)."""
     write_rows(cloud_rows(), out, "c")
 
 

@@ -36,21 +36,19 @@ _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
 excerpt, md_table, num, row, write_rows, SYSTEMS = (_build.excerpt, _build.md_table, _build.num, _build.row,
                                                     _build.write_rows, _build.SYSTEMS)
+_col, _pair = _build._col, _build._pair  # a table's column by its heading words; 'a and b' -> (a, b)
 
 README = "PyTorch/LanguageModeling/BERT/README.md"
-_HEAD = re.compile(r"<!-- NVIDIA/DeepLearningExamples@([0-9a-f]{40}) (\S+) lines (\d+)-(\d+), verbatim \(")
 
 
 def _meta(name: str):
     """(sha, path, first line number, lines) of an excerpt."""
-    head, lines = excerpt(name)
-    m = _HEAD.match(head)
-    assert m, head
-    return m.group(1), m.group(2), int(m.group(3)), lines
+    sha, path, first, _, lines = _build.dle_excerpt(name)
+    return sha, path, first, lines
 
 
 def _url(sha: str, path: str) -> str:
-    return f"https://github.com/NVIDIA/DeepLearningExamples/blob/{sha}/{path}"
+    return _build.dle_url(path, sha)
 
 
 def _tables(lines: list[str], first: int):
@@ -75,16 +73,6 @@ def _container(lines: list[str]) -> str:
     found = {m for ln in lines for m in re.findall(r"pytorch:(\d\d\.\d\d)-py3", ln)}
     assert len(found) == 1, found
     return found.pop()
-
-
-def _c(header, text):
-    return next(i for i, h in enumerate(header) if h.lower().startswith(text.lower()))
-
-
-def _pair(cell: str) -> tuple[str, str]:
-    parts = [p.strip() for p in cell.split(" and ")]
-    assert len(parts) == 2, cell
-    return parts[0], parts[1]
 
 
 # ------------------------------------------------------------------------------- scheme (per code version)
@@ -132,8 +120,8 @@ def _accumulation_1907() -> dict:
     """{(system label, nodes): {(phase, 'fp16'|'fp32'): (accumulated batch or None, steps)}}."""
     sha, path, first, lines = _meta("dlenew_pt_bert_1907_accumulation")
     (_, _, header, body), = _tables(lines, first)
-    c_sys, c_acc_b = _c(header, "DGX System"), _c(header, "Accumulated Batch")
-    c_steps = _c(header, "Accumulation steps")
+    c_sys, c_acc_b = _col(header, "DGX System"), _col(header, "Accumulated Batch")
+    c_steps = _col(header, "Accumulation steps")
     assert "Phase 1 and Phase 2" in header[c_acc_b] and "Phase 1 and Phase 2" in header[c_steps], header
     out = {}
     for no, r in body:
@@ -154,6 +142,7 @@ def _accumulation_1907() -> dict:
 
 
 def multi_1907_rows() -> list[dict]:
+    """The 19.07 multi-node tables' FP16 cells (DGX-1 16G, DGX-2H), with the 19.07 one-node table's 1-GPU rates."""
     acc = _accumulation_1907()
     _, _, acc_first, _ = _meta("dlenew_pt_bert_1907_accumulation")
     rows = []
@@ -165,13 +154,13 @@ def multi_1907_rows() -> list[dict]:
         (s_hline, s_heading, s_header, s_body), = [t for t in tables if not t[2][0].startswith("Nodes")]
         (hline, heading, header, body), = [t for t in tables if t[2][0].startswith("Nodes")]
         gpn = SYSTEMS[sysname]["gpus_per_node"]
-        c_n, c_g = _c(header, "Nodes"), _c(header, "GPUs")
-        c_b = {"fp32": _c(header, "Batch size / GPU (FP32)"), "amp": _c(header, "Batch size / GPU (FP16)")}
-        c_seq = _c(header, "Sequence length")
-        c_tp = {"fp32": _c(header, "Throughput - FP32"), "amp": _c(header, "Throughput - mixed precision")}
-        s_b = {"fp32": _c(s_header, "Batch size / GPU (FP32)"), "amp": _c(s_header, "Batch size / GPU (FP16)")}
-        s_seq = _c(s_header, "Sequence length")
-        s_tp = {"fp32": _c(s_header, "Throughput - FP32"), "amp": _c(s_header, "Throughput - mixed precision")}
+        c_n, c_g = _col(header, "Nodes"), _col(header, "GPUs")
+        c_b = {"fp32": _col(header, "Batch size / GPU (FP32)"), "amp": _col(header, "Batch size / GPU (FP16)")}
+        c_seq = _col(header, "Sequence length")
+        c_tp = {"fp32": _col(header, "Throughput - FP32"), "amp": _col(header, "Throughput - mixed precision")}
+        s_b = {"fp32": _col(s_header, "Batch size / GPU (FP32)"), "amp": _col(s_header, "Batch size / GPU (FP16)")}
+        s_seq = _col(s_header, "Sequence length")
+        s_tp = {"fp32": _col(s_header, "Throughput - FP32"), "amp": _col(s_header, "Throughput - mixed precision")}
         for no, r in body:
             nodes, g = int(r[c_n]), int(r[c_g])
             assert g == gpn, (g, gpn)
@@ -227,6 +216,7 @@ SINGLE = [  # excerpt, system, scheme detail
 
 
 def single_rows() -> list[dict]:
+    """The 20.06 one-node tables and 729963d's DGX-1 32G table, each row with its table's 1-GPU rate."""
     rows = []
     for name, sysname, detail in SINGLE:
         sha, path, first, lines = _meta(name)
@@ -237,10 +227,10 @@ def single_rows() -> list[dict]:
         container = _container(lines)
         (hline, heading, header, body), = _tables(lines, first)
         fp = "tf32" if sysname == "dgx-a100" else "fp32"
-        c_b = _c(header, "Batch size / GPU")
-        c_acc = _c(header, "Accumulation steps")
-        c_seq = _c(header, "Sequence length")
-        c_tp = {fp: _c(header, f"Throughput - {fp}"), "amp": _c(header, "Throughput - mixed precision")}
+        c_b = _col(header, "Batch size / GPU")
+        c_acc = _col(header, "Accumulation steps")
+        c_seq = _col(header, "Sequence length")
+        c_tp = {fp: _col(header, f"Throughput - {fp}"), "amp": _col(header, "Throughput - mixed precision")}
         order = re.search(r"\((\w+) and (\w+)\)", header[c_b]).groups()
         assert order == re.search(r"\((\w+) and (\w+)\)", header[c_acc]).groups() == (fp.upper(), "FP16"), header
         gpu = SYSTEMS[sysname]["gpu"]
@@ -283,6 +273,7 @@ def single_rows() -> list[dict]:
 
 
 def main(out: Path = HERE / "dlenew_runs.csv") -> None:
+    """Write the rows to ``out`` (dlenew_runs.csv)."""
     write_rows(multi_1907_rows() + single_rows(), out, "n")
 
 

@@ -30,19 +30,17 @@ excerpt, md_table, num, row, write_rows, SYSTEMS = (_build.excerpt, _build.md_ta
 SHA = "49e23b4597a6fca461321a085d8eb8abf1e215e2"
 DIR = "TensorFlow2/Classification/ConvNets/efficientnet"
 README = f"{DIR}/README.md"
-_HEAD = re.compile(r"<!-- NVIDIA/DeepLearningExamples@([0-9a-f]{40}) (.+?) lines (\d+)-(\d+), verbatim \(")
 
 
 def _meta(name: str):
     """(path, first line number, last line number, lines) of an excerpt at SHA."""
-    head, lines = excerpt(name)
-    m = _HEAD.match(head)
-    assert m and m.group(1) == SHA, head
-    return m.group(2), int(m.group(3)), int(m.group(4)), lines
+    sha, path, first, last, lines = _build.dle_excerpt(name)
+    assert sha == SHA, (name, sha)
+    return path, first, last, lines
 
 
 def _url(path: str) -> str:
-    return f"https://github.com/NVIDIA/DeepLearningExamples/blob/{SHA}/{path.replace(' ', '%20')}"
+    return _build.dle_url(path, SHA)
 
 
 # excerpt, system, model, {precision: script excerpt}
@@ -89,7 +87,8 @@ SCHEME_DETAIL = (
     "cast to fp16 for the exchange whatever the precision")
 
 
-def rows() -> list[dict]:
+def dleold_rows() -> list[dict]:
+    """The four 21.02 training tables' multi-GPU rows, each with its table's GPUs=1 rate."""
     _check_code()
     _, _, _, b4sub = _meta("dleold_tf2_effnet_b4_multinode_sub")
     b4sub_batch = re.search(r"--train_batch_size (\d+)", b4sub[0]).group(1)
@@ -133,9 +132,9 @@ def rows() -> list[dict]:
                     if p == "amp" and model == "efficientnet-b0":
                         assert b0sub_batch == batch
                 if "V100 32GB" in heading:
-                    note.append("the heading says DGX-1 (8x V100 32GB), the sentence under it 'NVIDIA DGX-1 (8x V100 "
-                                "16GB)'; the B4 benchmark scripts are the V100-32G ones (README line 444 says B4 was run "
-                                "on 'NVIDIA DGX-1 V100 32GB')")
+                    note.append("the heading says DGX-1 (8x V100 32GB), the sentence under it 'NVIDIA DGX-1 (8x "
+                                "V100 16GB)'; the B4 benchmark scripts are the V100-32G ones (README line 444 says "
+                                "B4 was run on 'NVIDIA DGX-1 V100 32GB')")
                 if "copy.sh" in bloc:
                     note.append("the script's file name ends in ' copy.sh' (README line 442 names "
                                 "train_benchmark_8x{A100-80G, V100-16G}.sh; no other script of this precision exists)")
@@ -156,7 +155,8 @@ def rows() -> list[dict]:
 
 
 def main(out: Path = HERE / "dleold_runs.csv") -> None:
-    write_rows(rows(), out, "o")
+    """Write the rows to ``out`` (dleold_runs.csv)."""
+    write_rows(dleold_rows(), out, "o")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ SCHEMES = {
 
 
 def ebug_rows() -> list[dict]:
+    """The p2.xlarge and p2.8xlarge tables' multi-GPU rows, each with its table's 1-GPU rate."""
     rows = []
     for name, (first, system, caption, hw) in TABLES.items():
         head, lines = excerpt(name)
@@ -133,6 +134,7 @@ def ebug_rows() -> list[dict]:
 
 
 def main(out: Path = HERE / "ebug_runs.csv") -> None:
+    """Write the rows to ``out`` (ebug_runs.csv)."""
     write_rows(ebug_rows(), out, "e")
 
 

@@ -71,6 +71,7 @@ def _tables(lines: list[str]):
 
 
 def fleetx_rows() -> list[dict]:
+    """The FP32 and AMP tables' 1x8, 2x8 and 4x8 cells of both pages, each with its row's 1x1 rate."""
     rows = []
     for name, path, model in PAGES:
         head, lines = excerpt(name)
@@ -138,6 +139,7 @@ def _note(model: str, precision: str) -> str:
 
 
 def main(out: Path = HERE / "fleetx_runs.csv") -> None:
+    """Write the rows to ``out`` (fleetx_runs.csv)."""
     write_rows(fleetx_rows(), out, "f")
 
 

@@ -40,7 +40,7 @@ REPO = "lambdal/deeplearning-benchmark"
 SOURCE = "Lambda deeplearning-benchmark PyTorch training throughput tables (lambdal/deeplearning-benchmark)"
 
 
-def url(path: str) -> str:
+def _url(path: str) -> str:
     return f"https://github.com/{REPO}/blob/{COMMIT}/{path}"
 
 
@@ -139,6 +139,7 @@ def _int(cell: str) -> int:
 
 
 def v1_rows() -> list[dict]:
+    """The v1 tables' 2, 4 and 8-GPU ResNet-50 rows of the servers in V1_SYSTEMS."""
     rows = []
     for tprec, prec in PRECISIONS.items():
         tpath = f"pytorch/pytorch-train-throughput-{tprec}.csv"
@@ -183,6 +184,7 @@ def _para(d: str, t: str) -> tuple[int, int]:
 
 
 def v2_rows() -> list[dict]:
+    """The v2 tables' multi-GPU ResNet-50 rows of the servers in V2_SYSTEMS."""
     rows = []
     for tprec, prec in PRECISIONS.items():
         tpath = f"pytorch/pytorch-train-throughput-v2-{tprec}.csv"
@@ -218,7 +220,7 @@ def _ddp_row(tpath: str, line: int, name: str, system: str, gpu: str, intra: str
              batch_note: str) -> dict:
     """One row: the table's ``name`` line at ``n`` GPUs of one HGX server, its 1-GPU rate beside it."""
     return row(
-        source=SOURCE, source_url=url(tpath), source_loc=f"{tpath} line {line}, row '{name}', column 'resnet50'",
+        source=SOURCE, source_url=_url(tpath), source_loc=f"{tpath} line {line}, row '{name}', column 'resnet50'",
         read_from="table", system=system, gpu=gpu, gpus_per_node=8, intra=intra, network="n/a", nics=0,
         hardware_source=hw, framework=f"PyTorch {torch_version} (NGC container), DLE ConvNets "
         "(LambdaLabsML/DeepLearningExamples lambda/benchmark)",
@@ -239,6 +241,7 @@ def _note(prec: str, batch: str) -> str:
 
 
 def main(out: Path = HERE / "lambda_runs.csv") -> None:
+    """Write the rows to ``out`` (lambda_runs.csv)."""
     write_rows(v1_rows() + v2_rows(), out, "m")
 
 
