@@ -34,7 +34,7 @@ JUDGED = {
     "fleetx": "PaddlePaddle FleetX, 1-4 nodes of 8 V100",
     "ebug": "TF 1.1 parameter servers on AWS K80",
     "lambda": "Lambda's HGX servers, one node",
-    "dlenew": "older DLE PyTorch BERT-large tables",
+    "dlenew": "DLE PyTorch BERT-large tables runs.csv lacks (19.07, 20.06)",
     "dleold": "DLE's first TensorFlow 2 EfficientNet tables (21.02)",
     "cloud": "NERSC's PyTorch benchmarks on Cori GPU nodes, 1-8 nodes of 8 V100",
 }
