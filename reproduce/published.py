@@ -11,7 +11,7 @@ Writes results/published/predictions.csv (atomically): per row the measured rate
 (predicted / measured - 1, percent), the linear guess (single-GPU rate x GPUs) and its error, or why the row
 cannot be expressed; prints median absolute errors overall, in one node and across nodes beside the linear
 guess; draws measured_vs_predicted.png. Without --out, another runs file writes to results/published/<its
-stem>/ (``default_out``; git ignores them), never over runs.csv's.
+stem>/ (``default_out``; git ignores them); a judgement kept in results/published_<family>/ is never rewritten.
 
     python -m reproduce.published [--runs data/published/runs.csv] [--out results/published] [--no-plot]
                                   [--overlap X] [--effects all|none|NAME,...] [--ablation]
@@ -486,12 +486,8 @@ def plot(outcomes: list[Outcome], path: Path) -> None:
         lo = min(min(o.row["samples_per_s"], o.predicted) for o in ok) / 1.5
         hi = max(max(o.row["samples_per_s"], o.predicted, o.linear) for o in ok) * 1.5
         ax.plot([lo, hi], [lo, hi], color="black", lw=0.8)
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("measured samples/s (published)")
-    ax.set_ylabel("predicted samples/s")
+        ax.set(xlim=(lo, hi), ylim=(lo, hi))
+    ax.set(xscale="log", yscale="log", xlabel="measured samples/s (published)", ylabel="predicted samples/s")
     ax.set_title(f"published multi-GPU runs: {len(ok)} of {len(outcomes)} expressible")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -571,10 +567,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="also print the medians with the effects added one at a time and each left out")
     args = ap.parse_args(argv)
     args.out = default_out(args.runs) if args.out is None else args.out
-    if args.overlap is not None and not 0.0 <= args.overlap <= 1.0:
-        print(f"published: error: --overlap must be in [0, 1], got {args.overlap}", file=sys.stderr)
-        return 2
     try:
+        if args.overlap is not None and not 0.0 <= args.overlap <= 1.0:
+            raise PublishedError(f"--overlap must be in [0, 1], got {args.overlap}")
+        if args.out.resolve().parent == OUT.parent.resolve() and args.out.name.startswith("published_") \
+                and (args.out / "predictions.csv").exists():  # results/published_<family>/: judged once
+            raise PublishedError(f"{args.out} holds a judgement made once (docs/validation.md); give another --out")
         effects = parse_effects(args.effects)
         sigma, mu = parse_slowdown(args.overlap_slowdown)
         slowdown = None if sigma is None else (sigma, mu)

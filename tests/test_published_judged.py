@@ -160,3 +160,12 @@ def test_a_missing_or_damaged_judgement_is_one_line_and_exit_2(tmp_path, capsys,
     assert pj.main([]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("published_judged: error:") and "predictions.csv" in err[0], err
+
+
+def test_reproduce_published_never_rewrites_a_judgement(capsys):
+    frozen = ROOT / "results" / "published_cloud" / "predictions.csv"
+    before = frozen.read_bytes()
+    assert pub.main(["--runs", str(PUBLISHED / "cloud_runs.csv"), "--out", str(frozen.parent), "--no-plot"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds a judgement made once" in err[0]
+    assert frozen.read_bytes() == before
