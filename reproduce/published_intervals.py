@@ -30,17 +30,17 @@ Q_LO, Q_HI = 0.10, 0.90
 MIN_ROWS = 10
 
 
+def band_record(r: dict, predicted: float) -> dict:
+    """A row and its prediction (samples/s) as fit_bands and coverage read them: dict(row, predicted, span,
+    family, strategy)."""
+    name = pub.build_strategy(r).name
+    return dict(row=r, predicted=predicted, span=span(r["nodes"]), family=family(name), strategy=name)
+
+
 def predicted_rows(runs: Path) -> list[dict]:
-    """Every expressible row with its prediction: dict(row, predicted, span, family)."""
-    out = []
-    for r in pub.load_runs(runs):
-        o = pub.predict_row(r)
-        if o.predicted is None:
-            continue
-        name = pub.build_strategy(r).name
-        out.append(dict(row=r, predicted=o.predicted, span=span(r["nodes"]), family=family(name),
-                        strategy=name))
-    return out
+    """Every expressible row with the current model's prediction (band_record)."""
+    outcomes = (pub.predict_row(r) for r in pub.load_runs(runs))
+    return [band_record(o.row, o.predicted) for o in outcomes if o.predicted is not None]
 
 
 def fit_bands(rows: list[dict], min_rows: int = MIN_ROWS) -> Bands:

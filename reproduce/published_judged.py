@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel.cli_guard import OneLineExitParser
-from perfmodel.intervals import Bands, load_bands, with_band
+from perfmodel.intervals import Bands, load_bands
 from perfmodel.specs import SpecError
 from reproduce import published as pub
+from reproduce.published_intervals import band_record, coverage
 
 RESULTS = pub.ROOT / "results"
 # family -> what it is and the model that judged it (docs/validation.md has each judgement's section)
@@ -99,13 +100,9 @@ def judged_rows(family: str) -> list[Judged]:
 
 def inside_band(rows: list[Judged], bands: Bands | None = None) -> int:
     """How many measured rates lie inside the 80% band (``bands``: the committed ones) around their judged
-    prediction."""
-    bands, n = bands or load_bands(), 0
-    for j in rows:
-        rec = with_band([{"strategy": pub.build_strategy(j.row).name, "gpus": j.row["gpus"],
-                          "nodes": j.row["nodes"], "throughput": j.predicted}], bands)[0]
-        n += rec["throughput_lo"] <= j.row["samples_per_s"] <= rec["throughput_hi"]
-    return n
+    prediction (reproduce.published_intervals.coverage over both halves)."""
+    records, bands = [band_record(j.row, j.predicted) for j in rows], bands or load_bands()
+    return sum(coverage(records, bands, half).get("all", (0, 0))[0] for half in ("dev", "held-out"))
 
 
 def medians(errors: list[float]) -> str:
