@@ -9,6 +9,12 @@ rate x GPUs) over all rows and across nodes, and how many measured rates lie ins
 (perfmodel.intervals, the committed bands) around the judged prediction; then all families pooled.
 ``--now`` adds the current model's median errors beside them.
 
+The families of NODE_JUDGED were also judged, in the same step, from the one-node run of the same scheme
+beside each row across nodes (reproduce.published_node, results/published_<family>/node_predictions.csv),
+the number `perfmodel predict --node-rate` gives a user who ran one node: a second table compares the two
+frozen predictors on those rows. A third counts the scheme pairs (reproduce.published_pairs) ranked as
+measured by the frozen predictions.
+
     python -m reproduce.published_judged [--now]
 """
 
@@ -26,6 +32,8 @@ from perfmodel.intervals import Bands, load_bands
 from perfmodel.specs import SpecError
 from reproduce import published as pub
 from reproduce.published_intervals import band_record, coverage
+from reproduce.published_node import NODE_FILE
+from reproduce.published_pairs import groups, pairs, tally
 
 RESULTS = pub.ROOT / "results"
 # family -> what it is and the model that judged it (docs/validation.md has each judgement's section)
@@ -39,6 +47,9 @@ JUDGED = {
     "dleold": "DLE's first TensorFlow 2 EfficientNet tables (21.02)",
     "cloud": "NERSC's PyTorch benchmarks on Cori GPU nodes, 1-8 nodes of 8 V100",
 }
+
+# families whose rows across nodes were judged from their one-node runs too, in the same step
+NODE_JUDGED: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,6 +154,74 @@ def report(families: list[str], now: bool = False) -> str:
     return "\n".join(out)
 
 
+def node_judged(family: str) -> list[tuple[Judged, float]]:
+    """The family's rows across nodes that have a frozen node prediction: (the row with its frozen single-GPU
+    prediction, the frozen prediction from its one-node run, samples/s); PublishedError as judged_rows."""
+    path = RESULTS / f"published_{family}" / NODE_FILE
+    by_id = {j.row["id"]: j for j in judged_rows(family)}
+    out = []
+    for rid, f in _frozen_node(path).items():
+        j = by_id.get(rid)
+        if j is None or f["measured"] != j.row["samples_per_s"]:
+            raise pub.PublishedError(f"{path}: row {rid} is not a judged row of {runs_path(family).name}")
+        if f["predicted_node"] is not None:
+            out.append((j, f["predicted_node"]))
+    return out
+
+
+def _frozen_node(path: Path) -> dict[str, dict]:
+    """The rows of a frozen node_predictions.csv by id (PublishedError naming the file when it cannot be read)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = {r["id"]: r for r in csv.DictReader(f)}
+        for r in rows.values():
+            r["measured"] = float(r["measured"])
+            r["predicted_node"] = float(r["predicted_node"]) if r["predicted_node"] else None
+    except OSError as e:
+        raise pub.PublishedError(f"{path}: {e.strerror}") from None
+    except (KeyError, TypeError, ValueError, UnicodeDecodeError) as e:
+        raise pub.PublishedError(f"{path}: not a node_predictions file of reproduce.published_node ({e})") from None
+    return rows
+
+
+def node_line(name: str, items: list[tuple[Judged, float]], bands: Bands) -> str:
+    """One line of the node table: rows, both frozen predictors' medians, the linear guess's, band hits around the
+    node prediction."""
+    by_node = [Judged(j.family, j.row, p) for j, p in items]
+    return (f"{name:8s} {len(items):5d}  {medians([j.error_pct for j, _ in items]):16s} "
+            f"{medians([j.error_pct for j in by_node]):16s} {_abs_median([j.linear_error_pct for j, _ in items]):>6s}  "
+            f"{inside_band(by_node, bands):3d}/{len(items)}")
+
+
+def node_report(families: list[str]) -> str:
+    """The rows across nodes of ``families`` judged from their one-node runs, per family and pooled."""
+    bands, items = load_bands(), {f: node_judged(f) for f in families}
+    out = ["rows across nodes with a one-node run beside them, both predictors frozen: median |error| (signed)",
+           f"{'family':8s} {'rows':>5s}  {'single-GPU rate':16s} {'one-node run':16s} {'linear':>6s}  band"]
+    out += [node_line(f, items[f], bands) for f in families]
+    out.append(node_line("pooled", [i for f in families for i in items[f]], bands))
+    return "\n".join(out)
+
+
+def pair_report(families: list[str]) -> str:
+    """Scheme pairs of each family ranked by its frozen predictions: right (right or tie) / pairs, all and across
+    nodes, and across nodes by the frozen node predictions where the family has them."""
+    out = ["scheme pairs ranked as measured by the frozen predictions: right (right or tie) / pairs",
+           f"{'family':8s} {'all':16s} {'across nodes':16s} {'across, from one-node runs':26s}"]
+    for f in families:
+        frozen = {j.row["id"]: j.predicted for j in judged_rows(f)}
+        node = {j.row["id"]: p for j, p in node_judged(f)} if f in NODE_JUDGED else {}
+        rows = pub.load_runs(runs_path(f))
+        by_gpu = pairs(rows, lambda r: pub.Outcome(r, frozen.get(r["id"])))
+        by_node = pairs(rows, lambda r: pub.Outcome(r, node.get(r["id"])))
+        cells = []
+        for ps in (by_gpu, [p for p in by_gpu if p.a["nodes"] > 1], by_node):
+            t = tally(groups(ps)["all"])
+            cells.append(f"{t['right']} ({t['right_or_tie']}) / {t['pairs']}")
+        out.append(f"{f:8s} {cells[0]:16s} {cells[1]:16s} {cells[2]:26s}")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the table; a missing or unreadable judgement is one line and exit status 2."""
     ap = OneLineExitParser(prog="python -m reproduce.published_judged", description=__doc__.split("\n\n")[0])
@@ -150,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         print(report(list(JUDGED), args.now))
+        if NODE_JUDGED:
+            print(node_report(list(NODE_JUDGED)))
+            print(pair_report(list(NODE_JUDGED)))
     except (pub.PublishedError, SpecError) as e:
         print(f"published_judged: error: {e}", file=sys.stderr)
         return 2

@@ -16,7 +16,11 @@ then the pairs of reproduce.published_pairs across nodes ranked both ways, then 
 the same rows predicted from a node run of the same scheme at another per-GPU batch (the nearest one),
 which is what `perfmodel plan --node-rate` does for candidates whose batch differs from the measured one.
 
-    python -m reproduce.published_node [--runs data/published/runs.csv] [--misses none|all]
+``--out DIR`` also writes DIR/node_predictions.csv, once (a folder holding one is refused): per row across
+nodes, its node row and both predictions (samples/s), or why it has none; how a kept-apart family's rows
+across nodes are judged from their one-node runs before anyone looks (docs/validation.md).
+
+    python -m reproduce.published_node [--runs data/published/runs.csv] [--misses none|all] [--out DIR]
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from perfmodel.node_overhead import node_step_overhead
 from perfmodel.scaling import predict
 from perfmodel.specs import SpecError
 from reproduce.published import (RUNS, NotExpressible, Outcome, PublishedError, build_cluster, build_strategy,
-                                 build_workload, load_runs, predict_row)
+                                 build_workload, load_runs, predict_row, write_csv_atomic)
 from reproduce.published_pairs import groups, miss_line, pairs, tally
 
 NODE_KEY = ("source", "system", "gpu", "network", "framework", "scheme", "model", "batch_per_gpu", "precision", "accumulate",
@@ -40,6 +44,9 @@ NODE_KEY = ("source", "system", "gpu", "network", "framework", "scheme", "model"
 HALVES = ("dev", "held-out")
 #: NODE_KEY without the per-GPU batch: node runs of the same scheme at any batch
 ANY_BATCH_KEY = tuple(k for k in NODE_KEY if k != "batch_per_gpu")
+NODE_FILE = "node_predictions.csv"
+NODE_COLUMNS = ("id", "half", "gpus", "nodes", "node_id", "measured", "predicted_node", "predicted_single_gpu",
+                "reason")
 
 
 def node_rows(rows: list[dict]) -> dict[tuple, dict]:
@@ -152,6 +159,34 @@ def band_coverage(rows: list[dict], via: dict[str, Outcome]) -> dict[str, tuple[
     return {h: (n, d) for h, (n, d) in out.items()}
 
 
+def node_records(rows: list[dict]) -> list[dict]:
+    """NODE_COLUMNS per row across nodes: its node row's id, the measured rate and both predictions
+    (samples/s; empty where there is none, with the reason)."""
+    nodes, (via, alone) = node_rows(rows), outcomes(rows)
+    out = []
+    for r in rows:
+        if r["nodes"] < 2:
+            continue
+        node = nodes.get(tuple(r[k] for k in NODE_KEY))
+        v, a = via[r["id"]], alone[r["id"]]
+        out.append({"id": r["id"], "half": r["half"], "gpus": r["gpus"], "nodes": r["nodes"],
+                    "node_id": node["id"] if node else "", "measured": r["samples_per_s"],
+                    "predicted_node": "" if v.predicted is None else f"{v.predicted:.6f}",
+                    "predicted_single_gpu": "" if a.predicted is None else f"{a.predicted:.6f}",
+                    "reason": v.reason or a.reason or ""})
+    return out
+
+
+def write_node_predictions(rows: list[dict], out: Path) -> Path:
+    """Write out/NODE_FILE (atomically) from ``rows``; PublishedError when out already holds one."""
+    path = out / NODE_FILE
+    if path.exists():
+        raise PublishedError(f"{path} exists: a judgement is made once (docs/validation.md); give another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv_atomic(path, node_records(rows), NODE_COLUMNS)
+    return path
+
+
 def _med(xs: list[float], signed: bool) -> str:
     if not xs:
         return "-"
@@ -200,13 +235,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = OneLineExitParser(prog="python -m reproduce.published_node", description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, default=RUNS, help="published runs CSV (default: %(default)s)")
     ap.add_argument("--misses", choices=("none", "all"), default="none", help="list the one-node predictor's misses")
+    ap.add_argument("--out", type=Path, default=None, help=f"also write OUT/{NODE_FILE}, once")
     args = ap.parse_args(argv)
     try:
         rows = load_runs(args.runs)
-    except PublishedError as e:
+        if args.out is not None and (args.out / NODE_FILE).exists():
+            raise PublishedError(f"{args.out / NODE_FILE} exists: a judgement is made once (docs/validation.md); "
+                                 "give another --out")
+        print(report(rows, args.misses))
+        if args.out is not None:
+            print(f"wrote {write_node_predictions(rows, args.out)}")
+    except (PublishedError, SpecError) as e:
         print(f"published_node: error: {e}", file=sys.stderr)
         return 2
-    print(report(rows, args.misses))
     return 0
 
 
