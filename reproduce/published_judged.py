@@ -13,7 +13,8 @@ The families of NODE_JUDGED were also judged, in the same step, from the one-nod
 beside each row across nodes (reproduce.published_node, results/published_<family>/node_predictions.csv),
 the number `perfmodel predict --node-rate` gives a user who ran one node: a second table compares the two
 frozen predictors on those rows. A third counts the scheme pairs (reproduce.published_pairs) ranked as
-measured by the frozen predictions.
+measured by the frozen predictions, with its PAIR_KEY (same network) and with SAME_MACHINES_KEY (the same
+machines, each scheme over its own fabric).
 
     python -m reproduce.published_judged [--now]
 """
@@ -33,7 +34,7 @@ from perfmodel.specs import SpecError
 from reproduce import published as pub
 from reproduce.published_intervals import band_record, coverage
 from reproduce.published_node import NODE_FILE
-from reproduce.published_pairs import groups, pairs, tally
+from reproduce.published_pairs import PAIR_KEY, SAME_MACHINES_KEY, groups, pairs, tally
 
 RESULTS = pub.ROOT / "results"
 # family -> what it is and the model that judged it (docs/validation.md has each judgement's section)
@@ -46,10 +47,12 @@ JUDGED = {
     "dlenew": "DLE PyTorch BERT-large tables runs.csv lacks (19.07, 20.06)",
     "dleold": "DLE's first TensorFlow 2 EfficientNet tables (21.02)",
     "cloud": "NERSC's PyTorch benchmarks on Cori GPU nodes, 1-8 nodes of 8 V100",
+    "byteps": "Horovod's README tables, 2017: TF parameter servers vs Horovod on 4-16 Pascal servers",
+    "awsblog": "AWS's MXNet parameter-server table, 1-16 p2.16xlarge (K80)",
 }
 
 # families whose rows across nodes were judged from their one-node runs too, in the same step
-NODE_JUDGED: tuple[str, ...] = ()
+NODE_JUDGED: tuple[str, ...] = ("byteps", "awsblog")
 
 
 @dataclass(frozen=True)
@@ -204,21 +207,24 @@ def node_report(families: list[str]) -> str:
 
 
 def pair_report(families: list[str]) -> str:
-    """Scheme pairs of each family ranked by its frozen predictions: right (right or tie) / pairs, all and across
-    nodes, and across nodes by the frozen node predictions where the family has them."""
+    """Scheme pairs of each family ranked by its frozen predictions, right (right or tie) / pairs: with PAIR_KEY
+    over all rows, across nodes, and across nodes by the frozen node predictions; then the same three with
+    SAME_MACHINES_KEY."""
+    cols = ("all", "across nodes", "across, node runs")
     out = ["scheme pairs ranked as measured by the frozen predictions: right (right or tie) / pairs",
-           f"{'family':8s} {'all':16s} {'across nodes':16s} {'across, from one-node runs':26s}"]
+           f"{'family':8s} " + "".join(f"{c:16s}" for c in cols) + " | same machines: " + " ".join(cols)]
     for f in families:
         frozen = {j.row["id"]: j.predicted for j in judged_rows(f)}
         node = {j.row["id"]: p for j, p in node_judged(f)} if f in NODE_JUDGED else {}
         rows = pub.load_runs(runs_path(f))
-        by_gpu = pairs(rows, lambda r: pub.Outcome(r, frozen.get(r["id"])))
-        by_node = pairs(rows, lambda r: pub.Outcome(r, node.get(r["id"])))
         cells = []
-        for ps in (by_gpu, [p for p in by_gpu if p.a["nodes"] > 1], by_node):
-            t = tally(groups(ps)["all"])
-            cells.append(f"{t['right']} ({t['right_or_tie']}) / {t['pairs']}")
-        out.append(f"{f:8s} {cells[0]:16s} {cells[1]:16s} {cells[2]:26s}")
+        for key in (PAIR_KEY, SAME_MACHINES_KEY):
+            by_gpu = pairs(rows, lambda r: pub.Outcome(r, frozen.get(r["id"])), key)
+            by_node = pairs(rows, lambda r: pub.Outcome(r, node.get(r["id"])), key)
+            for ps in (by_gpu, [p for p in by_gpu if p.a["nodes"] > 1], by_node):
+                t = tally(groups(ps)["all"])
+                cells.append(f"{t['right']} ({t['right_or_tie']}) / {t['pairs']}")
+        out.append(f"{f:8s} " + "".join(f"{c:16s}" for c in cells[:3]) + " | " + " ".join(f"{c:16s}" for c in cells[3:]))
     return "\n".join(out)
 
 

@@ -34,6 +34,9 @@ from perfmodel.plan import rank
 from reproduce.published import ROOT, RUNS, PublishedError, load_runs, predict_row
 
 PAIR_KEY = ("system", "gpu", "network", "gpus", "model", "batch_per_gpu", "precision", "accumulate", "data", "source")
+#: PAIR_KEY without the network: the same machines, each scheme over the fabric it uses (Intel MPI over
+#: InfiniBand against NCCL over TCP on the same VMs is a choice of scheme too)
+SAME_MACHINES_KEY = tuple(k for k in PAIR_KEY if k != "network")
 TIE_PCT = 2.5  # percent: DLPerf's largest spread over seven repeats of one setting (module docstring)
 NOISE_EXCERPT = ROOT / "data" / "published" / "excerpts" / "noise_dlperf_of_rn50_0821_runs.md"
 PAIR_HALVES = ("dev", "held-out")
@@ -97,11 +100,12 @@ def repeat_spread_pct(path: Path = NOISE_EXCERPT) -> float:
     return max((max(v) / min(v) - 1.0) * 100.0 for v in runs.values())
 
 
-def pairs(rows: list[dict], predict=predict_row) -> list[Pair]:
-    """Every pair of rows (PAIR_KEY) that both have a prediction; ``predict(row)`` returns an Outcome."""
+def pairs(rows: list[dict], predict=predict_row, key: tuple[str, ...] = PAIR_KEY) -> list[Pair]:
+    """Every pair of rows (same ``key`` columns, other schemes) that both have a prediction; ``predict(row)``
+    returns an Outcome."""
     groups = collections.defaultdict(list)
     for r in rows:
-        groups[tuple(r[k] for k in PAIR_KEY)].append(r)
+        groups[tuple(r[k] for k in key)].append(r)
     cache: dict[str, float | None] = {}
 
     def pred(r):
