@@ -49,10 +49,11 @@ JUDGED = {
     "cloud": "NERSC's PyTorch benchmarks on Cori GPU nodes, 1-8 nodes of 8 V100",
     "byteps": "Horovod's README tables, 2017: TF parameter servers vs Horovod on 4-16 Pascal servers",
     "awsblog": "AWS's MXNet parameter-server table, 1-16 p2.16xlarge (K80)",
+    "azure": "Azure Batch AI Horovod charts, Intel MPI over IB vs NCCL over TCP, 1-8 VMs of 4 GPUs",
 }
 
 # families whose rows across nodes were judged from their one-node runs too, in the same step
-NODE_JUDGED: tuple[str, ...] = ("byteps", "awsblog")
+NODE_JUDGED: tuple[str, ...] = ("byteps", "awsblog", "azure")
 
 
 @dataclass(frozen=True)
