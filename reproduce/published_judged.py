@@ -50,10 +50,12 @@ JUDGED = {
     "byteps": "Horovod's README tables, 2017: TF parameter servers vs Horovod on 4-16 Pascal servers",
     "awsblog": "AWS's MXNet parameter-server table, 1-16 p2.16xlarge (K80)",
     "azure": "Azure Batch AI Horovod charts, Intel MPI over IB vs NCCL over TCP, 1-8 VMs of 4 GPUs",
+    "paddle": "PaddlePaddle/Perf, Dec 2020: Paddle vs NGC TF, PyTorch, MXNet on 1-4 nodes of 8 V100",
+    "oneflow": "OneFlow-Benchmark's FP32 reports, Aug 2020, on DLPerf's 1-4 nodes of 8 V100",
 }
 
 # families whose rows across nodes were judged from their one-node runs too, in the same step
-NODE_JUDGED: tuple[str, ...] = ("byteps", "awsblog", "azure")
+NODE_JUDGED: tuple[str, ...] = ("byteps", "awsblog", "azure", "paddle", "oneflow")
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def test_runs_parse_strictly_with_every_required_column_filled():
 
 BUILDS = [("build.py", "runs.csv")] + [(f"build_{f}.py", f"{f}_runs.csv") for f in
                                        ("pcie", "lumi", "fleetx", "ebug", "lambda", "dlenew", "dleold", "cloud",
-                                        "byteps", "awsblog", "azure")]
+                                        "byteps", "awsblog", "azure", "paddle", "oneflow")]
 
 
 @pytest.mark.parametrize("script, table", BUILDS)
