@@ -115,7 +115,9 @@ if pred is not None:
 #
 # Runs files kept apart from runs.csv, each transcribed before the model predicted it and predicted once
 # (docs/validation.md): V100 PCIe nodes, AMD MI250X on LUMI, PaddlePaddle FleetX, TF 1.1 parameter servers
-# on AWS K80, Lambda's HGX servers, older DeepLearningExamples tables and NERSC's Cori GPU runs. The frozen
+# on AWS K80, Lambda's HGX servers, older DeepLearningExamples tables and NERSC's Cori GPU runs; then a second
+# round: Horovod's 2017 README tables, AWS's MXNet table, Azure Batch AI's charts, PaddlePaddle/Perf and
+# OneFlow's reports (also judged from each scheme's one-node run: node_predictions.csv). The frozen
 # predictions are results/published_*/predictions.csv; `python -m reproduce.published_judged`
 # prints the same table with the 80% band's hits.
 
