@@ -213,9 +213,9 @@ def pair_report(families: list[str]) -> str:
     """Scheme pairs of each family ranked by its frozen predictions, right (right or tie) / pairs: with PAIR_KEY
     over all rows, across nodes, and across nodes by the frozen node predictions; then the same three with
     SAME_MACHINES_KEY."""
-    cols = ("all", "across nodes", "across, node runs")
+    cols = "".join(f"{c:18s}" for c in ("all", "across nodes", "across, node runs"))
     out = ["scheme pairs ranked as measured by the frozen predictions: right (right or tie) / pairs",
-           f"{'family':8s} " + "".join(f"{c:16s}" for c in cols) + " | same machines: " + " ".join(cols)]
+           f"{'':9s}{'same network':54s}| same machines", f"{'family':9s}{cols}| {cols}".rstrip()]
     for f in families:
         frozen = {j.row["id"]: j.predicted for j in judged_rows(f)}
         node = {j.row["id"]: p for j, p in node_judged(f)} if f in NODE_JUDGED else {}
@@ -227,7 +227,7 @@ def pair_report(families: list[str]) -> str:
             for ps in (by_gpu, [p for p in by_gpu if p.a["nodes"] > 1], by_node):
                 t = tally(groups(ps)["all"])
                 cells.append(f"{t['right']} ({t['right_or_tie']}) / {t['pairs']}")
-        out.append(f"{f:8s} " + "".join(f"{c:16s}" for c in cells[:3]) + " | " + " ".join(f"{c:16s}" for c in cells[3:]))
+        out.append((f"{f:9s}" + "".join(f"{c:18s}" for c in cells[:3]) + "| " + "".join(f"{c:18s}" for c in cells[3:])).rstrip())
     return "\n".join(out)
 
 

@@ -239,12 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         rows = load_runs(args.runs)
-        if args.out is not None and (args.out / NODE_FILE).exists():
-            raise PublishedError(f"{args.out / NODE_FILE} exists: a judgement is made once (docs/validation.md); "
-                                 "give another --out")
+        written = None if args.out is None else write_node_predictions(rows, args.out)
         print(report(rows, args.misses))
-        if args.out is not None:
-            print(f"wrote {write_node_predictions(rows, args.out)}")
+        if written is not None:
+            print(f"wrote {written}")
     except (PublishedError, SpecError) as e:
         print(f"published_node: error: {e}", file=sys.stderr)
         return 2
