@@ -98,7 +98,25 @@ REPORTS = [
 PT_BERT_DDP = ("W/O AccGrad (accumulation off, allreduce_post_accumulation false): apex DDP(model, message_size="
                "250000000) allreduces during backprop, " + dle("PyTorch/LanguageModeling/BERT/run_pretraining.py "
                                                                "lines 419-421"))
-BERT_ACC_TOTAL = 67584  # run_benchmark.sh: num_accumulation_steps = 67584 / batch_size / num_gpus
+_ACC_TOTAL = re.compile(r"expr (\d+) \\/ \$batch_size \\/ \$num_gpus")  # run_benchmark.sh's accumulation rule
+_MPIRUN = re.compile(r"\$mpirun bash \./run_benchmark\.sh\s+\d+\s+(\d+)\s")  # multi-node launch: BS, GPUs, precision
+
+
+def _acc_total(lines: list[str]) -> int:
+    """The global batch G of run_benchmark.sh's `num_accumulation_steps = G / batch_size / num_gpus`."""
+    found = {int(m.group(1)) for ln in lines if (m := _ACC_TOTAL.search(ln))}
+    assert len(found) == 1, found
+    return found.pop()
+
+
+def _launch_gpus(lines: list[str]) -> tuple[int, int] | None:
+    """(num_gpus, line) that the report's multi-node command passes to run_benchmark.sh (each node's launch under
+    $mpirun), or None where the report prints no such command."""
+    found = {(int(m.group(1)), i + 1) for i, ln in enumerate(lines) if (m := _MPIRUN.search(ln))}
+    if not found:
+        return None
+    assert len({n for n, _ in found}) == 1, found
+    return min(found, key=lambda f: f[1])
 
 
 def _results(lines: list[str]):
@@ -173,7 +191,7 @@ def paddle_rows() -> list[dict]:
                     elif name == "paddle_bert_tf":
                         wire = "fp32" if precision == "fp32" else "fp16"
                         if not wo_acc:
-                            acc, overlap = BERT_ACC_TOTAL // (batch * gpus), "after-backward"
+                            overlap = "after-backward"
                     elif name == "paddle_bert_pytorch":
                         if wo_acc:
                             sdetail = detail + "; " + PT_BERT_DDP
@@ -183,13 +201,24 @@ def paddle_rows() -> list[dict]:
                                 notes.append("fp16 wire: apex AMP O2 makes the model fp16, so DDP reduces fp16 "
                                              "gradients (run_pretraining.py lines 391-393)")
                         else:
-                            acc, overlap, wire = BERT_ACC_TOTAL // (batch * gpus), "after-backward", "fp16"
+                            overlap, wire = "after-backward", "fp16"
                     if not wo_acc and name != "paddle_bert_paddle":
-                        assert BERT_ACC_TOTAL % (batch * gpus) == 0
-                        notes.append(f"gradient accumulation {acc} = 67584 / batch {batch} / {gpus} GPUs "
-                                     "(run_benchmark.sh 'num_accumulation_steps=$(expr 67584 \\/ $batch_size \\/ "
-                                     "$num_gpus)'); the 1-GPU rate was measured with 67584 / batch micro-batches "
-                                     "per step")
+                        total, launch = _acc_total(lines), _launch_gpus(lines)
+                        per_launch = launch[0] if launch and gpus > GPUS_PER_NODE else gpus
+                        assert total % (batch * per_launch) == 0
+                        acc = total // (batch * per_launch)
+                        notes.append(f"gradient accumulation {acc} = {total} / batch {batch} / {per_launch} GPUs "
+                                     f"(run_benchmark.sh 'num_accumulation_steps=$(expr {total} \\/ $batch_size "
+                                     f"\\/ $num_gpus)'); the 1-GPU rate was measured with {total} / batch "
+                                     "micro-batches per step")
+                        if gpus > GPUS_PER_NODE and launch:
+                            notes.append(f"num_gpus {per_launch}: the report's multi-node command (line {launch[1]}, "
+                                         f"'$mpirun bash ./run_benchmark.sh  32 {per_launch} fp32') launches "
+                                         "run_benchmark.sh per node with its own GPUs (corrected after the judgement, "
+                                         "which predicted this row with num_gpus 32)")
+                        elif gpus > GPUS_PER_NODE:
+                            notes.append("num_gpus 32 assumed: the report prints no multi-node command; its PyTorch "
+                                         "report's passes 8 per node, which would give 4 times this accumulation")
                     if wo_acc:
                         notes.append("row '32 [W/O AccGrad]': accumulation off")
                 if batch != single_bs:
