@@ -25,6 +25,7 @@ table's 1-GPU row (no exchange), the "model size (MB)" row (used only in the not
 convergence figure (training curves, no rates).
 """
 import importlib.util
+import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -43,7 +44,23 @@ SOURCE = ("Apache MXNet example/image-classification README, 'Scalability Result
 COLUMNS = {"`alexnet`": "alexnet", "`inception-v3`": "inception-v3", "`resnet-152`": "resnet152"}
 GPUS_PER_NODE = 16
 SYSTEM = "aws-p2.16xlarge"
-NETWORK = "18.8Gb/s,15us"
+TCP_SHARE = 1448 / 1538  # TCP payload per 1538-byte Ethernet frame at MTU 1500, as the eth-* fabric presets
+
+
+def _network() -> str:
+    """The LINK text of the tutorial's '20 Gbps ethernet' at the TCP payload share, with eth-10g's 15 us."""
+    _, lines = excerpt("awsblog_mxnet_tutorial")
+    gbps = {float(m.group(1)) for ln in lines if (m := re.search(r"interconnected via (\d+) Gbps ethernet", ln))}
+    assert len(gbps) == 1, gbps
+    return f"{gbps.pop() * TCP_SHARE:.1f}Gb/s,15us"
+
+
+def _servers_per_node() -> int:
+    """Parameter servers per worker node that benchmark.py launches (`'-s', str(num_nodes*K)`)."""
+    _, lines = excerpt("awsblog_mxnet_benchmark_py")
+    ks = {int(m.group(1)) for ln in lines if (m := re.search(r"'-s', str\(num_nodes\*(\d+)\)", ln))}
+    assert len(ks) == 1, ks
+    return ks.pop()
 HARDWARE = (
     "AWS p2.16xlarge: 16 GPUs = 8 Tesla K80 boards of two GK210 each (gpus.toml k80 = one GK210), PCIe 3.0, "
     "no NVLink (README: 'Hardware: 16x AWS P2.16xlarge with 256 GPUs in total'; tutorial: '16 machines (P2.16x "
@@ -129,6 +146,7 @@ def awsblog_rows() -> list[dict]:
     assert any("16x AWS [P2.16xlarge]" in ln for ln in lines)
     assert any("CUDA 7.5 and CUDNN 5.1 installed" in ln for ln in lines)
     assert any("namely `--kv-store dist_device_sync`" in ln for ln in lines)
+    network, servers = _network(), _servers_per_node()
     _, setting = _table(lines, "")  # the '|  | `alexnet` | ...' table: batch per GPU and model size
     assert setting[0][1:] == list(COLUMNS), setting[0]
     batch = {COLUMNS[c]: int(v) for c, v in zip(setting[0][1:], next(r for r in setting if r[0] == "batch per GPU")[1:])}
@@ -154,8 +172,8 @@ def awsblog_rows() -> list[dict]:
                 source_loc=f"{PATH} line {line}, table 'Number of images proccessed per second' (header line "
                 f"{FIRST_LINE + start}), row '#GPUs {cells[0]}', column '{col.strip('`')}'",
                 read_from="table", system=SYSTEM, gpu="k80", gpus_per_node=GPUS_PER_NODE, intra="pcie3",
-                network=NETWORK, nics=1, hardware_source=HARDWARE, framework=FRAMEWORK, scheme=scheme,
-                scheme_detail=detail, ps_servers=2 * nodes if nodes > 1 else None,
+                network=network, nics=1, hardware_source=HARDWARE, framework=FRAMEWORK, scheme=scheme,
+                scheme_detail=detail, ps_servers=servers * nodes if nodes > 1 else None,
                 ps_placement="colocated" if nodes > 1 else None, model=model, batch_per_gpu=batch[model],
                 accumulate=1, precision="fp32", grad_wire="fp32", comm_overlap="during-backward",
                 data="synthetic", gpus=gpus, nodes=nodes, samples_per_s=num(cell), unit="images/s",
