@@ -26,6 +26,9 @@ FIGURES = {
     "paddle": (53, 29, (7.3, 5.1), (7.3, 4.7), {"dev": (26, 28), "held-out": (21, 25)}),
     "oneflow": (55, 22, (1.3, -0.3), (1.9, -1.2), {"dev": (27, 28), "held-out": (27, 27)}),
 }
+# paddle's NGC PyTorch BERT rows on 32 GPUs with accumulation, judged with a quarter of their accumulation: the
+# report's multi-node command passes 8 GPUs per node to run_benchmark.sh (found by a review after the judgement)
+CORRECTED = {"d046": 264, "d047": 176, "d048": 132, "d049": 88}
 # family -> rows across nodes with a node prediction, (median |error|, signed) from the single-GPU rate and from
 # the one-node run
 NODE_FIGURES = {"byteps": (0, None, None), "awsblog": (0, None, None), "azure": (111, (31.1, 31.1), (15.2, 15.2)),
@@ -68,8 +71,9 @@ def test_the_frozen_predictions_and_figures_are_as_reported(family):
     rows = pj.judged_rows(family)
     n, across, whole, across_fig, hits = FIGURES[family]
     assert len(rows) == n and sum(j.row["nodes"] > 1 for j in rows) == across
-    for j in rows[::3]:  # the frozen predictions are the model of the judgement's
-        assert abs(pub.predict_row(j.row, effects=JUDGED_EFFECTS).predicted / j.predicted - 1) < 1e-6, j.row["id"]
+    for j in rows[::3]:  # the frozen predictions are the model of the judgement's, on the rows as judged
+        judged_row = j.row | {"accumulate": j.row["accumulate"] // 4} if j.row["id"] in CORRECTED else j.row
+        assert abs(pub.predict_row(judged_row, effects=JUDGED_EFFECTS).predicted / j.predicted - 1) < 1e-6, j.row["id"]
     assert _medians([j.error_pct for j in rows]) == whole
     assert _medians([j.error_pct for j in rows if j.row["nodes"] > 1]) == across_fig
     for half, (inside, total) in hits.items():
@@ -108,7 +112,7 @@ def test_azure_across_vms_from_single_gpu_rates_and_from_one_vm():
 @pytest.mark.parametrize("family, key, want", [
     ("byteps", PAIR_KEY, (33, 16)), ("byteps", SAME_MACHINES_KEY, (51, 20)),
     ("azure", PAIR_KEY, (0, 0)), ("azure", SAME_MACHINES_KEY, (174, 126)),
-    ("paddle", PAIR_KEY, (32, 25)), ("paddle", SAME_MACHINES_KEY, (32, 25))])
+    ("paddle", PAIR_KEY, (28, 22)), ("paddle", SAME_MACHINES_KEY, (28, 22))])
 def test_scheme_pairs_ranked_by_the_frozen_predictions(family, key, want):
     frozen = {j.row["id"]: j.predicted for j in pj.judged_rows(family)}
     ps = pairs(pub.load_runs(pj.runs_path(family)), lambda r: pub.Outcome(r, frozen.get(r["id"])), key)
@@ -135,7 +139,9 @@ def test_the_pooled_figures_quoted_in_the_docs():
     node_known = [(j, p) for j, p in node if not (j.family == "azure" and j.row["network"] == "eth-10g")]
     assert (len(node_known), _medians([j.error_pct for j, _ in node_known]),
             _medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node_known])) == (85, (4.7, 3.4), (3.7, 2.0))
-    for key, want in ((PAIR_KEY, (65, 41, 44)), (SAME_MACHINES_KEY, (257, 171, 202))):
+    # the runs file as corrected (CORRECTED's accumulation no longer matches the TF rows': 4 pairs fewer, 3 of
+    # them right, than as judged: 65, 41, 44 and 257, 171, 202)
+    for key, want in ((PAIR_KEY, (61, 38, 40)), (SAME_MACHINES_KEY, (253, 168, 198))):
         ps = []
         for f in FIGURES:
             frozen = {j.row["id"]: j.predicted for j in pj.judged_rows(f)}
@@ -158,3 +164,13 @@ def test_azure_pairs_across_vms_from_both_predictors():
     assert (len(by_node), sum(p.right for p in by_node)) == (87, 79)
     within = [p for p in by_gpu if p.a["nodes"] == 1]
     assert (len(within), sum(p.right for p in within)) == (87, 42)
+
+
+def test_the_rows_corrected_after_the_judgement_move_less_than_a_point():
+    rows = {j.row["id"]: j for j in pj.judged_rows("paddle")}
+    for rid, acc in CORRECTED.items():
+        j = rows[rid]
+        assert j.row["accumulate"] == acc and "corrected after the judgement" in j.row["note"]
+        now = pub.error_pct(pub.predict_row(j.row, effects=JUDGED_EFFECTS).predicted, j.row["samples_per_s"])
+        assert abs(now - j.error_pct) < 1.0
+    assert all("num_gpus 32 assumed" in rows[r].row["note"] for r in ("d034", "d035", "d036", "d037"))
