@@ -227,7 +227,8 @@ def pair_report(families: list[str]) -> str:
             for ps in (by_gpu, [p for p in by_gpu if p.a["nodes"] > 1], by_node):
                 t = tally(groups(ps)["all"])
                 cells.append(f"{t['right']} ({t['right_or_tie']}) / {t['pairs']}")
-        out.append((f"{f:9s}" + "".join(f"{c:18s}" for c in cells[:3]) + "| " + "".join(f"{c:18s}" for c in cells[3:])).rstrip())
+        line = f"{f:9s}" + "".join(f"{c:18s}" for c in cells[:3]) + "| " + "".join(f"{c:18s}" for c in cells[3:])
+        out.append(line.rstrip())
     return "\n".join(out)
 
 

@@ -65,7 +65,8 @@ def test_the_node_table_is_the_medians_of_the_frozen_files(judged_ebug):
 def test_a_damaged_node_judgement_is_one_line_and_exit_2(judged_ebug, capsys, damage, monkeypatch):
     with open(judged_ebug, newline="") as f:
         rows = list(csv.DictReader(f))
-    key, value = {"measured": ("measured", "1.5"), "text": ("predicted_node", "fast"), "unknown id": ("id", "z999")}[damage]
+    key, value = {"measured": ("measured", "1.5"), "text": ("predicted_node", "fast"),
+                  "unknown id": ("id", "z999")}[damage]
     rows[0][key] = value
     with open(judged_ebug, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=pn.NODE_COLUMNS)
