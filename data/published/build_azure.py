@@ -177,7 +177,7 @@ def derive(name: str, palette: dict) -> dict:
         key = (int(gpus), series)
         assert key not in out, (name, key)
         out[key] = dict(b, value=b["h"] / s, lo=b["h"] / hi, hi=b["h"] / lo, series=series)
-    return dict(bars=out, scale=(lo, hi), head=head, ticks=len(ticks), step=step)
+    return dict(bars=out, scale=(lo, hi), head=head, ticks=len(ticks))
 
 
 def _fmt(v: float) -> str:

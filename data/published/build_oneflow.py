@@ -46,7 +46,7 @@ NOW = "de4698a7acce3cca2eaf1564eaf25d59c9954b86"  # the reports as they stand (l
 AUG13 = "6bf68cfef0dcb772a7e4e163983988ee560b1efc"  # the Aug 13 2020 tables (replaced on Aug 18 by 5c1a5f8)
 RN50 = "reports/resnet50_v15_fp32_report.md"
 BERT = "reports/bert_fp32_report.md"
-REPORTS = [  # excerpt, commit, path, measured (the report's own sentence), skip BERT-large (already taken)
+REPORTS = [  # excerpt, commit, path, skip BERT-large (already taken)
     ("oneflow_rn50", NOW, RN50, False),
     ("oneflow_bert", NOW, BERT, False),
     ("oneflow_rn50_0813", AUG13, RN50, True),
@@ -109,7 +109,7 @@ def oneflow_rows() -> list[dict]:
         # lines[0] is the file's line 1 (the excerpt is the whole file)
         date = re.search(r"benchmark test results on (\w+ \d+ \d{4})", lines[1]).group(1)
         of_line, oneflow = _env(lines, "OneFlow")
-        bench_line, bench = _env(lines, "OneFlow-Benchmark")
+        _, bench = _env(lines, "OneFlow-Benchmark")
         _, cuda = _env(lines, "CUDA Version")
         assert "- Tesla V100-SXM2-16GB x 8" in lines
         assert "- InfiniBand 100 Gb/sec (4X EDR)， Mellanox Technologies MT27700 Family" in lines
