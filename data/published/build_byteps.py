@@ -159,7 +159,7 @@ def byteps_rows() -> list[dict]:
         for cells in body[2:]:
             label = cells[0]
             scheme, transport, detail = SCHEMES[label]
-            line = next(n for n, ln in table if ln.startswith(f"| {label} ") or ln.startswith(f"| {label}|"))
+            line = next(n for n, ln in table if ln.split("|")[1].strip() == label)  # the row whose first cell is label
             network, net_note = _network(kind, gbit, transport)
             tf_ps = scheme == "tf-distributed-replicated"
             for col, cell, single in zip(header[1:], cells[1:], singles):
