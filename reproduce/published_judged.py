@@ -34,7 +34,7 @@ from perfmodel.specs import SpecError
 from reproduce import published as pub
 from reproduce.published_intervals import band_record, coverage
 from reproduce.published_node import NODE_FILE
-from reproduce.published_pairs import PAIR_KEY, SAME_MACHINES_KEY, groups, pairs, tally
+from reproduce.published_pairs import PAIR_KEY, SAME_MACHINES_KEY, Pair, pairs, tally
 
 RESULTS = pub.ROOT / "results"
 # family -> what it is and the model that judged it (docs/validation.md has each judgement's section)
@@ -82,18 +82,20 @@ def runs_path(family: str) -> Path:
     return pub.ROOT / "data" / "published" / f"{family}_runs.csv"
 
 
-def _frozen(path: Path) -> dict[str, dict]:
-    """The rows of a frozen predictions.csv by id (PublishedError naming the file when it cannot be read)."""
+def _frozen(path: Path, prediction: str, producer: str) -> dict[str, dict]:
+    """The rows of a frozen predictions file by id, ``measured`` and the ``prediction`` column as floats (None
+    where empty); PublishedError naming the file (and the ``producer`` that writes such files) when it cannot be
+    read."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rows = {r["id"]: r for r in csv.DictReader(f)}
         for r in rows.values():
-            r["predicted"] = float(r["predicted"]) if r["predicted"] else None
+            r[prediction] = float(r[prediction]) if r[prediction] else None
             r["measured"] = float(r["measured"])
     except OSError as e:
         raise pub.PublishedError(f"{path}: {e.strerror}") from None
     except (KeyError, TypeError, ValueError, UnicodeDecodeError) as e:
-        raise pub.PublishedError(f"{path}: not a predictions file of reproduce.published ({e})") from None
+        raise pub.PublishedError(f"{path}: not a predictions file of {producer} ({e})") from None
     return rows
 
 
@@ -101,7 +103,7 @@ def judged_rows(family: str) -> list[Judged]:
     """The family's expressible rows with their frozen predictions; PublishedError when the frozen file lacks a
     row of the runs file or its measured rate differs from the runs file's (the judgement is of other data)."""
     path = RESULTS / f"published_{family}" / "predictions.csv"
-    frozen = _frozen(path)
+    frozen = _frozen(path, "predicted", "reproduce.published")
     out = []
     for r in pub.load_runs(runs_path(family)):
         f = frozen.get(r["id"])
@@ -146,10 +148,11 @@ def family_line(name: str, rows: list[Judged], bands: Bands, now: bool) -> str:
     return text
 
 
-def report(families: list[str], now: bool = False) -> str:
-    """The table of ``families`` and their pool (``now``: with the current model's medians)."""
+def report(families: list[str], now: bool = False, judged: dict[str, list[Judged]] | None = None) -> str:
+    """The table of ``families`` and their pool (``now``: with the current model's medians; ``judged``: their
+    judged_rows, read here when not given)."""
     bands = load_bands()
-    rows = {f: judged_rows(f) for f in families}
+    rows = judged or {f: judged_rows(f) for f in families}
     head = (f"{'family':8s} {'rows':>5s} {'across':>6s}  {'all':16s} {'one node':16s} {'across nodes':16s} "
             f"{'linear':>6s} {'(across)':>8s} band" + ("   current model" if now else ""))
     out = ["published runs judged once: median |error| (median signed) of the frozen predictions; the linear "
@@ -160,13 +163,14 @@ def report(families: list[str], now: bool = False) -> str:
     return "\n".join(out)
 
 
-def node_judged(family: str) -> list[tuple[Judged, float]]:
+def node_judged(family: str, judged: list[Judged] | None = None) -> list[tuple[Judged, float]]:
     """The family's rows across nodes that have a frozen node prediction: (the row with its frozen single-GPU
-    prediction, the frozen prediction from its one-node run, samples/s); PublishedError as judged_rows."""
+    prediction, the frozen prediction from its one-node run, samples/s); PublishedError as judged_rows.
+    ``judged``: the family's judged_rows, read here when not given."""
     path = RESULTS / f"published_{family}" / NODE_FILE
-    by_id = {j.row["id"]: j for j in judged_rows(family)}
+    by_id = {j.row["id"]: j for j in (judged if judged is not None else judged_rows(family))}
     out = []
-    for rid, f in _frozen_node(path).items():
+    for rid, f in _frozen(path, "predicted_node", "reproduce.published_node").items():
         j = by_id.get(rid)
         if j is None or f["measured"] != j.row["samples_per_s"]:
             raise pub.PublishedError(f"{path}: row {rid} is not a judged row of {runs_path(family).name}")
@@ -175,19 +179,12 @@ def node_judged(family: str) -> list[tuple[Judged, float]]:
     return out
 
 
-def _frozen_node(path: Path) -> dict[str, dict]:
-    """The rows of a frozen node_predictions.csv by id (PublishedError naming the file when it cannot be read)."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = {r["id"]: r for r in csv.DictReader(f)}
-        for r in rows.values():
-            r["measured"] = float(r["measured"])
-            r["predicted_node"] = float(r["predicted_node"]) if r["predicted_node"] else None
-    except OSError as e:
-        raise pub.PublishedError(f"{path}: {e.strerror}") from None
-    except (KeyError, TypeError, ValueError, UnicodeDecodeError) as e:
-        raise pub.PublishedError(f"{path}: not a node_predictions file of reproduce.published_node ({e})") from None
-    return rows
+def frozen_pairs(judged: list[Judged], key: tuple[str, ...] = PAIR_KEY,
+                 predicted: dict[str, float] | None = None) -> list[Pair]:
+    """The scheme pairs (reproduce.published_pairs, rows alike in ``key``) among judged rows, ranked by their
+    frozen predictions, or by ``predicted`` (samples/s by row id: the node predictions) where given."""
+    by_id = predicted if predicted is not None else {j.row["id"]: j.predicted for j in judged}
+    return pairs([j.row for j in judged], lambda r: pub.Outcome(r, by_id.get(r["id"])), key)
 
 
 def node_line(name: str, items: list[tuple[Judged, float]], bands: Bands) -> str:
@@ -199,9 +196,11 @@ def node_line(name: str, items: list[tuple[Judged, float]], bands: Bands) -> str
             f"{inside_band(by_node, bands):3d}/{len(items)}")
 
 
-def node_report(families: list[str]) -> str:
-    """The rows across nodes of ``families`` judged from their one-node runs, per family and pooled."""
-    bands, items = load_bands(), {f: node_judged(f) for f in families}
+def node_report(families: list[str], judged: dict[str, list[Judged]] | None = None) -> str:
+    """The rows across nodes of ``families`` judged from their one-node runs, per family and pooled (``judged``:
+    their judged_rows, read here when not given)."""
+    judged = judged or {}
+    bands, items = load_bands(), {f: node_judged(f, judged.get(f)) for f in families}
     out = ["rows across nodes with a one-node run beside them, both predictors frozen: median |error| (signed)",
            f"{'family':8s} {'rows':>5s}  {'single-GPU rate':16s} {'one-node run':16s} {'linear':>6s}  band"]
     out += [node_line(f, items[f], bands) for f in families]
@@ -209,23 +208,22 @@ def node_report(families: list[str]) -> str:
     return "\n".join(out)
 
 
-def pair_report(families: list[str]) -> str:
+def pair_report(families: list[str], judged: dict[str, list[Judged]] | None = None) -> str:
     """Scheme pairs of each family ranked by its frozen predictions, right (right or tie) / pairs: with PAIR_KEY
     over all rows, across nodes, and across nodes by the frozen node predictions; then the same three with
-    SAME_MACHINES_KEY."""
+    SAME_MACHINES_KEY (``judged``: the families' judged_rows, read here when not given)."""
+    judged = judged or {}
     cols = "".join(f"{c:18s}" for c in ("all", "across nodes", "across, node runs"))
     out = ["scheme pairs ranked as measured by the frozen predictions: right (right or tie) / pairs",
            f"{'':9s}{'same network':54s}| same machines", f"{'family':9s}{cols}| {cols}".rstrip()]
     for f in families:
-        frozen = {j.row["id"]: j.predicted for j in judged_rows(f)}
-        node = {j.row["id"]: p for j, p in node_judged(f)} if f in NODE_JUDGED else {}
-        rows = pub.load_runs(runs_path(f))
+        rows = judged[f] if f in judged else judged_rows(f)
+        node = {j.row["id"]: p for j, p in node_judged(f, rows)} if f in NODE_JUDGED else {}
         cells = []
         for key in (PAIR_KEY, SAME_MACHINES_KEY):
-            by_gpu = pairs(rows, lambda r: pub.Outcome(r, frozen.get(r["id"])), key)
-            by_node = pairs(rows, lambda r: pub.Outcome(r, node.get(r["id"])), key)
-            for ps in (by_gpu, [p for p in by_gpu if p.a["nodes"] > 1], by_node):
-                t = tally(groups(ps)["all"])
+            by_gpu = frozen_pairs(rows, key)
+            for ps in (by_gpu, [p for p in by_gpu if p.a["nodes"] > 1], frozen_pairs(rows, key, node)):
+                t = tally(ps)
                 cells.append(f"{t['right']} ({t['right_or_tie']}) / {t['pairs']}")
         line = f"{f:9s}" + "".join(f"{c:18s}" for c in cells[:3]) + "| " + "".join(f"{c:18s}" for c in cells[3:])
         out.append(line.rstrip())
@@ -238,10 +236,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--now", action="store_true", help="add the current model's median errors")
     args = ap.parse_args(argv)
     try:
-        print(report(list(JUDGED), args.now))
+        judged = {f: judged_rows(f) for f in JUDGED}  # each frozen file read once
+        print(report(list(JUDGED), args.now, judged))
         if NODE_JUDGED:
-            print(node_report(list(NODE_JUDGED)))
-            print(pair_report(list(NODE_JUDGED)))
+            print(node_report(list(NODE_JUDGED), judged))
+            print(pair_report(list(NODE_JUDGED), judged))
     except (pub.PublishedError, SpecError) as e:
         print(f"published_judged: error: {e}", file=sys.stderr)
         return 2

@@ -5,16 +5,14 @@ same scheme's one-node run (node_predictions.csv). Each number is on the excerpt
 derived by its generator from the excerpted plots); the frozen predictions are what the model of the judgement
 gives; the figures quoted in the docs are those of the frozen files (reproduce.published_judged)."""
 
-import re
-
 import numpy as np
 import pytest
 
 from reproduce import published as pub
 from reproduce import published_judged as pj
 from reproduce import published_node as pn
-from reproduce.published_pairs import PAIR_KEY, SAME_MACHINES_KEY, groups, pairs, tally
-from tests.test_published_judged import JUDGED_EFFECTS, PUBLISHED, _excerpt_lines, _line_of
+from reproduce.published_pairs import PAIR_KEY, SAME_MACHINES_KEY, tally
+from tests.test_published_judged import JUDGED_EFFECTS, PUBLISHED, numbers_on_cited_lines
 
 # family -> rows, rows across nodes, (median |error|, median signed) over all rows and across nodes, the 80%
 # band's hits around the frozen predictions on the dev and held-out halves
@@ -46,18 +44,9 @@ def test_the_registry_holds_the_second_round():
 def test_every_number_is_on_the_excerpt_line_its_row_cites(family):
     # the value on the very line of the cited file at the cited commit (thousands separators dropped: the Horovod
     # README prints "2,073.3"), not just somewhere in the family's excerpts
-    excerpts, checked = _excerpt_lines(), 0
+    assert numbers_on_cited_lines(family, drop_commas=True) == 2 * FIGURES[family][0]
     for r in pub.load_runs(PUBLISHED / f"{family}_runs.csv"):
-        parts = r["source_url"].split("/")
-        sha, path = parts[6], "/".join(parts[7:])
-        assert r["source_url"].startswith("https://github.com/") and len(sha) == 40
-        for value, loc in ((r["samples_per_s"], r["source_loc"]), (r["single_gpu_samples_per_s"], r["single_gpu_loc"])):
-            text = excerpts.get((sha, path), {}).get(_line_of(loc))
-            assert text is not None, (r["id"], path, loc)
-            numbers = re.findall(r"\d+(?:\.\d+)?", text.replace(",", ""))
-            assert any(abs(float(x) - value) < 1e-9 for x in numbers), (r["id"], loc)
-            checked += 1
-    assert checked == 2 * FIGURES[family][0]
+        assert r["source_url"].startswith("https://github.com/") and len(r["source_url"].split("/")[6]) == 40
 
 
 def test_azure_values_are_read_off_plots_that_the_excerpts_hold():
@@ -118,9 +107,7 @@ def test_azure_across_vms_from_single_gpu_rates_and_from_one_vm():
     ("azure", PAIR_KEY, (0, 0)), ("azure", SAME_MACHINES_KEY, (174, 126)),
     ("paddle", PAIR_KEY, (28, 22)), ("paddle", SAME_MACHINES_KEY, (28, 22))])
 def test_scheme_pairs_ranked_by_the_frozen_predictions(family, key, want):
-    frozen = {j.row["id"]: j.predicted for j in pj.judged_rows(family)}
-    ps = pairs(pub.load_runs(pj.runs_path(family)), lambda r: pub.Outcome(r, frozen.get(r["id"])), key)
-    t = tally(groups(ps)["all"])
+    t = tally(pj.frozen_pairs(pj.judged_rows(family), key))
     assert (t["pairs"], t["right"]) == want
 
 
@@ -146,11 +133,7 @@ def test_the_pooled_figures_quoted_in_the_docs():
     # the runs file as corrected (CORRECTED's accumulation no longer matches the TF rows': 4 pairs fewer, 3 of
     # them right, than as judged: 65, 41, 44 and 257, 171, 202)
     for key, want in ((PAIR_KEY, (61, 38, 40)), (SAME_MACHINES_KEY, (253, 168, 198))):
-        ps = []
-        for f in FIGURES:
-            frozen = {j.row["id"]: j.predicted for j in pj.judged_rows(f)}
-            ps += pairs(pub.load_runs(pj.runs_path(f)), lambda r: pub.Outcome(r, frozen.get(r["id"])), key)
-        t = tally(ps)
+        t = tally([p for f in FIGURES for p in pj.frozen_pairs(pj.judged_rows(f), key)])
         assert (t["pairs"], t["right"], t["right_or_tie"]) == want
     every = [j for f in pj.JUDGED for j in pj.judged_rows(f)]
     assert (len(every), _medians([j.error_pct for j in every]), pj.inside_band(every)) == (820, (6.4, 3.3), 579)
@@ -160,10 +143,10 @@ def test_the_pooled_figures_quoted_in_the_docs():
 
 def test_azure_pairs_across_vms_from_both_predictors():
     # docs/plan.md: across VMs nearly all right from either predictor, within one VM 42 of 87
-    runs, frozen = pub.load_runs(pj.runs_path("azure")), {j.row["id"]: j.predicted for j in pj.judged_rows("azure")}
-    node = {j.row["id"]: p for j, p in pj.node_judged("azure")}
-    by_gpu = pairs(runs, lambda r: pub.Outcome(r, frozen.get(r["id"])), SAME_MACHINES_KEY)
-    by_node = pairs(runs, lambda r: pub.Outcome(r, node.get(r["id"])), SAME_MACHINES_KEY)
+    judged = pj.judged_rows("azure")
+    node = {j.row["id"]: p for j, p in pj.node_judged("azure", judged)}
+    by_gpu = pj.frozen_pairs(judged, SAME_MACHINES_KEY)
+    by_node = pj.frozen_pairs(judged, SAME_MACHINES_KEY, node)
     across = [p for p in by_gpu if p.a["nodes"] > 1]
     assert (len(across), sum(p.right for p in across)) == (87, 84)
     assert (len(by_node), sum(p.right for p in by_node)) == (87, 79)

@@ -184,6 +184,25 @@ def _fmt(v: float) -> str:
     return f"{v:.1f}"
 
 
+# (the x group before, this x group) of every chart's multi-GPU bars
+GPU_STEPS = tuple(zip((1, 2, 3, 4, 8, 16), (2, 3, 4, 8, 16, 32)))
+
+
+def _bar_columns(b: dict, one: dict, gpus: int) -> dict:
+    """The columns every row shares: batch 64 per GPU, fp32, synthetic, exchange during backprop, 4 GPUs per VM,
+    the bar's and its 1-GPU bar's derived values."""
+    return dict(batch_per_gpu=64, accumulate=1, precision="fp32", grad_wire="fp32", comm_overlap="during-backward",
+                data="synthetic", gpus=gpus, nodes=-(-gpus // 4), samples_per_s=_fmt(b["value"]), unit="images/s",
+                single_gpu_samples_per_s=_fmt(one["value"]), single_gpu_batch=64)
+
+
+def _derived(b: dict, d: dict) -> str:
+    """The note's opening: the bar's value and bounds at the chart's scale (module docstring)."""
+    return (f"DERIVED from the bar's height, not printed: {_fmt(b['value'])} images/s (bounds "
+            f"{_fmt(b['lo'])}-{_fmt(b['hi'])}) at the scale the chart's {d['ticks']} integer-pixel y ticks allow, "
+            f"{d['scale'][0]:.6f}-{d['scale'][1]:.6f} px per image/s (module docstring); ")
+
+
 def _hardware() -> dict:
     head, lines = excerpt("azure_hardware")
     text = "\n".join(lines)
@@ -280,7 +299,7 @@ def _tf_rows(hw: dict) -> list[dict]:
         one = d["bars"][(1, "Single GPU")]
         for series, scheme in SCHEMES.items():
             own1 = d["bars"][(1, series)]
-            for prev, gpus in zip((1, 2, 3, 4, 8, 16), (2, 3, 4, 8, 16, 32)):
+            for prev, gpus in GPU_STEPS:
                 b = d["bars"][(gpus, series)]
                 h = hw[g]["ib" if series == "IntelMPI" else "eth"]
                 drop = (f"; lower than the same series at {prev} GPU(s), {_fmt(d['bars'][(prev, series)]['value'])}, "
@@ -298,17 +317,12 @@ def _tf_rows(hw: dict) -> list[dict]:
                                 f"{b['line']}: rect fill {b['fill']} height {b['h']})"),
                     read_from="plot", **h,
                     framework=frameworks[series], scheme=scheme, scheme_detail=details[series],
-                    model=lib_model, batch_per_gpu=64, accumulate=1, precision="fp32", grad_wire="fp32",
-                    comm_overlap="during-backward", data="synthetic", gpus=gpus, nodes=-(-gpus // 4),
-                    samples_per_s=_fmt(b["value"]), unit="images/s",
-                    single_gpu_samples_per_s=_fmt(one["value"]), single_gpu_batch=64,
+                    model=lib_model, **_bar_columns(b, one, gpus),
                     single_gpu_loc=(f"same chart, x group '1' bar 'Single GPU' (excerpts/{name}.md line "
                                     f"{one['line']}: height {one['h']}): tf_cnn_benchmarks --batch_size 64 without "
                                     "MPI or Horovod (generate_job_spec.py cmd_local)"),
-                    note=(f"DERIVED from the bar's height, not printed: {_fmt(b['value'])} images/s (bounds "
-                          f"{_fmt(b['lo'])}-{_fmt(b['hi'])}) at the scale the chart's {d['ticks']} integer-pixel "
-                          f"y ticks allow, {d['scale'][0]:.6f}-{d['scale'][1]:.6f} px per image/s (module "
-                          f"docstring); single-GPU bar {_fmt(one['value'])} ({_fmt(one['lo'])}-{_fmt(one['hi'])}); "
+                    note=(_derived(b, d) + f"single-GPU bar {_fmt(one['value'])} "
+                          f"({_fmt(one['lo'])}-{_fmt(one['hi'])}); "
                           f"the series' own 1-GPU bar (Horovod, one rank) derives to {_fmt(own1['value'])}; the "
                           f"rate is 'total images/sec' (benchmark_cnn.py line {total_l}; all GPUs), averaged over "
                           "the ranks' log lines (parse_results.py); batch 64 per GPU from generate_job_spec.py, "
@@ -342,7 +356,7 @@ def _pt_rows(hw: dict) -> list[dict]:
         assert d["head"].startswith(f"<!-- {PT_REPO}@{PT_HEAD} {path}, selected elements, verbatim"), d["head"]
         assert {s for _, s in d["bars"]} == {"OpenMPI+NCCL"}
         one = d["bars"][(1, "OpenMPI+NCCL")]
-        for prev, gpus in zip((1, 2, 3, 4, 8, 16), (2, 3, 4, 8, 16, 32)):
+        for prev, gpus in GPU_STEPS:
             b = d["bars"][(gpus, "OpenMPI+NCCL")]
             before = d["bars"][(prev, "OpenMPI+NCCL")]["value"]
             drop = (f"; lower than the same series at {prev} GPUs, {_fmt(before)}, as the chart shows"
@@ -361,17 +375,12 @@ def _pt_rows(hw: dict) -> list[dict]:
                                f"^openib -x NCCL_IB_DISABLE=1 (generate_job_spec.py lines {eth_l}-{ibdis_l}): "
                                "NCCL's socket transport over TCP on eth0 between VMs, InfiniBand disabled; one "
                                "process per GPU; no fp16 compression; Horovod 0.15.1 defaults"),
-                model=m, batch_per_gpu=64, accumulate=1, precision="fp32", grad_wire="fp32",
-                comm_overlap="during-backward", data="synthetic", gpus=gpus, nodes=-(-gpus // 4),
-                samples_per_s=_fmt(b["value"]), unit="images/s",
-                single_gpu_samples_per_s=_fmt(one["value"]), single_gpu_batch=64,
+                model=m, **_bar_columns(b, one, gpus),
                 single_gpu_loc=(f"same chart, x group '1' bar 'OpenMPI+NCCL' (excerpts/{name}.md line "
                                 f"{one['line']}: height {one['h']}): one rank, still under Horovod (the chart has no "
                                 "other 1-GPU bar)"),
-                note=(f"DERIVED from the bar's height, not printed: {_fmt(b['value'])} images/s (bounds "
-                      f"{_fmt(b['lo'])}-{_fmt(b['hi'])}) at the scale the chart's {d['ticks']} integer-pixel y "
-                      f"ticks allow, {d['scale'][0]:.6f}-{d['scale'][1]:.6f} px per image/s (module docstring); "
-                      f"1-GPU bar {_fmt(one['value'])} ({_fmt(one['lo'])}-{_fmt(one['hi'])}); the rate is rank 0's "
+                note=(_derived(b, d) + f"1-GPU bar {_fmt(one['value'])} ({_fmt(one['lo'])}-{_fmt(one['hi'])}); "
+                      "the rate is rank 0's "
                       f"'Total img/sec' = hvd.size() x its mean per-GPU rate (pytorch_synthetic_benchmark.py line "
                       f"{total_l}), 10 iterations of 10 batches after 10 warm-up; batch 64 per GPU "
                       "(generate_job_spec.py), fp32, synthetic torch.randn data held on the GPU, SGD; network "
