@@ -36,6 +36,7 @@ DEFAULT_GPU_HOST = "pcie5"
 
 CUSTOM = "custom"
 PCIE_FABRICS = ("pcie3", "pcie4", "pcie5")  # fabrics.toml's PCIe presets: one x16 link's copy rate
+SOCKET_FABRICS = ("eth-25g", "eth-100g")  # fabrics.toml's TCP presets above 10 Gb/s: payload at line rate
 
 
 @dataclass(frozen=True)
@@ -321,3 +322,18 @@ def pcie_intra_note(cluster: Cluster) -> str | None:
             f"inside one node (docs/validation.md); profile the node (perfmodel profile), give its measured "
             f"allreduce bus bandwidth with --intra, or its `nvidia-smi topo -m` with --gpu-topology and --host-cpu")
 
+
+
+def socket_network_note(cluster: Cluster, max_gpus: int) -> str | None:
+    """One line when a prediction crosses nodes over a TCP Ethernet preset above 10 Gb/s (SOCKET_FABRICS):
+    the preset is TCP's payload at line rate, which socket transports rarely reach there (NVIDIA/nccl
+    issues #209 and #450; docs/validation.md, "What the development rows say"). None for RDMA fabrics,
+    measured figures, 10 Gb/s and slower Ethernet, and predictions inside one node."""
+    fabric = cluster.network.source.split(":", 1)[0].split("x ", 1)[-1]
+    if fabric not in SOCKET_FABRICS or max_gpus <= cluster.gpus_per_node:
+        return None
+    return (f"the nodes talk over the {fabric} preset ({cluster.network.bandwidth_Bps / 1e9:.4g} GB/s, TCP payload at "
+            f"line rate): socket transports (NCCL without RDMA, MPI over TCP, gRPC) rarely reach it above 10 Gb/s "
+            f"(NCCL: at most 60% of 32 Gb/s, 4-6 GB/s bus bandwidth on 100 Gb/s; NVIDIA/nccl issues #209, #450), "
+            f"and on 60 published runs across nodes over 25-100 GbE the model was 60% too fast at the median "
+            f"(docs/validation.md); measure two nodes with nccl-tests and give the bus bandwidth with --network")

@@ -286,11 +286,14 @@ def cmd_plan(args, resolve) -> int:
     out = [public_row(r, workload, cluster, inp) for r in shown]
     refuse_non_finite(out, "plan")
     why = why_line(ranked, rows, args.rank)
-    from .cluster_input import pcie_intra_note
+    from .cluster_input import pcie_intra_note, socket_network_note
 
-    pcie = pcie_intra_note(cluster) if not args.node_rate and max(r["gpus"] for r in rows) > 1 else None
-    if pcie and args.format != "table":
-        print(f"perfmodel: note: {pcie}", file=sys.stderr)
+    most = max(r["gpus"] for r in rows)
+    pcie = pcie_intra_note(cluster) if not args.node_rate and most > 1 else None
+    notes = [n for n in (pcie, socket_network_note(cluster, most)) if n]
+    if args.format != "table":
+        for note in notes:
+            print(f"perfmodel: note: {note}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(out, indent=1))
     elif args.format == "csv":
@@ -303,8 +306,8 @@ def cmd_plan(args, resolve) -> int:
         print(f"# {len(rows)} plans searched, {len(feasible)} feasible, ranked by {args.rank}")
         print(format_plan_table(out))
         print(f"# why: {why}")
-        if pcie:
-            print(f"# note: {pcie}")
+        for note in notes:
+            print(f"# note: {note}")
     if args.format != "table":
         print(f"perfmodel: why: {why}", file=sys.stderr)
     if args.plot:

@@ -227,7 +227,7 @@ def _with_node_overhead(args: argparse.Namespace, workload, cluster, strategies:
 
 def predict_result(args: argparse.Namespace) -> PredictResult:
     """Everything `perfmodel predict` prints, computed from its parsed arguments (``build_parser``)."""
-    from .cluster_input import describe, pcie_intra_note, topology_note
+    from .cluster_input import describe, pcie_intra_note, socket_network_note, topology_note
 
     gpus = parse_gpus(args.gpus)
     if args.profile and args.cluster in (None, "local"):
@@ -248,7 +248,8 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
     print_compute_warnings(settings.warnings)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
     pcie = pcie_intra_note(cluster) if max(gpus) > 1 and args.node_rate is None else None  # a node run measured it
-    notes = node_note + notes + ([pcie] if pcie else [])
+    socket = socket_network_note(cluster, max(gpus))
+    notes = node_note + notes + [n for n in (pcie, socket) if n]
     records, notes = with_memory(records, notes, workload, cluster, strategies)
     _, _, source = workload.compute_for(cluster)
     accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""
