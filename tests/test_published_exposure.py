@@ -1,0 +1,29 @@
+"""reproduce.published_exposure: the across-node rows by exposed share and network (a development diagnostic)."""
+
+from pathlib import Path
+
+import numpy as np
+
+from reproduce import published as pub
+from reproduce import published_exposure as pe
+
+LUMI = Path(pub.RUNS).parent / "lumi_runs.csv"
+
+
+def test_every_row_across_nodes_lands_in_one_bin_and_its_error_is_the_models():
+    rows = pe.exposed_rows([LUMI])
+    runs = [r for r in pub.load_runs(LUMI) if r["nodes"] > 1]
+    assert len(rows) == len(runs) == 16
+    text = pe.report(rows)
+    binned = sum(int(ln.split()[2]) for ln in text.split("by network:")[0].splitlines()[2:])
+    assert binned == 16 and "200Gb/s,2us" in text and all(0 < x["exposed"] < 1 for x in rows)
+    first = pub.predict_row(runs[0])
+    assert rows[0]["error"] == pub.error_pct(first.predicted, runs[0]["samples_per_s"])
+    assert np.isclose(rows[0]["linear"], (runs[0]["single_gpu_samples_per_s"] * runs[0]["gpus"]
+                                          / runs[0]["samples_per_s"] - 1) * 100)
+
+
+def test_a_missing_runs_file_is_one_line_and_exit_2(capsys, tmp_path):
+    assert pe.main(["--runs", str(tmp_path / "none.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("published_exposure: error:")
