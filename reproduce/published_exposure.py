@@ -1,19 +1,22 @@
 """Where the model misses across nodes: its error by the exposed share of the step and by network.
 
-    python -m reproduce.published_exposure [--runs FILE ...]
+    python -m reproduce.published_exposure [--runs FILE ...] [--socket-cap GB_PER_S]
 
 Predicts every row across nodes of the given runs files (default: runs.csv and every judged family's,
 reproduce.published_judged.JUDGED) with the current model, as reproduce.published does, and groups the
 rows by the share of the predicted step that is not compute, (t_iter - t_compute) / t_iter: the exposed
 exchange with its launch waits and bucket copies. Per group: rows, median absolute and signed error of
 the model and the linear guess's median absolute error (percent). A second table groups the same rows
-by network fabric (the runs file's column, RDMA or TCP as the source states). A development diagnostic
+by network fabric (the runs file's column, RDMA or TCP as the source states). ``--socket-cap``: the
+rows over TCP (is_tcp) predicted again with each NIC's bandwidth capped at that many GB/s, before and
+after per runs file, network and scheme (a what-if tried and not adopted). A development diagnostic
 (docs/validation.md, "Before a third round"): it reads no frozen prediction and judges nothing.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +27,12 @@ from perfmodel.specs import SpecError
 from reproduce import published as pub
 
 EXPOSED_EDGES = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)  # bins of the exposed share (left-open, right-closed)
+ETHERNET_LATENCY = ",15us"  # the runs files give a TCP link as a bare figure with fabrics.toml's Ethernet latency
+
+
+def is_tcp(r: dict) -> bool:
+    """A row whose network is TCP over Ethernet: an eth-* preset, or a bare figure at the Ethernet latency."""
+    return r["network"].startswith("eth-") or r["network"].endswith(ETHERNET_LATENCY)
 
 
 def default_runs() -> list[Path]:
@@ -32,21 +41,33 @@ def default_runs() -> list[Path]:
     return [pub.RUNS] + [pub.RUNS.parent / f"{f}_runs.csv" for f in JUDGED]
 
 
-def exposed_rows(paths: list[Path]) -> list[dict]:
-    """Each expressible row across nodes: network, exposed share of the predicted step, model and linear
-    errors (percent)."""
+def exposed_rows(paths: list[Path], socket_cap_Bps: float | None = None) -> list[dict]:
+    """Each expressible row across nodes: file, network, scheme, exposed share of the predicted step, model
+    and linear errors (percent); with ``socket_cap_Bps`` also ``capped``, the model's error with each NIC of
+    a TCP row (is_tcp) capped at that many bytes/s."""
     out = []
     for path in paths:
         for r in pub.load_runs(path):
             if r["nodes"] < 2 or pub.predict_row(r).predicted is None:
                 continue
-            p = predict(pub.build_workload(r), pub.build_cluster(r), pub.build_strategy(r), [r["gpus"]],
-                        scaling="weak", batch=r["batch_per_gpu"])
+            cluster = pub.build_cluster(r)
+            p = _predict(r, cluster)
             t_iter, t_comp = float(p.t_iter_s[0]), float(p.t_compute_s[0])
-            out.append(dict(file=path.name, network=r["network"], exposed=(t_iter - t_comp) / t_iter,
-                            error=pub.error_pct(float(p.throughput[0]), r["samples_per_s"]),
-                            linear=pub.error_pct(r["single_gpu_samples_per_s"] * r["gpus"], r["samples_per_s"])))
+            x = dict(file=path.name, network=r["network"], scheme=r["scheme"], tcp=is_tcp(r),
+                     exposed=(t_iter - t_comp) / t_iter, error=pub.error_pct(float(p.throughput[0]), r["samples_per_s"]),
+                     linear=pub.error_pct(r["single_gpu_samples_per_s"] * r["gpus"], r["samples_per_s"]))
+            if socket_cap_Bps is not None and x["tcp"]:
+                nics, net = max(r["nics"], 1), cluster.network
+                capped = replace(net, bandwidth_Bps=min(net.bandwidth_Bps, socket_cap_Bps * nics))
+                x["capped"] = pub.error_pct(float(_predict(r, cluster.with_link("network", capped)).throughput[0]),
+                                            r["samples_per_s"])
+            out.append(x)
     return out
+
+
+def _predict(r: dict, cluster):
+    return predict(pub.build_workload(r), cluster, pub.build_strategy(r), [r["gpus"]], scaling="weak",
+                   batch=r["batch_per_gpu"])
 
 
 def _line(label: str, group: list[dict]) -> str:
@@ -70,12 +91,32 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def cap_report(rows: list[dict], cap_GBps: float) -> str:
+    """The TCP rows' model error before and after the socket cap, per runs file, network and scheme."""
+    tcp = [x for x in rows if "capped" in x]
+    if not tcp:
+        return "no row across nodes over TCP"
+    med = lambda v: f"{np.median(np.abs(v)):6.1f}% ({np.median(v):+6.1f}%)"  # noqa: E731
+    lines = [f"rows across nodes over TCP, each NIC capped at {cap_GBps:g} GB/s: before -> after (signed)"]
+    for key in sorted({(x["file"], x["network"], x["scheme"]) for x in tcp}):
+        g = [x for x in tcp if (x["file"], x["network"], x["scheme"]) == key]
+        lines.append(f"  {' '.join(key):62s} {len(g):4d}  {med([x['error'] for x in g])} -> "
+                     f"{med([x['capped'] for x in g])}")
+    lines.append(f"  {'all':62s} {len(tcp):4d}  {med([x['error'] for x in tcp])} -> {med([x['capped'] for x in tcp])}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = OneLineExitParser(prog="python -m reproduce.published_exposure", description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=Path, nargs="+", default=None, help="runs files (default: runs.csv and the judged)")
+    p.add_argument("--socket-cap", type=float, default=None, metavar="GB_PER_S",
+                   help="also predict the rows over TCP with each NIC capped at this many GB/s")
     args = p.parse_args(argv)
     try:
-        rows = exposed_rows(args.runs or default_runs())
+        if args.socket_cap is not None and not (args.socket_cap > 0 and np.isfinite(args.socket_cap)):
+            raise SpecError(f"--socket-cap must be a positive number of GB/s, got {args.socket_cap}")
+        cap = None if args.socket_cap is None else args.socket_cap * 1e9
+        rows = exposed_rows(args.runs or default_runs(), cap)
     except (pub.PublishedError, SpecError) as e:
         print(f"published_exposure: error: {e}", file=sys.stderr)
         return 2
@@ -83,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         print("published_exposure: error: no expressible row across nodes", file=sys.stderr)
         return 2
     print(report(rows))
+    if args.socket_cap is not None:
+        print(cap_report(rows, args.socket_cap))
     return 0
 
 

@@ -27,3 +27,14 @@ def test_a_missing_runs_file_is_one_line_and_exit_2(capsys, tmp_path):
     assert pe.main(["--runs", str(tmp_path / "none.csv")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("published_exposure: error:")
+
+
+def test_the_socket_cap_moves_only_tcp_links_above_it():
+    rows = pe.exposed_rows([Path(pub.RUNS).parent / "pcie_runs.csv", LUMI], socket_cap_Bps=2e9)
+    fast = [x for x in rows if x["network"] == "eth-100g"]  # 11.8 GB/s capped at 2: slower predictions
+    ten = [x for x in rows if x["network"] == "eth-10g"]  # 1.18 GB/s is under the cap: unchanged
+    assert fast and ten and all(x["capped"] < x["error"] for x in fast)
+    assert all(x["capped"] == x["error"] for x in ten)
+    assert not any("capped" in x for x in rows if x["file"] == "lumi_runs.csv")  # RDMA: no cap
+    assert pe.is_tcp({"network": "4.707GB/s,15us"}) and not pe.is_tcp({"network": "ib-edr"})
+    assert "capped at 2 GB/s" in pe.cap_report(rows, 2)
