@@ -16,7 +16,10 @@ frozen predictors on those rows. A third counts the scheme pairs (reproduce.publ
 measured by the frozen predictions, with its PAIR_KEY (same network) and with SAME_MACHINES_KEY (the same
 machines, each scheme over its own fabric).
 
-    python -m reproduce.published_judged [--now]
+    python -m reproduce.published_judged [--now] [--bands TOML]
+
+``--bands``: count the band columns against another bands file (a candidate declared before a round).
+The one-node and pair tables come per round (NODE_ROUNDS).
 """
 
 from __future__ import annotations
@@ -54,8 +57,11 @@ JUDGED = {
     "oneflow": "OneFlow-Benchmark's FP32 reports, Aug 2020, on DLPerf's 1-4 nodes of 8 V100",
 }
 
-# families whose rows across nodes were judged from their one-node runs too, in the same step
-NODE_JUDGED: tuple[str, ...] = ("byteps", "awsblog", "azure", "paddle", "oneflow")
+# the rounds whose families' rows across nodes were judged from their one-node runs too, in the same step
+NODE_ROUNDS: dict[str, tuple[str, ...]] = {
+    "second": ("byteps", "awsblog", "azure", "paddle", "oneflow"),
+}
+NODE_JUDGED: tuple[str, ...] = tuple(f for families in NODE_ROUNDS.values() for f in families)
 
 
 @dataclass(frozen=True)
@@ -148,10 +154,11 @@ def family_line(name: str, rows: list[Judged], bands: Bands, now: bool) -> str:
     return text
 
 
-def report(families: list[str], now: bool = False, judged: dict[str, list[Judged]] | None = None) -> str:
+def report(families: list[str], now: bool = False, judged: dict[str, list[Judged]] | None = None,
+           bands: Bands | None = None) -> str:
     """The table of ``families`` and their pool (``now``: with the current model's medians; ``judged``: their
-    judged_rows, read here when not given)."""
-    bands = load_bands()
+    judged_rows, read here when not given; ``bands``: the committed ones when not given)."""
+    bands = bands or load_bands()
     rows = judged or {f: judged_rows(f) for f in families}
     head = (f"{'family':8s} {'rows':>5s} {'across':>6s}  {'all':16s} {'one node':16s} {'across nodes':16s} "
             f"{'linear':>6s} {'(across)':>8s} band" + ("   current model" if now else ""))
@@ -196,11 +203,12 @@ def node_line(name: str, items: list[tuple[Judged, float]], bands: Bands) -> str
             f"{inside_band(by_node, bands):3d}/{len(items)}")
 
 
-def node_report(families: list[str], judged: dict[str, list[Judged]] | None = None) -> str:
+def node_report(families: list[str], judged: dict[str, list[Judged]] | None = None,
+                bands: Bands | None = None) -> str:
     """The rows across nodes of ``families`` judged from their one-node runs, per family and pooled (``judged``:
-    their judged_rows, read here when not given)."""
+    their judged_rows, read here when not given; ``bands``: the committed ones when not given)."""
     judged = judged or {}
-    bands, items = load_bands(), {f: node_judged(f, judged.get(f)) for f in families}
+    bands, items = bands or load_bands(), {f: node_judged(f, judged.get(f)) for f in families}
     out = ["rows across nodes with a one-node run beside them, both predictors frozen: median |error| (signed)",
            f"{'family':8s} {'rows':>5s}  {'single-GPU rate':16s} {'one-node run':16s} {'linear':>6s}  band"]
     out += [node_line(f, items[f], bands) for f in families]
@@ -234,13 +242,17 @@ def main(argv: list[str] | None = None) -> int:
     """Print the table; a missing or unreadable judgement is one line and exit status 2."""
     ap = OneLineExitParser(prog="python -m reproduce.published_judged", description=__doc__.split("\n\n")[0])
     ap.add_argument("--now", action="store_true", help="add the current model's median errors")
+    ap.add_argument("--bands", type=Path, default=None, metavar="TOML",
+                    help="count the band columns against these bands (default: data/presets/intervals.toml)")
     args = ap.parse_args(argv)
     try:
+        bands = load_bands(args.bands) if args.bands is not None else None
         judged = {f: judged_rows(f) for f in JUDGED}  # each frozen file read once
-        print(report(list(JUDGED), args.now, judged))
-        if NODE_JUDGED:
-            print(node_report(list(NODE_JUDGED), judged))
-            print(pair_report(list(NODE_JUDGED), judged))
+        print(report(list(JUDGED), args.now, judged, bands))
+        for name, families in NODE_ROUNDS.items():
+            print(f"the {name} round:")
+            print(node_report(list(families), judged, bands))
+            print(pair_report(list(families), judged))
     except (pub.PublishedError, SpecError) as e:
         print(f"published_judged: error: {e}", file=sys.stderr)
         return 2

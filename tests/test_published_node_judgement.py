@@ -43,11 +43,13 @@ def test_a_node_judgement_is_written_once(tmp_path, capsys):
 
 @pytest.fixture
 def judged_ebug(tmp_path, monkeypatch):
-    """results/ in tmp_path with ebug's frozen predictions and a node judgement written now; NODE_JUDGED = ebug."""
+    """results/ in tmp_path with ebug's frozen predictions and a node judgement written now; ebug the one
+    family judged from its one-node runs."""
     shutil.copytree(pj.RESULTS / "published_ebug", tmp_path / "published_ebug")
     pn.write_node_predictions(pub.load_runs(pj.runs_path("ebug")), tmp_path / "published_ebug")
     monkeypatch.setattr(pj, "RESULTS", tmp_path)
     monkeypatch.setattr(pj, "NODE_JUDGED", ("ebug",))
+    monkeypatch.setattr(pj, "NODE_ROUNDS", {"test": ("ebug",)})
     return tmp_path / "published_ebug" / pn.NODE_FILE
 
 
