@@ -55,11 +55,16 @@ JUDGED = {
     "azure": "Azure Batch AI Horovod charts, Intel MPI over IB vs NCCL over TCP, 1-8 VMs of 4 GPUs",
     "paddle": "PaddlePaddle/Perf, Dec 2020: Paddle vs NGC TF, PyTorch, MXNet on 1-4 nodes of 8 V100",
     "oneflow": "OneFlow-Benchmark's FP32 reports, Aug 2020, on DLPerf's 1-4 nodes of 8 V100",
+    "paddle2": "PaddlePaddle/Perf's 2.1 and 2.3 campaigns: Paddle vs NGC TF, PyTorch on 1-4 nodes of 8 V100",
+    "dlperf2": "DLPerf's unmerged branches: OneFlow 0.4.0 and DeepSpeed BERT-base on 1-4 nodes of 8 V100",
+    "dleconv": "DLE's older image-classification README tables, one DGX-1, DGX-2 or DGX A100",
+    "schemes": "RaySGD's Horovod vs DDP on 1-8 p3dn.24xlarge (TCP assumed); PyTorch's DDP benchmark README",
 }
 
 # the rounds whose families' rows across nodes were judged from their one-node runs too, in the same step
 NODE_ROUNDS: dict[str, tuple[str, ...]] = {
     "second": ("byteps", "awsblog", "azure", "paddle", "oneflow"),
+    "third": ("paddle2", "dlperf2", "dleconv", "schemes"),
 }
 NODE_JUDGED: tuple[str, ...] = tuple(f for families in NODE_ROUNDS.values() for f in families)
 

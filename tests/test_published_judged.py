@@ -51,15 +51,17 @@ def _line_of(loc: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def numbers_on_cited_lines(family: str, drop_commas: bool = False) -> int:
+def numbers_on_cited_lines(family: str, drop_commas: bool = False, per_gpu=lambda r: False) -> int:
     """Assert that each row's measured and single-GPU rates are on the excerpt line its location cites (in the
     file the location names, else the row's source_url, at the URL's commit); the count of numbers checked.
-    ``drop_commas``: read "2,073.3" as 2073.3."""
+    ``drop_commas``: read "2,073.3" as 2073.3; ``per_gpu(row)`` true: the source prints the measured rate per
+    GPU (the line holds samples_per_s / gpus)."""
     excerpts, checked = _excerpt_lines(), 0
     for r in pub.load_runs(PUBLISHED / f"{family}_runs.csv"):
         parts = r["source_url"].split("/")
         sha, path = parts[6], "/".join(parts[7:])
-        for value, loc in ((r["samples_per_s"], r["source_loc"]), (r["single_gpu_samples_per_s"], r["single_gpu_loc"])):
+        measured = r["samples_per_s"] / r["gpus"] if per_gpu(r) else r["samples_per_s"]
+        for value, loc in ((measured, r["source_loc"]), (r["single_gpu_samples_per_s"], r["single_gpu_loc"])):
             own = re.match(r"(\S+\.(?:md|csv|tex|ipynb))", loc)
             where = own.group(1) if own and not loc.startswith("same") else path
             text = excerpts.get((sha, where), {}).get(_line_of(loc))
