@@ -335,5 +335,6 @@ def socket_network_note(cluster: Cluster, max_gpus: int) -> str | None:
     return (f"the nodes talk over the {fabric} preset ({cluster.network.bandwidth_Bps / 1e9:.4g} GB/s, TCP payload at "
             f"line rate): socket transports (NCCL without RDMA, MPI over TCP, gRPC) rarely reach it above 10 Gb/s "
             f"(NCCL: at most 60% of 32 Gb/s, 4-6 GB/s bus bandwidth on 100 Gb/s; NVIDIA/nccl issues #209, #450), "
-            f"and on 60 published runs across nodes over 25-100 GbE the model was 60% too fast at the median "
-            f"(docs/validation.md); measure two nodes with nccl-tests and give the bus bandwidth with --network")
+            f"and on published runs across nodes over 25-100 GbE the model was 60% too fast at the median on 60 "
+            f"and 2.9% on 12 others (docs/validation.md): measure two nodes with nccl-tests and give the bus "
+            f"bandwidth with --network")
