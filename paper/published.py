@@ -117,9 +117,11 @@ if pred is not None:
 # (docs/validation.md): V100 PCIe nodes, AMD MI250X on LUMI, PaddlePaddle FleetX, TF 1.1 parameter servers
 # on AWS K80, Lambda's HGX servers, older DeepLearningExamples tables and NERSC's Cori GPU runs; then a second
 # round: Horovod's 2017 README tables, AWS's MXNet table, Azure Batch AI's charts, PaddlePaddle/Perf and
-# OneFlow's reports (also judged from each scheme's one-node run: node_predictions.csv). The frozen
-# predictions are results/published_*/predictions.csv; `python -m reproduce.published_judged`
-# prints the same table with the 80% band's hits.
+# OneFlow's reports (also judged from each scheme's one-node run: node_predictions.csv); then a third:
+# PaddlePaddle/Perf's later campaigns, DLPerf's unmerged OneFlow and DeepSpeed branches, older DLE
+# image-classification tables, RaySGD's and PyTorch's DDP benchmarks. The frozen predictions are
+# results/published_*/predictions.csv; `python -m reproduce.published_judged` prints the same table with
+# the 80% band's hits.
 
 # %%
 from reproduce import published_judged as pj
