@@ -74,17 +74,22 @@ def test_the_frozen_predictions_and_figures_are_as_reported(family):
         assert (pj.inside_band(in_half), len(in_half)) == (inside, total)
 
 
-@pytest.mark.parametrize("family", sorted(NODE_FIGURES))
-def test_the_frozen_node_predictions_are_the_node_predictors(family):
+def assert_node_figures(family: str, n: int, by_gpu, by_node, step: int) -> None:
+    """The family's frozen node predictions: n rows, every ``step``-th what the node predictor gives now, the medians
+    (|error|, signed) from the single-GPU rate and from the one-node run."""
     nodes = pn.node_rows(pub.load_runs(pj.runs_path(family)))
     judged = pj.node_judged(family)
-    n, by_gpu, by_node = NODE_FIGURES[family]
     assert len(judged) == n
-    for j, p in judged[::5]:
+    for j, p in judged[::step]:
         assert abs(pn.predict_from_node(j.row, nodes).predicted / p - 1) < 1e-6, j.row["id"]
     if n:
         assert _medians([j.error_pct for j, _ in judged]) == by_gpu
         assert _medians([pj.Judged(family, j.row, p).error_pct for j, p in judged]) == by_node
+
+
+@pytest.mark.parametrize("family", sorted(NODE_FIGURES))
+def test_the_frozen_node_predictions_are_the_node_predictors(family):
+    assert_node_figures(family, *NODE_FIGURES[family], step=5)
 
 
 def test_azure_across_vms_from_single_gpu_rates_and_from_one_vm():

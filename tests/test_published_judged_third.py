@@ -10,9 +10,9 @@ import pytest
 from perfmodel.intervals import load_bands
 from reproduce import published as pub
 from reproduce import published_judged as pj
-from reproduce import published_node as pn
 from reproduce.published_pairs import PAIR_KEY, SAME_MACHINES_KEY, tally
-from tests.test_published_judged import JUDGED_EFFECTS, PUBLISHED, numbers_on_cited_lines
+from tests.test_published_judged import JUDGED_EFFECTS, numbers_on_cited_lines
+from tests.test_published_judged_second import assert_node_figures
 
 ROUND = ("paddle2", "dlperf2", "dleconv", "schemes")
 CANDIDATE = pub.ROOT / "results" / "round3_declared" / "intervals_candidate.toml"
@@ -64,15 +64,7 @@ def test_the_frozen_predictions_and_figures_are_as_reported(family):
 
 @pytest.mark.parametrize("family", ROUND)
 def test_the_frozen_node_predictions_are_the_node_predictors(family):
-    nodes = pn.node_rows(pub.load_runs(pj.runs_path(family)))
-    judged = pj.node_judged(family)
-    n, by_gpu, by_node = NODE_FIGURES[family]
-    assert len(judged) == n
-    for j, p in judged[::3]:
-        assert abs(pn.predict_from_node(j.row, nodes).predicted / p - 1) < 1e-6, j.row["id"]
-    if n:
-        assert _medians([j.error_pct for j, _ in judged]) == by_gpu
-        assert _medians([pj.Judged(family, j.row, p).error_pct for j, p in judged]) == by_node
+    assert_node_figures(family, *NODE_FIGURES[family], step=3)
 
 
 @pytest.mark.parametrize("family", ROUND)
