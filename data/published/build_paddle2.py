@@ -47,6 +47,9 @@ DLE = "4a15e9146a6516941ba3ae146621a5c94e4bc431"
 SOURCE = {C21: "PaddlePaddle Perf repository (PaddlePaddle/Perf@66bad42, Paddle 2.1 campaign, May 2021)",
           C23: "PaddlePaddle Perf repository (PaddlePaddle/Perf@2106324, Paddle 2.3 campaign, June 2022)"}
 GPUS_PER_NODE = 8
+# the NGC BERT scripts' global batch per optimizer step (run_benchmark.sh, phase 1: 67584)
+NGC_SEQUENCES = int(re.search(r"gradient_accumulation_steps=\$\(expr (\d+) ",
+                              "\n".join(excerpt("paddle2_v23_bert_pytorch")[1])).group(1))
 NET = ("'多机网络部署': 'InfiniBand 100 Gb/sec' and `nvidia-smi topo -m` with NV1/NV2 links (DGX-1 V100 hybrid "
        "cube-mesh) and one HCA, mlx5_0 (ResNet50V1.5/README.md '多机网络部署' block)")
 HARDWARE = {
@@ -270,30 +273,27 @@ def paddle2_rows() -> list[dict]:
                                      f"(logs: gradient_merge_steps={merge}); after-backward read from the 32-GPU log, "
                                      "whose 10-step average rises from 0.595 s to 1.376 s (FP32) once per ~88 "
                                      "micro-batches, not checked in Paddle's code")
-                    elif name == "paddle2_v23_bert_tf":
-                        acc, single_acc, overlap = 88, 704, "after-backward"
-                        wire = "fp32" if precision == "fp32" else "fp16"
-                        if gpus == 32:
+                    elif name in ("paddle2_v23_bert_tf", "paddle2_v23_bert_pytorch"):
+                        # the NGC scripts: NGC_SEQUENCES per optimizer step, over 8 GPUs per launch
+                        tf = name == "paddle2_v23_bert_tf"
+                        acc, single_acc = NGC_SEQUENCES // batch // GPUS_PER_NODE, NGC_SEQUENCES // batch
+                        overlap, wire = "after-backward", "fp32" if precision == "fp32" else "fp16"
+                        if gpus == 32 and tf:
                             notes.append("accumulation 88 inferred: the 32-GPU log prints no accumulation; seconds "
                                          "between its Iteration lines x the printed seq/s / (96 x 32) gives "
                                          f"{tf_acc['fp32' if precision == 'fp32' else 'fp16']:.0f} (88 = run_benchmark.sh's "
                                          "67584 / 96 / 8 with num_gpus 8 per node; 32 would give 22)")
-                        else:
-                            notes.append("accumulation 88 = 67584 / 96 / 8 (log: '+ num_accumulation_steps_phase1=88')")
-                        notes.append("1-GPU rate measured with 704 micro-batches per step (67584 / 96 / 1)")
-                        if value == "16142.9":
-                            notes.append("the Paddle report's comparison table prints 16142.92")
-                    elif name == "paddle2_v23_bert_pytorch":
-                        acc, single_acc, overlap = 88, 704, "after-backward"
-                        wire = "fp32" if precision == "fp32" else "fp16"
-                        if gpus == 32:
+                        elif gpus == 32:
                             notes.append("accumulation 88 from the 32-GPU log (the micro-batch counter at successive "
                                          "'Training Iteration' lines: 78, 166, 254, 342), although the report's "
                                          "command '$mpirun bash ./run_benchmark.sh 96 32 fp32' would give 67584 / 96 / "
                                          "32 = 22")
                         else:
-                            notes.append("accumulation 88 = 67584 / 96 / 8 (log: '+ gradient_accumulation_steps=88')")
+                            key = "num_accumulation_steps_phase1" if tf else "gradient_accumulation_steps"
+                            notes.append(f"accumulation 88 = 67584 / 96 / 8 (log: '+ {key}=88')")
                         notes.append("1-GPU rate measured with 704 micro-batches per step (67584 / 96 / 1)")
+                        if tf and value == "16142.9":
+                            notes.append("the Paddle report's comparison table prints 16142.92")
                     else:  # 2.1 Paddle BERT: no merge
                         if col == "FP32(BS=32)":
                             notes.append("the 1-GPU cell 147.14 equals the Dec 2020 campaign's cell")
