@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import math
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -318,6 +318,7 @@ class Outcome:
     row: dict
     predicted: float | None
     reason: str = ""
+    prediction: object = field(default=None, compare=False, repr=False)  # perfmodel's Prediction, when predicted
 
     @property
     def linear(self) -> float:
@@ -342,7 +343,7 @@ def predict_row(r: dict, overlap: float | None = None, effects=tuple(EFFECTS), m
         p = predict(workload, cluster, strategy, [r["gpus"]], scaling="weak", batch=r["batch_per_gpu"])
     except SpecError as e:
         return Outcome(r, None, f"model rejected the row: {e}")
-    return Outcome(r, float(p.throughput[0]))
+    return Outcome(r, float(p.throughput[0]), prediction=p)
 
 
 # --------------------------------------------------------------------------------------- report

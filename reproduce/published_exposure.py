@@ -48,26 +48,23 @@ def exposed_rows(paths: list[Path], socket_cap_Bps: float | None = None) -> list
     out = []
     for path in paths:
         for r in pub.load_runs(path):
-            if r["nodes"] < 2 or pub.predict_row(r).predicted is None:
+            o = pub.predict_row(r) if r["nodes"] > 1 else None
+            if o is None or o.predicted is None:
                 continue
-            cluster = pub.build_cluster(r)
-            p = _predict(r, cluster)
+            p = o.prediction
             t_iter, t_comp = float(p.t_iter_s[0]), float(p.t_compute_s[0])
             x = dict(file=path.name, network=r["network"], scheme=r["scheme"], tcp=is_tcp(r),
-                     exposed=(t_iter - t_comp) / t_iter, error=pub.error_pct(float(p.throughput[0]), r["samples_per_s"]),
+                     exposed=(t_iter - t_comp) / t_iter, error=pub.error_pct(o.predicted, r["samples_per_s"]),
                      linear=pub.error_pct(r["single_gpu_samples_per_s"] * r["gpus"], r["samples_per_s"]))
-            if socket_cap_Bps is not None and x["tcp"]:
-                nics, net = max(r["nics"], 1), cluster.network
-                capped = replace(net, bandwidth_Bps=min(net.bandwidth_Bps, socket_cap_Bps * nics))
-                x["capped"] = pub.error_pct(float(_predict(r, cluster.with_link("network", capped)).throughput[0]),
-                                            r["samples_per_s"])
+            if socket_cap_Bps is not None and x["tcp"]:  # the what-if: this row again over a capped link
+                cluster = pub.build_cluster(r)
+                net = cluster.network
+                capped = replace(net, bandwidth_Bps=min(net.bandwidth_Bps, socket_cap_Bps * max(r["nics"], 1)))
+                p = predict(pub.build_workload(r), cluster.with_link("network", capped), pub.build_strategy(r),
+                            [r["gpus"]], scaling="weak", batch=r["batch_per_gpu"])
+                x["capped"] = pub.error_pct(float(p.throughput[0]), r["samples_per_s"])
             out.append(x)
     return out
-
-
-def _predict(r: dict, cluster):
-    return predict(pub.build_workload(r), cluster, pub.build_strategy(r), [r["gpus"]], scaling="weak",
-                   batch=r["batch_per_gpu"])
 
 
 def _line(label: str, group: list[dict]) -> str:
