@@ -338,3 +338,10 @@ def socket_network_note(cluster: Cluster, max_gpus: int) -> str | None:
             f"and on published runs across nodes over 25-100 GbE the model was 60% too fast at the median on 60 "
             f"and 2.9% on 12 others (docs/validation.md): measure two nodes with nccl-tests and give the bus "
             f"bandwidth with --network")
+
+
+def link_notes(cluster: Cluster, max_gpus: int, node_measured: bool = False) -> list[str]:
+    """The notes on preset links a prediction up to ``max_gpus`` GPUs leans on: pcie_intra_note (unless a
+    measured one-node run, ``node_measured``, priced the node) and socket_network_note."""
+    pcie = pcie_intra_note(cluster) if max_gpus > 1 and not node_measured else None
+    return [n for n in (pcie, socket_network_note(cluster, max_gpus)) if n]

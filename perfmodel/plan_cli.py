@@ -286,11 +286,9 @@ def cmd_plan(args, resolve) -> int:
     out = [public_row(r, workload, cluster, inp) for r in shown]
     refuse_non_finite(out, "plan")
     why = why_line(ranked, rows, args.rank)
-    from .cluster_input import pcie_intra_note, socket_network_note
+    from .cluster_input import link_notes
 
-    most = max(r["gpus"] for r in rows)
-    pcie = pcie_intra_note(cluster) if not args.node_rate and most > 1 else None
-    notes = [n for n in (pcie, socket_network_note(cluster, most)) if n]
+    notes = link_notes(cluster, max(r["gpus"] for r in rows), node_measured=bool(args.node_rate))
     if args.format != "table":
         for note in notes:
             print(f"perfmodel: note: {note}", file=sys.stderr)

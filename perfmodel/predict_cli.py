@@ -227,7 +227,7 @@ def _with_node_overhead(args: argparse.Namespace, workload, cluster, strategies:
 
 def predict_result(args: argparse.Namespace) -> PredictResult:
     """Everything `perfmodel predict` prints, computed from its parsed arguments (``build_parser``)."""
-    from .cluster_input import describe, pcie_intra_note, socket_network_note, topology_note
+    from .cluster_input import describe, link_notes, topology_note
 
     gpus = parse_gpus(args.gpus)
     if args.profile and args.cluster in (None, "local"):
@@ -247,9 +247,7 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
         strategies, node_note = _with_node_overhead(args, workload, cluster, strategies)
     print_compute_warnings(settings.warnings)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
-    pcie = pcie_intra_note(cluster) if max(gpus) > 1 and args.node_rate is None else None  # a node run measured it
-    socket = socket_network_note(cluster, max(gpus))
-    notes = node_note + notes + [n for n in (pcie, socket) if n]
+    notes = node_note + notes + link_notes(cluster, max(gpus), node_measured=args.node_rate is not None)
     records, notes = with_memory(records, notes, workload, cluster, strategies)
     _, _, source = workload.compute_for(cluster)
     accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""

@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="count the band columns against these bands (default: data/presets/intervals.toml)")
     args = ap.parse_args(argv)
     try:
-        bands = load_bands(args.bands) if args.bands is not None else None
+        bands = load_bands(args.bands)  # the committed bands without --bands; read once for every table
         judged = {f: judged_rows(f) for f in JUDGED}  # each frozen file read once
         print(report(list(JUDGED), args.now, judged, bands))
         for name, families in NODE_ROUNDS.items():
