@@ -159,10 +159,10 @@ def band_coverage(rows: list[dict], via: dict[str, Outcome]) -> dict[str, tuple[
     return {h: (n, d) for h, (n, d) in out.items()}
 
 
-def node_records(rows: list[dict]) -> list[dict]:
+def node_records(rows: list[dict], predicted: tuple[dict[str, Outcome], dict[str, Outcome]] | None = None) -> list[dict]:
     """NODE_COLUMNS per row across nodes: its node row's id, the measured rate and both predictions
-    (samples/s; empty where there is none, with the reason)."""
-    nodes, (via, alone) = node_rows(rows), outcomes(rows)
+    (samples/s; empty where there is none, with the reason). ``predicted``: outcomes(rows), made here if not given."""
+    nodes, (via, alone) = node_rows(rows), predicted or outcomes(rows)
     out = []
     for r in rows:
         if r["nodes"] < 2:
@@ -177,13 +177,14 @@ def node_records(rows: list[dict]) -> list[dict]:
     return out
 
 
-def write_node_predictions(rows: list[dict], out: Path) -> Path:
-    """Write out/NODE_FILE (atomically) from ``rows``; PublishedError when out already holds one."""
+def write_node_predictions(rows: list[dict], out: Path, predicted: tuple[dict[str, Outcome], dict[str, Outcome]] | None = None) -> Path:
+    """Write out/NODE_FILE (atomically) from ``rows`` (``predicted``: as node_records); PublishedError when out
+    already holds one."""
     path = out / NODE_FILE
     if path.exists():
         raise PublishedError(f"{path} exists: a judgement is made once (docs/validation.md); give another --out")
     out.mkdir(parents=True, exist_ok=True)
-    write_csv_atomic(path, node_records(rows), NODE_COLUMNS)
+    write_csv_atomic(path, node_records(rows, predicted), NODE_COLUMNS)
     return path
 
 
@@ -193,9 +194,10 @@ def _med(xs: list[float], signed: bool) -> str:
     return f"{100 * statistics.median(xs):+.1f}%" if signed else f"{100 * statistics.median(map(abs, xs)):.1f}%"
 
 
-def report(rows: list[dict], misses: str = "none") -> str:
-    """The error table and the pair table across nodes (``misses``: "all" lists the node predictor's)."""
-    via, alone = outcomes(rows)
+def report(rows: list[dict], misses: str = "none", predicted: tuple[dict[str, Outcome], dict[str, Outcome]] | None = None) -> str:
+    """The error table and the pair table across nodes (``misses``: "all" lists the node predictor's;
+    ``predicted``: outcomes(rows), made here if not given)."""
+    via, alone = predicted or outcomes(rows)
     errs = errors(rows, via, alone)
     lines = ["rows across nodes with a one-node run beside them: median |error| (signed)",
              f"{'half':<10}{'rows':>5}  {'single-GPU rate':<18}{'one-node run':<18}"]
@@ -239,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         rows = load_runs(args.runs)
-        written = None if args.out is None else write_node_predictions(rows, args.out)
-        print(report(rows, args.misses))
+        predicted = outcomes(rows)  # both predictors, once for the file and the report
+        written = None if args.out is None else write_node_predictions(rows, args.out, predicted)
+        print(report(rows, args.misses, predicted))
         if written is not None:
             print(f"wrote {written}")
     except (PublishedError, SpecError) as e:
