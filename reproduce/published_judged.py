@@ -209,11 +209,13 @@ def node_line(name: str, items: list[tuple[Judged, float]], bands: Bands) -> str
 
 
 def node_report(families: list[str], judged: dict[str, list[Judged]] | None = None,
-                bands: Bands | None = None) -> str:
+                bands: Bands | None = None, nodes: dict[str, list[tuple[Judged, float]]] | None = None) -> str:
     """The rows across nodes of ``families`` judged from their one-node runs, per family and pooled (``judged``:
-    their judged_rows, read here when not given; ``bands``: the committed ones when not given)."""
-    judged = judged or {}
-    bands, items = bands or load_bands(), {f: node_judged(f, judged.get(f)) for f in families}
+    their judged_rows, ``nodes``: their node_judged, each read here when not given; ``bands``: the committed ones
+    when not given)."""
+    judged, nodes = judged or {}, nodes or {}
+    bands = bands or load_bands()
+    items = {f: nodes[f] if f in nodes else node_judged(f, judged.get(f)) for f in families}
     out = ["rows across nodes with a one-node run beside them, both predictors frozen: median |error| (signed)",
            f"{'family':8s} {'rows':>5s}  {'single-GPU rate':16s} {'one-node run':16s} {'linear':>6s}  band"]
     out += [node_line(f, items[f], bands) for f in families]
@@ -221,17 +223,20 @@ def node_report(families: list[str], judged: dict[str, list[Judged]] | None = No
     return "\n".join(out)
 
 
-def pair_report(families: list[str], judged: dict[str, list[Judged]] | None = None) -> str:
+def pair_report(families: list[str], judged: dict[str, list[Judged]] | None = None,
+                nodes: dict[str, list[tuple[Judged, float]]] | None = None) -> str:
     """Scheme pairs of each family ranked by its frozen predictions, right (right or tie) / pairs: with PAIR_KEY
     over all rows, across nodes, and across nodes by the frozen node predictions; then the same three with
-    SAME_MACHINES_KEY (``judged``: the families' judged_rows, read here when not given)."""
-    judged = judged or {}
+    SAME_MACHINES_KEY (``judged``: the families' judged_rows, ``nodes``: their node_judged, each read here when
+    not given)."""
+    judged, nodes = judged or {}, nodes or {}
     cols = "".join(f"{c:18s}" for c in ("all", "across nodes", "across, node runs"))
     out = ["scheme pairs ranked as measured by the frozen predictions: right (right or tie) / pairs",
            f"{'':9s}{'same network':54s}| same machines", f"{'family':9s}{cols}| {cols}".rstrip()]
     for f in families:
         rows = judged[f] if f in judged else judged_rows(f)
-        node = {j.row["id"]: p for j, p in node_judged(f, rows)} if f in NODE_JUDGED else {}
+        items = nodes[f] if f in nodes else node_judged(f, rows) if f in NODE_JUDGED else []
+        node = {j.row["id"]: p for j, p in items}
         cells = []
         for key in (PAIR_KEY, SAME_MACHINES_KEY):
             by_gpu = frozen_pairs(rows, key)
@@ -253,11 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bands = load_bands(args.bands)  # the committed bands without --bands; read once for every table
         judged = {f: judged_rows(f) for f in JUDGED}  # each frozen file read once
+        nodes = {f: node_judged(f, judged[f]) for f in NODE_JUDGED}
         print(report(list(JUDGED), args.now, judged, bands))
         for name, families in NODE_ROUNDS.items():
             print(f"the {name} round:")
-            print(node_report(list(families), judged, bands))
-            print(pair_report(list(families), judged))
+            print(node_report(list(families), judged, bands, nodes))
+            print(pair_report(list(families), judged, nodes))
     except (pub.PublishedError, SpecError) as e:
         print(f"published_judged: error: {e}", file=sys.stderr)
         return 2
