@@ -310,11 +310,17 @@ def topology_note(cluster: Cluster) -> str | None:
     return "; ".join(cluster.intra.source.split("; ")[:2])  # the layout and the ring, not the CPU's source
 
 
+def _fabric_name(link) -> str:
+    """The fabrics.toml name a preset link came from (Fabric.link's source: "NAME: ..." or "Kx NAME: ..."); for a
+    measured or typed link, whatever its source starts with (no fabric name)."""
+    return link.source.split(":", 1)[0].split("x ", 1)[-1]
+
+
 def pcie_intra_note(cluster: Cluster) -> str | None:
     """One line when the GPUs of a node talk over a PCIe fabric preset (pcie3-5): that preset is one
     x16 link's copy rate, and on published PCIe nodes the exchange inside the node ran far slower
     (docs/validation.md, "V100 PCIe clusters"). None for other links, measured figures and 1-GPU nodes."""
-    fabric = cluster.intra.source.split(":", 1)[0]
+    fabric = _fabric_name(cluster.intra)
     if cluster.gpus_per_node < 2 or fabric not in PCIE_FABRICS:
         return None
     return (f"the node's GPUs talk over the {fabric} preset ({cluster.intra.bandwidth_Bps / 1e9:.4g} GB/s, one x16 "
@@ -329,7 +335,7 @@ def socket_network_note(cluster: Cluster, max_gpus: int) -> str | None:
     the preset is TCP's payload at line rate, which socket transports rarely reach there (NVIDIA/nccl
     issues #209 and #450; docs/validation.md, "What the development rows say"). None for RDMA fabrics,
     measured figures, 10 Gb/s and slower Ethernet, and predictions inside one node."""
-    fabric = cluster.network.source.split(":", 1)[0].split("x ", 1)[-1]
+    fabric = _fabric_name(cluster.network)
     if fabric not in SOCKET_FABRICS or max_gpus <= cluster.gpus_per_node:
         return None
     return (f"the nodes talk over the {fabric} preset ({cluster.network.bandwidth_Bps / 1e9:.4g} GB/s, TCP payload at "
