@@ -59,12 +59,16 @@ JUDGED = {
     "dlperf2": "DLPerf's unmerged branches: OneFlow 0.4.0 and DeepSpeed BERT-base on 1-4 nodes of 8 V100",
     "dleconv": "DLE's older image-classification README tables, one DGX-1, DGX-2 or DGX A100",
     "schemes": "RaySGD's Horovod vs DDP on 1-8 p3dn.24xlarge (TCP assumed); PyTorch's DDP benchmark README",
+    "charts": "DeepSpeed's 1-bit Adam (Adam rows) and Bluefog's Horovod charts, read by eye: 4 V100 PCIe per node, p3.16xlarge",
+    "benchlogs": "A PyTorch DDP benchmark repo's JSON results: one 8-GPU V100 or A100 node",
+    "threads": "Two GitHub issue threads: Horovod on p3.16xlarge, Horovod on V100 PCIe over RoCE",
 }
 
 # the rounds whose families' rows across nodes were judged from their one-node runs too, in the same step
 NODE_ROUNDS: dict[str, tuple[str, ...]] = {
     "second": ("byteps", "awsblog", "azure", "paddle", "oneflow"),
     "third": ("paddle2", "dlperf2", "dleconv", "schemes"),
+    "fourth": ("charts", "benchlogs", "threads"),
 }
 NODE_JUDGED: tuple[str, ...] = tuple(f for families in NODE_ROUNDS.values() for f in families)
 
@@ -232,7 +236,7 @@ def pair_report(families: list[str], judged: dict[str, list[Judged]] | None = No
     judged, nodes = judged or {}, nodes or {}
     cols = "".join(f"{c:18s}" for c in ("all", "across nodes", "across, node runs"))
     out = ["scheme pairs ranked as measured by the frozen predictions: right (right or tie) / pairs",
-           f"{'':9s}{'same network':54s}| same machines", f"{'family':9s}{cols}| {cols}".rstrip()]
+           f"{'':10s}{'same network':54s}| same machines", f"{'family':10s}{cols}| {cols}".rstrip()]
     for f in families:
         rows = judged[f] if f in judged else judged_rows(f)
         items = nodes[f] if f in nodes else node_judged(f, rows) if f in NODE_JUDGED else []
@@ -243,7 +247,7 @@ def pair_report(families: list[str], judged: dict[str, list[Judged]] | None = No
             for ps in (by_gpu, [p for p in by_gpu if p.a["nodes"] > 1], frozen_pairs(rows, key, node)):
                 t = tally(ps)
                 cells.append(f"{t['right']} ({t['right_or_tie']}) / {t['pairs']}")
-        line = f"{f:9s}" + "".join(f"{c:18s}" for c in cells[:3]) + "| " + "".join(f"{c:18s}" for c in cells[3:])
+        line = f"{f:10s}" + "".join(f"{c:18s}" for c in cells[:3]) + "| " + "".join(f"{c:18s}" for c in cells[3:])
         out.append(line.rstrip())
     return "\n".join(out)
 
