@@ -58,7 +58,7 @@ AWS_SCHEME = (
     f"@{AWS_COMMIT[:7]}, excerpts/threads_aws_samples_setup.md); mpirun with '-mca btl ^openib' (TCP) in the "
     "repository's run script; Horovod's NCCL allreduce in the DL AMI build assumed (not stated)")
 AWS_FRAMEWORK = ("TensorFlow + Horovod on AWS Deep Learning AMI Version 13 (Ubuntu/Conda), versions not stated; "
-                 f"aws-samples/deep-learning-models models/resnet/tensorflow/train_imagenet_resnet_hvd.py")
+                 "aws-samples/deep-learning-models models/resnet/tensorflow/train_imagenet_resnet_hvd.py")
 
 H416_HARDWARE = (
     "issue #416: '2 servers with 8 V100 GPUs each connected by RoCE-capable 40 Gbit/s network', 'RDMA:RoCE', "
