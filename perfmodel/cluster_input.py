@@ -325,15 +325,16 @@ def pcie_intra_note(cluster: Cluster) -> str | None:
         return None
     return (f"the node's GPUs talk over the {fabric} preset ({cluster.intra.bandwidth_Bps / 1e9:.4g} GB/s, one x16 "
             f"link's copy rate): on 144 published runs of 4 V100 PCIe per node it made the model 20.6% too fast "
-            f"inside one node (docs/validation.md); profile the node (perfmodel profile), give its measured "
-            f"allreduce bus bandwidth with --intra, or its `nvidia-smi topo -m` with --gpu-topology and --host-cpu")
+            f"inside one node, on 8 of 2-4 V100 PCIe judged since 61% (docs/validation.md); profile the node "
+            f"(perfmodel profile), give its measured allreduce bus bandwidth with --intra, or its `nvidia-smi topo -m` "
+            f"with --gpu-topology and --host-cpu")
 
 
 
 def socket_network_note(cluster: Cluster, max_gpus: int) -> str | None:
     """One line when a prediction crosses nodes over a TCP Ethernet preset above 10 Gb/s (SOCKET_FABRICS):
     the preset is TCP's payload at line rate, which socket transports rarely reach there (NVIDIA/nccl
-    issues #209 and #450; docs/validation.md, "What the development rows say"). None for RDMA fabrics,
+    issues #209 and #450; docs/validation.md, "Before a third round"). None for RDMA fabrics,
     measured figures, 10 Gb/s and slower Ethernet, and predictions inside one node."""
     fabric = _fabric_name(cluster.network)
     if fabric not in SOCKET_FABRICS or max_gpus <= cluster.gpus_per_node:
@@ -341,9 +342,9 @@ def socket_network_note(cluster: Cluster, max_gpus: int) -> str | None:
     return (f"the nodes talk over the {fabric} preset ({cluster.network.bandwidth_Bps / 1e9:.4g} GB/s, TCP payload at "
             f"line rate): socket transports (NCCL without RDMA, MPI over TCP, gRPC) rarely reach it above 10 Gb/s "
             f"(NCCL: at most 60% of 32 Gb/s, 4-6 GB/s bus bandwidth on 100 Gb/s; NVIDIA/nccl issues #209, #450), "
-            f"and on published runs across nodes over 25-100 GbE the model was 60% too fast at the median on 60 "
-            f"and 2.9% on 12 others (docs/validation.md): measure two nodes with nccl-tests and give the bus "
-            f"bandwidth with --network")
+            f"and on published runs across nodes over 25-100 GbE the model was 60% too fast at the median on 60, "
+            f"2.7% too slow on 18 judged since (docs/validation.md): measure two nodes with nccl-tests and give the "
+            f"bus bandwidth with --network")
 
 
 def link_notes(cluster: Cluster, max_gpus: int, node_measured: bool = False) -> list[str]:
