@@ -325,7 +325,7 @@ def pcie_intra_note(cluster: Cluster) -> str | None:
         return None
     return (f"the node's GPUs talk over the {fabric} preset ({cluster.intra.bandwidth_Bps / 1e9:.4g} GB/s, one x16 "
             f"link's copy rate): on 144 published runs of 4 V100 PCIe per node it made the model 20.6% too fast "
-            f"inside one node, on 8 of 2-4 V100 PCIe judged since 61% (docs/validation.md); profile the node "
+            f"inside one node (61% on 8 runs of 2-4 V100 PCIe judged since; docs/validation.md); profile the node "
             f"(perfmodel profile), give its measured allreduce bus bandwidth with --intra, or its `nvidia-smi topo -m` "
             f"with --gpu-topology and --host-cpu")
 

@@ -59,7 +59,7 @@ JUDGED = {
     "dlperf2": "DLPerf's unmerged branches: OneFlow 0.4.0 and DeepSpeed BERT-base on 1-4 nodes of 8 V100",
     "dleconv": "DLE's older image-classification README tables, one DGX-1, DGX-2 or DGX A100",
     "schemes": "RaySGD's Horovod vs DDP on 1-8 p3dn.24xlarge (TCP assumed); PyTorch's DDP benchmark README",
-    "charts": "DeepSpeed's 1-bit Adam (Adam rows) and Bluefog's Horovod charts, read by eye: 4 V100 PCIe per node, p3.16xlarge",
+    "charts": "DeepSpeed's 1-bit Adam blog (its Adam rows) and Bluefog's Horovod bars, read off the charts",
     "benchlogs": "A PyTorch DDP benchmark repo's JSON results: one 8-GPU V100 or A100 node",
     "threads": "Two GitHub issue threads: Horovod on p3.16xlarge, Horovod on V100 PCIe over RoCE",
 }
