@@ -271,8 +271,6 @@ PREDICT = ("predict", "--workload", "resnet50", "--samples-per-s", "1000", "--gp
                                                     'host = "pcie4" (a fabric) in the gpu table']),
     ('[c]\ngpus_per_node = 8\nintra = "nvswitch-a100"\nnetwork = "8xib-hdr"\n',
      ["[c]: missing the host link", "names no gpu", "give host = LINK"]),
-    ('[c]\ngpu = "gtx1080"\ngpus_per_node = 4\nintra = "pcie3"\nnetwork = "eth-1g"\n',
-     ["gpu 'gtx1080' has no host fabric in gpus.toml"]),
     ('[c]\ngpu = "a10O"\ngpus_per_node = 8\nintra = "nvswitch-a100"\nnetwork = "8xib-hdr"\n',
      ["gpu 'a10O' is not in gpus.toml (did you mean 'a100'?)", "memory_bytes, host"]),
 ])
@@ -280,6 +278,27 @@ def test_cluster_file_mistakes_are_one_line(tmp_path, capsys, text, words):
     path = _write(tmp_path, "c.toml", text)
     err = _cli_error(capsys, *PREDICT, "--cluster", str(path))
     assert all(w in err for w in [str(path)] + words), err
+
+
+def test_every_gpu_preset_has_a_host_fabric_and_a_presets_copy_without_one_is_one_line(tmp_path, capsys,
+                                                                                         monkeypatch):
+    # a cluster table may leave out host: it defaults to its GPU's host fabric, which every preset states
+    assert all(g.host in ("pcie3", "pcie4", "pcie5") for g in presets.gpus().values())
+    text = '[c]\ngpu = "gtx1080"\ngpus_per_node = 4\nintra = "pcie3"\nnetwork = "eth-1g"\n'
+    assert resolve_cluster(str(_write(tmp_path, "c.toml", text))).host.bandwidth_Bps == \
+        presets.fabrics()["pcie3"].link(1).bandwidth_Bps
+    # a user's presets folder ($DSGD_PRESETS) whose GPU has none: one line naming it
+    own = tmp_path / "presets"
+    own.mkdir()
+    for f in presets.presets_dir().glob("*.toml"):
+        (own / f.name).write_text(f.read_text())
+    gpus = (own / "gpus.toml").read_text()
+    head = '[gtx1080]\npeak_flops = 8.87e12\nmemory_Bps = 3.2e11\n'
+    (own / "gpus.toml").write_text(gpus.replace(head + 'host = "pcie3"\n', head))
+    assert (own / "gpus.toml").read_text() != gpus
+    monkeypatch.setenv(presets.PRESETS_ENV, str(own))
+    err = _cli_error(capsys, *PREDICT, "--cluster", str(_write(tmp_path, "d.toml", text)))
+    assert "gpu 'gtx1080' has no host fabric in gpus.toml" in err, err
 
 
 def test_cluster_file_keys_the_loaders_read_are_accepted(tmp_path):
