@@ -62,6 +62,9 @@ JUDGED = {
     "charts": "DeepSpeed's 1-bit Adam blog (its Adam rows) and Bluefog's Horovod bars, read off the charts",
     "benchlogs": "A PyTorch DDP benchmark repo's JSON results: one 8-GPU V100 or A100 node",
     "threads": "Two GitHub issue threads: Horovod on p3.16xlarge, Horovod on V100 PCIe over RoCE",
+    "chainermn": "ChainerMN's 2017 chart: ChainerMN, MXNet, CNTK, TensorFlow on 1-32 nodes of 4 TITAN X",
+    "charts2": "Bagua's charts: BytePS, Horovod and DDP on 1-16 servers of 8 V100 over 100 and 10 Gb/s",
+    "daint": "Sarus's Horovod figures on 2-128 Piz Daint nodes of one P100 (Aries at the page's MPI figure)",
 }
 
 # the rounds whose families' rows across nodes were judged from their one-node runs too, in the same step
@@ -69,6 +72,7 @@ NODE_ROUNDS: dict[str, tuple[str, ...]] = {
     "second": ("byteps", "awsblog", "azure", "paddle", "oneflow"),
     "third": ("paddle2", "dlperf2", "dleconv", "schemes"),
     "fourth": ("charts", "benchlogs", "threads"),
+    "fifth": ("chainermn", "charts2", "daint"),
 }
 NODE_JUDGED: tuple[str, ...] = tuple(f for families in NODE_ROUNDS.values() for f in families)
 

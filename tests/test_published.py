@@ -39,7 +39,8 @@ def test_runs_parse_strictly_with_every_required_column_filled():
 BUILDS = [("build.py", "runs.csv")] + [(f"build_{f}.py", f"{f}_runs.csv") for f in
                                        ("pcie", "lumi", "fleetx", "ebug", "lambda", "dlenew", "dleold", "cloud",
                                         "byteps", "awsblog", "azure", "paddle", "oneflow", "paddle2", "dlperf2",
-                                        "dleconv", "schemes", "charts", "benchlogs", "threads")]
+                                        "dleconv", "schemes", "charts", "benchlogs", "threads", "chainermn",
+                                        "charts2", "daint")]
 
 
 @pytest.mark.parametrize("script, table", BUILDS)

@@ -100,19 +100,19 @@ def test_the_pooled_figures_quoted_in_the_docs():
 
 
 def test_every_judged_family_and_the_rounds_judged_from_both_predictors():
-    every = [j for f in pj.JUDGED for j in pj.judged_rows(f)]
+    every = [j for f in pj.JUDGED if f not in pj.NODE_ROUNDS["fifth"] for j in pj.judged_rows(f)]  # by then
     assert (len(every), _medians([j.error_pct for j in every]), pj.inside_band(every)) == (1059, (5.0, 2.6), 762)
     assert _medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.8, 8.5)
     assert _medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.5, 1.0)
-    node = [(j, p) for f in pj.NODE_JUDGED for j, p in pj.node_judged(f)]
+    node = [(j, p) for f in pj.NODE_JUDGED if f not in pj.NODE_ROUNDS["fifth"] for j, p in pj.node_judged(f)]
     assert (len(node), _medians([j.error_pct for j, _ in node]),
             _medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (202, (14.9, 12.8), (10.5, 4.3))
 
 
-def test_the_figures_the_link_notes_quote_from_the_later_rounds():
-    # perfmodel.cluster_input's notes: over 25-100 GbE presets across nodes, the 18 rows of the third and fourth
-    # rounds (RaySGD over 100 GbE, Bluefog's bars and the AWS thread over 25 GbE) are 2.7% too slow at the median;
-    # DeepSpeed's 8 one-node rows of 2-4 V100 PCIe are 61% too fast
+def test_the_rounds_figures_over_tcp_and_inside_pcie_nodes():
+    # over 25-100 GbE presets across nodes, the 18 rows of the third and fourth rounds (RaySGD over 100 GbE, Bluefog's
+    # bars and the AWS thread over 25 GbE) are 2.7% too slow at the median; DeepSpeed's 8 one-node rows of 2-4 V100
+    # PCIe 61% too fast (perfmodel.cluster_input's notes quote them with the fifth round's: test_published_judged_fifth)
     tcp = [j for f in ("schemes", "charts", "threads") for j in pj.judged_rows(f)
            if j.row["nodes"] > 1 and j.row["network"] in ("eth-25g", "eth-100g")]
     assert len(tcp) == 18 and round(float(np.median([j.error_pct for j in tcp])), 1) == -2.7

@@ -140,7 +140,7 @@ def test_the_pooled_figures_quoted_in_the_docs():
     for key, want in ((PAIR_KEY, (61, 38, 40)), (SAME_MACHINES_KEY, (253, 168, 198))):
         t = tally([p for f in FIGURES for p in pj.frozen_pairs(pj.judged_rows(f), key)])
         assert (t["pairs"], t["right"], t["right_or_tie"]) == want
-    later = pj.NODE_ROUNDS["third"] + pj.NODE_ROUNDS["fourth"]
+    later = pj.NODE_ROUNDS["third"] + pj.NODE_ROUNDS["fourth"] + pj.NODE_ROUNDS["fifth"]
     every = [j for f in pj.JUDGED if f not in later for j in pj.judged_rows(f)]  # by then
     assert (len(every), _medians([j.error_pct for j in every]), pj.inside_band(every)) == (820, (6.4, 3.3), 579)
     assert _medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (17.6, 12.0)
