@@ -325,9 +325,9 @@ def pcie_intra_note(cluster: Cluster) -> str | None:
         return None
     return (f"the node's GPUs talk over the {fabric} preset ({cluster.intra.bandwidth_Bps / 1e9:.4g} GB/s, one x16 "
             f"link's copy rate): on 144 published runs of 4 V100 PCIe per node it made the model 20.6% too fast "
-            f"inside one node (61% on 8 runs of 2-4 V100 PCIe judged since; docs/validation.md); profile the node "
-            f"(perfmodel profile), give its measured allreduce bus bandwidth with --intra, or its `nvidia-smi topo -m` "
-            f"with --gpu-topology and --host-cpu")
+            f"inside one node (41% on 16 runs of 2-4 GPUs over PCIe judged since; docs/validation.md); profile the "
+            f"node (perfmodel profile), give its measured allreduce bus bandwidth with --intra, or its "
+            f"`nvidia-smi topo -m` with --gpu-topology and --host-cpu")
 
 
 
@@ -343,7 +343,7 @@ def socket_network_note(cluster: Cluster, max_gpus: int) -> str | None:
             f"line rate): socket transports (NCCL without RDMA, MPI over TCP, gRPC) rarely reach it above 10 Gb/s "
             f"(NCCL: at most 60% of 32 Gb/s, 4-6 GB/s bus bandwidth on 100 Gb/s; NVIDIA/nccl issues #209, #450), "
             f"and on published runs across nodes over 25-100 GbE the model was 60% too fast at the median on 60, "
-            f"2.7% too slow on 18 judged since (docs/validation.md): measure two nodes with nccl-tests and give the "
+            f"12% too fast on 33 judged since (docs/validation.md): measure two nodes with nccl-tests and give the "
             f"bus bandwidth with --network")
 
 
