@@ -120,7 +120,8 @@ if pred is not None:
 # OneFlow's reports (also judged from each scheme's one-node run: node_predictions.csv); then a third:
 # PaddlePaddle/Perf's later campaigns, DLPerf's unmerged OneFlow and DeepSpeed branches, older DLE
 # image-classification tables, RaySGD's and PyTorch's DDP benchmarks; then a fourth: DeepSpeed's and
-# Bluefog's charts read by eye, a DDP benchmark repository's results, two GitHub issue threads. The frozen
+# Bluefog's charts read by eye, a DDP benchmark repository's results, two GitHub issue threads; then a
+# fifth, read off charts: ChainerMN's four frameworks, Bagua's BytePS/Horovod/DDP, Piz Daint. The frozen
 # predictions are results/published_*/predictions.csv; `python -m reproduce.published_judged` prints the
 # same table with the 80% band's hits.
 
