@@ -119,6 +119,52 @@ def excerpt(name: str) -> tuple[str, list[str]]:
     return lines[0], lines[1:]
 
 
+def numbered_lines(lines: list[str], by_commit: bool = False) -> dict:
+    """{(path, line): text} of an excerpt that quotes files as '### path (...)' headings over 'N: text' lines ('N:'
+    is an empty line); ``by_commit``: keyed (path, the heading's 7-character commit, line) instead."""
+    out, key = {}, None
+    for ln in lines:
+        if ln.startswith("### "):
+            path, _, rest = ln[4:].partition(" (")
+            key = (path, rest.rstrip(")")[:7]) if by_commit else (path,)
+        elif key and re.match(r"^\d+:( |$)", ln):
+            n, _, text = ln.partition(":")
+            out[(*key, int(n))] = text[1:]
+    return out
+
+
+def quote(lines: dict, key: tuple, text: str) -> str:
+    """``text``, checked to stand on the numbered_lines line ``key``; returned for a citation."""
+    assert text in lines[key], (key, text)
+    return text
+
+
+def sections(lines: list[str]) -> dict[str, list[list[str]]]:
+    """{heading: table cells, header first} of an excerpt whose '## heading' lines each head a markdown table."""
+    out, cur = {}, None
+    for ln in lines:
+        if ln.startswith("## "):
+            cur = out.setdefault(ln[3:].strip(), [])
+        elif cur is not None and ln.startswith("|"):
+            cur.append(ln)
+    return {k: md_table(v) for k, v in out.items()}
+
+
+def line_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares (a, b) of value = a + b * coordinate through a chart's (coordinate, value) gridlines."""
+    n = len(points)
+    mr = sum(r for r, _ in points) / n
+    mv = sum(v for _, v in points) / n
+    b = sum((r - mr) * (v - mv) for r, v in points) / sum((r - mr) ** 2 for r, _ in points)
+    return mv - b * mr, b
+
+
+def pixel_centre(cell: str) -> float:
+    """The centre of a 'top-bottom' pixel-row cell, or the row itself."""
+    a, _, b = cell.partition("-")
+    return (int(a) + int(b)) / 2 if b else float(a)
+
+
 def row(**kw) -> dict:
     r = {c: "" for c in COLUMNS}
     for k, v in kw.items():

@@ -42,14 +42,15 @@ hidden under another series' marker; one row = 0.60% of the value (log scale, 38
 """
 import importlib.util
 import math
-import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("published_build", HERE / "build.py")
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
-excerpt, md_table, row, write_rows = _build.excerpt, _build.md_table, _build.row, _build.write_rows
+excerpt, row, write_rows = _build.excerpt, _build.row, _build.write_rows
+numbered_lines, quote, sections = _build.numbered_lines, _build.quote, _build.sections
+line_fit, pixel_centre = _build.line_fit, _build.pixel_centre
 
 BLOG_COMMIT = "3a3d95c43c1af135f655c3c99cb3ad15b1ba0dc6"
 MN_COMMIT = "570f7f46d74c196e56cebf66f10594fe3f5d713d"
@@ -63,54 +64,22 @@ GPUS_PER_NODE = 4
 
 
 def _setup() -> dict:
-    """{(path, line): text} of excerpts/chainermn_text.md ('### path (...)' headings, 'N: text' lines)."""
+    """{(path, line): text} of excerpts/chainermn_text.md (build.numbered_lines)."""
     head, lines = excerpt("chainermn_text")
     assert head.startswith(f"<!-- chainer/chainer.org@{BLOG_COMMIT} "), head
     assert f"chainer/chainermn@{MN_COMMIT}" in head, head
-    out, path = {}, None
-    for ln in lines:
-        if ln.startswith("### "):
-            path = ln[4:].split(" (")[0]
-        elif path and re.match(r"^\d+: ", ln):
-            n, text = ln.split(": ", 1)
-            out[(path, int(n))] = text
-    return out
+    return numbered_lines(lines)
 
 
 def _quote(s: dict, path: str, line: int, text: str) -> str:
-    assert text in s[(path, line)], (path, line, text)
-    return text
-
-
-def _sections(lines: list[str]) -> dict:
-    out, cur = {}, None
-    for ln in lines:
-        if ln.startswith("## "):
-            cur = out.setdefault(ln[3:].strip(), [])
-        elif cur is not None and ln.startswith("|"):
-            cur.append(ln)
-    return {k: md_table(v) for k, v in out.items()}
-
-
-def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """Least-squares (a, b) of y = a + b * row."""
-    n = len(points)
-    mr = sum(r for r, _ in points) / n
-    mv = sum(v for _, v in points) / n
-    b = sum((r - mr) * (v - mv) for r, v in points) / sum((r - mr) ** 2 for r, _ in points)
-    return mv - b * mr, b
-
-
-def _centre(cell: str) -> float:
-    a, _, b = cell.partition("-")
-    return (int(a) + int(b)) / 2 if b else float(a)
+    return quote(s, (path, line), text)
 
 
 def _log_axis(grid: list[list[str]]) -> tuple[float, float]:
     """(a, b) of log10(value) = a + b * row through the decade gridlines, each within 0.5 row of the fit."""
     assert grid[0] == ["label", "pixel rows"], grid[0]
-    pts = [(_centre(r), math.log10(float(lab))) for lab, r in grid[1:]]
-    a, b = _fit(pts)
+    pts = [(pixel_centre(r), math.log10(float(lab))) for lab, r in grid[1:]]
+    a, b = line_fit(pts)
     for r, v in pts:
         assert abs(a + b * r - v) <= 0.5 * abs(b), (r, v)
     return a, b
@@ -120,7 +89,7 @@ def chart() -> tuple[dict, float]:
     """{(series, gpus): (value, centre row, how read)} and the relative change of one pixel row."""
     head, lines = excerpt("chainermn_samples_per_second")
     assert head.startswith(f"<!-- chainer/chainer.org@{BLOG_COMMIT} {IMAGE} "), head
-    sec = _sections(lines)
+    sec = sections(lines)
     a, b = _log_axis(sec["Gridlines"])
     table = sec["Markers"]
     assert table[0] == ["series", "GPUs", "column", "top row", "bottom row", "how read"], table[0]

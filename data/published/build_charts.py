@@ -47,14 +47,15 @@ pixel rows into values through the chart's own gridlines. Nothing measured is ty
 """
 import importlib.util
 import math
-import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("published_build", HERE / "build.py")
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
-excerpt, md_table, row, write_rows = _build.excerpt, _build.md_table, _build.row, _build.write_rows
+excerpt, row, write_rows = _build.excerpt, _build.row, _build.write_rows
+numbered_lines, quote, sections = _build.numbered_lines, _build.quote, _build.sections
+line_fit, pixel_centre = _build.line_fit, _build.pixel_centre
 
 DS_COMMIT = "093f09ff27ba3350b6e014a524075240612d5187"
 DS_SOURCE = ("DeepSpeed 1-bit Adam blog post charts (microsoft/DeepSpeed@093f09f, "
@@ -79,48 +80,13 @@ DS_GPUS_PER_NODE = 4
 
 
 def _setup(name: str) -> dict:
-    """{(path, line): text} of a text excerpt ('### path' headings, 'N: text' lines)."""
-    head, lines = excerpt(name)
-    out, path = {}, None
-    for ln in lines:
-        if ln.startswith("### "):
-            path = ln[4:].split(" (")[0]
-        elif path and re.match(r"^\d+: ", ln):
-            n, text = ln.split(": ", 1)
-            out[(path, int(n))] = text
-    return out
+    """{(path, line): text} of a text excerpt (build.numbered_lines)."""
+    return numbered_lines(excerpt(name)[1])
 
 
 def _quote(setup: dict, path: str, line: int, text: str) -> str:
     """``text`` checked to stand in ``path`` line ``line`` of a text excerpt; returned for a citation."""
-    assert text in setup[(path, line)], (path, line, text)
-    return text
-
-
-def _sections(lines: list[str]) -> dict:
-    """{'## heading': [table rows as cell lists, header first]} of a reading excerpt."""
-    out, cur = {}, None
-    for ln in lines:
-        if ln.startswith("## "):
-            cur = out.setdefault(ln[3:].strip(), [])
-        elif cur is not None and ln.startswith("|"):
-            cur.append(ln)
-    return {k: md_table(v) for k, v in out.items()}
-
-
-def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """Least-squares (a, b) of value = a + b * row through the gridlines' (row, value)."""
-    n = len(points)
-    mr = sum(r for r, _ in points) / n
-    mv = sum(v for _, v in points) / n
-    b = sum((r - mr) * (v - mv) for r, v in points) / sum((r - mr) ** 2 for r, _ in points)
-    return mv - b * mr, b
-
-
-def _rows_range(cell: str) -> float:
-    """The centre of a 'top-bottom' pixel-row cell, or the row itself."""
-    a, _, b = cell.partition("-")
-    return (int(a) + int(b)) / 2 if b else float(a)
+    return quote(setup, (path, line), text)
 
 
 def _fmt(v: float) -> str:
@@ -161,12 +127,12 @@ def ds_points(name: str) -> tuple[dict, float, str]:
     head, lines = excerpt(name)
     image = DS_CHARTS[name][0]
     assert head.startswith(f"<!-- microsoft/DeepSpeed@{DS_COMMIT} docs/assets/images/{image}.png "), head
-    sec = _sections(lines)
+    sec = sections(lines)
     grid = sec["Gridlines"]
     assert grid[0] == ["label", "pixel rows"], grid[0]
-    a, b = _fit([(_rows_range(r), float(lab)) for lab, r in grid[1:]])
+    a, b = line_fit([(pixel_centre(r), float(lab)) for lab, r in grid[1:]])
     for lab, r in grid[1:]:  # the gridlines are evenly spaced: each within 0.5 row of the fit
-        assert abs(a + b * _rows_range(r) - float(lab)) <= 0.5 * abs(b), (name, lab, r)
+        assert abs(a + b * pixel_centre(r) - float(lab)) <= 0.5 * abs(b), (name, lab, r)
     series = [k for k in sec if k.startswith("Markers of the series 'Adam")]
     assert len(series) == 1, sec.keys()
     table = sec[series[0]]
@@ -251,10 +217,10 @@ def bf_rows() -> list[dict]:
     head, lines = excerpt("charts_bluefog_resnet50_bs64")
     assert head.startswith(f"<!-- Bluefog-Lib/bluefog@{BF_COMMIT} {BF_IMAGE} "), head
     assert "'P3.16xlarge/25 Gbps/ResNet50/64 batch size'" in lines[1] + "".join(lines), "title"
-    sec = _sections(lines)
+    sec = sections(lines)
     grid = sec["Gridlines"]
     assert grid[0] == ["label", "pixel row"], grid[0]
-    a, b = _fit([(float(r), float(lab)) for lab, r in grid[1:]])
+    a, b = line_fit([(float(r), float(lab)) for lab, r in grid[1:]])
     for lab, r in grid[1:]:
         assert abs(a + b * float(r) - float(lab)) <= 0.5 * abs(b), (lab, r)
     table = sec["Linear-scaling boxes and Horovod bars"]

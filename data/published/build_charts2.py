@@ -37,14 +37,15 @@ row is the centre of its black top line; error +-1 row = +-30 samples/s (chart 1
 """
 import importlib.util
 import math
-import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("published_build", HERE / "build.py")
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
-excerpt, md_table, row, write_rows = _build.excerpt, _build.md_table, _build.row, _build.write_rows
+excerpt, row, write_rows = _build.excerpt, _build.row, _build.write_rows
+numbered_lines, quote, sections = _build.numbered_lines, _build.quote, _build.sections
+line_fit, pixel_centre = _build.line_fit, _build.pixel_centre
 
 REPO = "BaguaSys/tutorials"
 SCAL_COMMIT = "4bee2a21c2d55a1fadcc4974855a5f16171d4259"
@@ -62,57 +63,21 @@ NETWORK = {"100Gbps": ("eth-100g", "bagua-v100x8-100gbe"), "10Gbps": ("eth-10g",
 
 
 def _setup(name: str) -> dict:
-    """{(path, commit prefix, line): text} of a text excerpt ('### path (commit)' headings, 'N: text' lines)."""
-    _, lines = excerpt(name)
-    out, key = {}, None
-    for ln in lines:
-        if ln.startswith("### "):
-            path, _, rest = ln[4:].partition(" (")
-            key = (path, rest.rstrip(")")[:7])
-        elif key and re.match(r"^\d+: ", ln):
-            n, text = ln.split(": ", 1)
-            out[(key[0], key[1], int(n))] = text
-    return out
+    """{(path, commit prefix, line): text} of a text excerpt (build.numbered_lines by commit)."""
+    return numbered_lines(excerpt(name)[1], by_commit=True)
 
 
 def _quote(setup: dict, path: str, commit: str, line: int, text: str) -> str:
     """``text`` checked to stand in ``path`` at ``commit`` line ``line`` of a text excerpt; returned for a citation."""
-    assert text in setup[(path, commit[:7], line)], (path, commit, line, text)
-    return text
-
-
-def _sections(lines: list[str]) -> dict:
-    """{'## heading': [table rows as cell lists, header first]} of a reading excerpt."""
-    out, cur = {}, None
-    for ln in lines:
-        if ln.startswith("## "):
-            cur = out.setdefault(ln[3:].strip(), [])
-        elif cur is not None and ln.startswith("|"):
-            cur.append(ln)
-    return {k: md_table(v) for k, v in out.items()}
-
-
-def _centre(cell: str) -> float:
-    """The centre of a 'top-bottom' pixel-row cell, or the row itself."""
-    a, _, b = cell.partition("-")
-    return (int(a) + int(b)) / 2 if b else float(a)
-
-
-def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """Least-squares (a, b) of value = a + b * row through the gridlines' (row, value)."""
-    n = len(points)
-    mr = sum(r for r, _ in points) / n
-    mv = sum(v for _, v in points) / n
-    b = sum((r - mr) * (v - mv) for r, v in points) / sum((r - mr) ** 2 for r, _ in points)
-    return mv - b * mr, b
+    return quote(setup, (path, commit[:7], line), text)
 
 
 def _grid(sec: dict, name: str) -> tuple[float, float]:
     grid = sec["Gridlines"]
     assert grid[0] == ["label", "pixel rows"], (name, grid[0])
-    a, b = _fit([(_centre(r), float(lab)) for lab, r in grid[1:]])
+    a, b = line_fit([(pixel_centre(r), float(lab)) for lab, r in grid[1:]])
     for lab, r in grid[1:]:  # evenly spaced: each gridline within 0.5 row of the fit
-        assert abs(a + b * _centre(r) - float(lab)) <= 0.5 * abs(b), (name, lab, r)
+        assert abs(a + b * pixel_centre(r) - float(lab)) <= 0.5 * abs(b), (name, lab, r)
     return a, b
 
 
@@ -124,11 +89,11 @@ def scal_readings() -> tuple[dict, float, float, dict]:
     """({(series, gpus): (value, value row)}, single-GPU rate, value of one row, {gpus: box value}) of chart 1."""
     head, lines = excerpt("charts2_bagua_scalability_vgg16")
     assert head.startswith(f"<!-- {REPO}@{SCAL_COMMIT} {SCAL_IMAGE} "), head
-    sec = _sections(lines)
+    sec = sections(lines)
     a, b = _grid(sec, "scalability")
     boxes_t = sec["Linear boxes"]
     assert boxes_t[0] == ["GPUs", "box columns", "black top rows"], boxes_t[0]
-    boxes = {int(g): a + b * _centre(r) for g, _, r in boxes_t[1:]}
+    boxes = {int(g): a + b * pixel_centre(r) for g, _, r in boxes_t[1:]}
     rate = sum(v * n for n, v in boxes.items()) / sum(n * n for n in boxes)  # least squares through the origin
     for n, v in boxes.items():
         assert abs(v - n * rate) <= 1.5 * abs(b), (n, v, n * rate)
@@ -147,7 +112,7 @@ def e2e_readings() -> tuple[dict, float]:
     """({(series, bandwidth): (value, value row)}, value of one row) of chart 2."""
     head, lines = excerpt("charts2_bagua_e2e_vgg16_128")
     assert head.startswith(f"<!-- {REPO}@{E2E_COMMIT} {E2E_IMAGE} "), head
-    sec = _sections(lines)
+    sec = sections(lines)
     a, b = _grid(sec, "e2e")
     bars_t = sec["Bars"]
     assert bars_t[0] == ["bandwidth", "series", "bar columns", "first coloured row"], bars_t[0]

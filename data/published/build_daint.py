@@ -45,6 +45,7 @@ _spec = importlib.util.spec_from_file_location("published_build", HERE / "build.
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
 excerpt, row, write_rows = _build.excerpt, _build.row, _build.write_rows
+numbered_lines, quote, line_fit = _build.numbered_lines, _build.quote, _build.line_fit
 
 COMMIT = "4a8fdc438f0684a8966ec71d6f798949e17374c0"
 SOURCE = ("Sarus cookbook 'TensorFlow with Horovod' on Piz Daint (eth-cscs/sarus@4a8fdc4, "
@@ -67,25 +68,15 @@ _CM = re.compile(rf"^1 0 0 1 ({_NUM}) ({_NUM}) cm /M\d+ Do$")
 
 # ------------------------------------------------------------------------------------------ text excerpt
 def _setup() -> dict:
-    """{(path, line): text} of excerpts/daint_sarus_text.md."""
+    """{(path, line): text} of excerpts/daint_sarus_text.md (build.numbered_lines)."""
     head, lines = excerpt("daint_sarus_text")
     assert head.startswith(f"<!-- eth-cscs/sarus@{COMMIT} "), head
-    out, path = {}, None
-    for ln in lines:
-        if ln.startswith("### "):
-            path = ln[4:].split(" (")[0]
-        elif path and re.match(r"^\d+: ", ln):
-            n, text = ln.split(": ", 1)
-            out[(path, int(n))] = text
-        elif path and re.match(r"^\d+:$", ln):
-            out[(path, int(ln[:-1]))] = ""
-    return out
+    return numbered_lines(lines)
 
 
 def _q(s: dict, path: str, line: int, text: str) -> str:
     """``text`` checked to stand in ``path`` line ``line``; returned for a citation."""
-    assert text in s[(path, line)], (path, line, text, s.get((path, line)))
-    return text
+    return quote(s, (path, line), text)
 
 
 def _network(s: dict) -> tuple[str, str]:
@@ -163,15 +154,6 @@ def _paths(lines: list[str]) -> list[dict]:
     return out
 
 
-def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """Least-squares (a, b) of value = a + b * coordinate."""
-    n = len(points)
-    mr = sum(r for r, _ in points) / n
-    mv = sum(v for _, v in points) / n
-    b = sum((r - mr) * (v - mv) for r, v in points) / sum((r - mr) ** 2 for r, _ in points)
-    return mv - b * mr, b
-
-
 BLUE, RED, LIGHT_BLUE = (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 0.6, 1.0)
 
 
@@ -192,7 +174,7 @@ def new_points() -> dict:
         v = [(p["pts"][0][0], p["texts"]) for p in paths if len(p["pts"]) == 2 and p["op"] == "S"
              and p["pts"][0][0] == p["pts"][1][0]]
         assert len(h) >= 5 and len(v) == 6, (title, h, v)
-        a, b = _fit(h)
+        a, b = line_fit(h)
         for y, lab in h:  # the gridlines lie on one line: each within 1e-4 of a step of the fit
             assert abs(a + b * y - lab) <= 1e-4 * (h[1][1] - h[0][1]), (title, y, lab)
         xgrid[title] = v
@@ -209,7 +191,7 @@ def new_points() -> dict:
         xs = [(x, int(t[0])) for x, t in bottom]
         assert [n for _, n in xs] == [2, 4, 6, 8, 10, 12], xs
         assert [x for x, _ in xgrid[title]] == [x for x, _ in xs], title  # same x axis as its column
-        xa, xb = _fit(xs)
+        xa, xb = line_fit(xs)
         vals = {}
         for x, y in pts:
             n = xa + xb * x
