@@ -14,6 +14,7 @@ import pytest
 from reproduce import published as pub
 from reproduce import published_judged as pj
 from reproduce.published_pairs import tally
+from tests.test_published_judged_fourth import assert_family_figures
 from tests.test_published_judged_second import assert_node_figures
 
 ROUND = ("chainermn", "charts2", "daint")
@@ -54,16 +55,7 @@ def test_chainermns_first_prediction_expressed_no_row_for_want_of_a_host_link():
 
 @pytest.mark.parametrize("family", ROUND)
 def test_the_frozen_predictions_and_figures_are_as_reported(family):
-    rows = pj.judged_rows(family)
-    n, across, whole, across_fig, hits = FIGURES[family]
-    assert len(rows) == n and sum(j.row["nodes"] > 1 for j in rows) == across
-    for j in rows:  # the frozen predictions are what the model gives now
-        assert abs(pub.predict_row(j.row).predicted / j.predicted - 1) < 1e-6, j.row["id"]
-    assert _medians([j.error_pct for j in rows]) == whole
-    assert _medians([j.error_pct for j in rows if j.row["nodes"] > 1]) == across_fig
-    for half, (inside, total) in hits.items():
-        in_half = [j for j in rows if j.row["half"] == half]
-        assert (pj.inside_band(in_half), len(in_half)) == (inside, total)
+    assert_family_figures(family, *FIGURES[family])
 
 
 @pytest.mark.parametrize("family", ROUND)
