@@ -127,3 +127,15 @@ def test_the_figures_the_link_notes_quote_from_the_later_rounds():
     pcie = [j for f in ("charts", "chainermn") for j in pj.judged_rows(f)
             if j.row["nodes"] == 1 and j.row["intra"] == "pcie3"]
     assert len(pcie) == 16 and round(float(np.median([j.error_pct for j in pcie]))) == 41
+
+
+def test_the_two_socket_layout_declared_for_a_next_round_on_chainermns_nodes():
+    # docs/validation.md: the layout takes ChainerMN's 8 one-node rows on TITAN X nodes from 11.8% to 10.5%
+    from reproduce.published_whatif import with_layout
+
+    rows = pub.load_runs(pj.runs_path("chainermn"))
+    laid, changed = with_layout(rows, pub.ROOT / "data" / "topologies" / "two_sockets_4gpu.txt", "broadwell")
+    assert changed == 28
+    one = [(r, l) for r, l in zip(rows, laid) if r["nodes"] == 1]
+    assert _medians([pub.error_pct(pub.predict_row(r).predicted, r["samples_per_s"]) for r, _ in one]) == (11.8, 11.8)
+    assert _medians([pub.error_pct(pub.predict_row(l).predicted, r["samples_per_s"]) for r, l in one]) == (10.5, 10.5)
