@@ -8,16 +8,14 @@ import csv
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from reproduce import published as pub
 from reproduce import published_judged as pj
+from tests.judged_checks import assert_family_figures, medians
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "data" / "published"
-# the effects of the model these files were judged with (all of reproduce.published.EFFECTS at 3704387)
-JUDGED_EFFECTS = ("gpu-variability", "horovod-cycle", "overlap-interference", "partial-node-rings", "bucket-copies")
 # family -> rows, rows across nodes, (median |error|, median signed) over all rows and across nodes (None:
 # none across nodes), the 80% band's hits around the judged predictions on the dev and held-out halves
 FIGURES = {
@@ -28,10 +26,6 @@ FIGURES = {
     "dleold": (18, 10, (12.9, 12.9), (15.1, 15.1), {"dev": (8, 10), "held-out": (7, 8)}),
     "cloud": (60, 30, (10.1, 8.3), (15.6, 15.6), {"dev": (24, 32), "held-out": (18, 28)}),
 }
-
-
-def _medians(errors: list[float]) -> tuple[float, float]:
-    return round(float(np.median(np.abs(errors))), 1), round(float(np.median(errors)), 1)
 
 
 def _excerpt_lines() -> dict[tuple[str, str], dict[int, str]]:
@@ -94,39 +88,29 @@ def test_every_number_is_printed_in_the_familys_excerpts(family):
 
 @pytest.mark.parametrize("family", sorted(FIGURES))
 def test_the_judged_predictions_and_figures_are_as_reported(family):
-    rows = pj.judged_rows(family)
-    n, across, whole, across_fig, hits = FIGURES[family]
-    assert len(rows) == n and sum(j.row["nodes"] > 1 for j in rows) == across
-    for j in rows:  # the frozen predictions are the model of the judgement's
-        assert abs(pub.predict_row(j.row, effects=JUDGED_EFFECTS).predicted / j.predicted - 1) < 1e-6, j.row["id"]
-    assert _medians([j.error_pct for j in rows]) == whole
-    if across_fig is not None:
-        assert _medians([j.error_pct for j in rows if j.row["nodes"] > 1]) == across_fig
-    for half, (inside, total) in hits.items():
-        in_half = [j for j in rows if j.row["half"] == half]
-        assert (pj.inside_band(in_half), len(in_half)) == (inside, total)
+    assert_family_figures(family, *FIGURES[family])
 
 
 def test_the_pooled_figures_quoted_in_the_docs():
     new = [j for f in FIGURES for j in pj.judged_rows(f)]
     across = [j for j in new if j.row["nodes"] > 1]
     assert (len(new), len(across)) == (254, 100)
-    assert _medians([j.error_pct for j in new]) == (3.6, 1.0)
-    assert _medians([j.error_pct for j in new if j.row["nodes"] == 1]) == (1.5, 0.2)
-    assert _medians([j.error_pct for j in across]) == (16.8, 3.5)
+    assert medians([j.error_pct for j in new]) == (3.6, 1.0)
+    assert medians([j.error_pct for j in new if j.row["nodes"] == 1]) == (1.5, 0.2)
+    assert medians([j.error_pct for j in across]) == (16.8, 3.5)
     # the linear guess does as well across nodes: the model adds nothing there on these families
-    assert _medians([j.linear_error_pct for j in across])[0] == 16.0
-    assert _medians([j.linear_error_pct for j in new])[0] == 6.7
+    assert medians([j.linear_error_pct for j in across])[0] == 16.0
+    assert medians([j.linear_error_pct for j in new])[0] == 6.7
     assert pj.inside_band(new) == 194
     # the 28 rows across nodes whose inputs the transcription flagged before the judgement, and the other 72
     flagged = [j for j in across if j.family == "dlenew" or j.row["system"] == "aws-p2.xlarge"
                or (j.row["system"] == "aws-p2.8xlarge" and j.row["data"] == "real")]
     rest = [j for j in across if j not in flagged]
-    assert (len(flagged), _medians([j.error_pct for j in flagged])) == (28, (22.1, -13.6))
-    assert (len(rest), _medians([j.error_pct for j in rest]), _medians([j.linear_error_pct for j in rest])[0]) == (
+    assert (len(flagged), medians([j.error_pct for j in flagged])) == (28, (22.1, -13.6))
+    assert (len(rest), medians([j.error_pct for j in rest]), medians([j.linear_error_pct for j in rest])[0]) == (
         72, (10.0, 4.4), 15.7)
     every = [j for f in ("pcie", "lumi", *FIGURES) for j in pj.judged_rows(f)]  # the eight of the first rounds
-    assert (len(every), _medians([j.error_pct for j in every]), pj.inside_band(every)) == (436, (6.2, 2.7), 309)
+    assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (436, (6.2, 2.7), 309)
 
 
 def test_the_table_reads_the_frozen_predictions(capsys):

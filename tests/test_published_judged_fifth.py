@@ -14,8 +14,8 @@ import pytest
 from reproduce import published as pub
 from reproduce import published_judged as pj
 from reproduce.published_pairs import tally
-from tests.test_published_judged_fourth import assert_family_figures
-from tests.test_published_judged_second import assert_node_figures
+from tests.judged_checks import (assert_family_figures, assert_node_figures, assert_round_figures, medians,
+                                 one_node_layout_errors)
 
 ROUND = ("chainermn", "charts2", "daint")
 FIRST_CHAINERMN = pub.ROOT / "results" / "published_chainermn_unexpressible" / "predictions.csv"
@@ -30,10 +30,6 @@ FIGURES = {
 # the one-node run
 NODE_FIGURES = {"chainermn": (20, (71.9, 71.9), (15.5, 15.5)), "charts2": (15, (59.3, 59.3), (28.8, 28.8)),
                 "daint": (0, None, None)}
-
-
-def _medians(errors: list[float]) -> tuple[float, float]:
-    return round(float(np.median(np.abs(errors))), 1), round(float(np.median(errors)), 1)
 
 
 def test_the_registry_holds_the_fifth_round():
@@ -64,34 +60,26 @@ def test_the_frozen_node_predictions_are_the_node_predictors(family):
 
 
 def test_the_pooled_figures_quoted_in_the_docs():
-    rows = [j for f in ROUND for j in pj.judged_rows(f)]
+    rows = assert_round_figures(ROUND, 95, 84, (14.9, 14.1), (7.0, 7.0), (15.6, 14.4), [49.9, 13.2, 60.3], {
+        "dev": (44, (12.0, 9.3), 39, (12.7, 9.7)), "held-out": (51, (33.0, 33.0), 45, (46.7, 46.7))})
     across, one = [j for j in rows if j.row["nodes"] > 1], [j for j in rows if j.row["nodes"] == 1]
-    assert (len(rows), len(across)) == (95, 84)
-    assert _medians([j.error_pct for j in rows]) == (14.9, 14.1)
-    assert _medians([j.error_pct for j in one]) == (7.0, 7.0)
-    assert _medians([j.error_pct for j in across]) == (15.6, 14.4)
-    assert [_medians([j.linear_error_pct for j in g])[0] for g in (rows, one, across)] == [49.9, 13.2, 60.3]
-    for half, want in (("dev", (44, (12.0, 9.3), 39, (12.7, 9.7))), ("held-out", (51, (33.0, 33.0), 45, (46.7, 46.7)))):
-        sub = [j for j in rows if j.row["half"] == half]
-        far = [j for j in sub if j.row["nodes"] > 1]
-        assert (len(sub), _medians([j.error_pct for j in sub]), len(far), _medians([j.error_pct for j in far])) == want
     assert (pj.inside_band(rows), pj.inside_band(one), pj.inside_band(across)) == (47, 7, 40)
 
     def by(family, scheme, network=None):
         return [j.error_pct for j in across if j.family == family and j.row["scheme"] == scheme
                 and (network is None or j.row["network"] == network)]
     # the schemes across nodes, as docs/validation.md lists them
-    assert _medians(by("chainermn", "horovod-mpi-cuda-aware")) == (9.3, 9.3)  # ChainerMN itself
-    assert _medians(by("chainermn", "horovod-mpi")) == (112.3, 112.3)  # CNTK
-    assert _medians(by("chainermn", "mxnet-dist-device-sync")) == (56.7, 56.7)
-    assert _medians(by("chainermn", "tf-distributed-replicated")) == (82.8, 82.8)
-    assert _medians(by("charts2", "byteps", "eth-100g")) == (104.3, 104.3)
-    assert _medians(by("charts2", "horovod-nccl", "eth-100g") + by("charts2", "pytorch-ddp", "eth-100g")) == (
+    assert medians(by("chainermn", "horovod-mpi-cuda-aware")) == (9.3, 9.3)  # ChainerMN itself
+    assert medians(by("chainermn", "horovod-mpi")) == (112.3, 112.3)  # CNTK
+    assert medians(by("chainermn", "mxnet-dist-device-sync")) == (56.7, 56.7)
+    assert medians(by("chainermn", "tf-distributed-replicated")) == (82.8, 82.8)
+    assert medians(by("charts2", "byteps", "eth-100g")) == (104.3, 104.3)
+    assert medians(by("charts2", "horovod-nccl", "eth-100g") + by("charts2", "pytorch-ddp", "eth-100g")) == (
         36.1, 36.1)
-    assert _medians(by("daint", "horovod-nccl")) == (6.3, -2.7) and _medians(by("daint", "horovod-mpi")) == (9.7, -6.2)
+    assert medians(by("daint", "horovod-nccl")) == (6.3, -2.7) and medians(by("daint", "horovod-mpi")) == (9.7, -6.2)
     node = [(j, p) for f in ROUND for j, p in pj.node_judged(f)]
     by_node = [pj.Judged(j.family, j.row, p) for j, p in node]
-    assert (len(node), _medians([j.error_pct for j, _ in node]), _medians([j.error_pct for j in by_node])) == (
+    assert (len(node), medians([j.error_pct for j, _ in node]), medians([j.error_pct for j in by_node])) == (
         35, (67.3, 67.3), (17.5, 17.5))
 
 
@@ -109,12 +97,12 @@ def test_scheme_pairs_ranked_by_the_frozen_predictions():
 
 def test_every_judged_family_and_the_rounds_judged_from_both_predictors():
     every = [j for f in pj.JUDGED for j in pj.judged_rows(f)]
-    assert (len(every), _medians([j.error_pct for j in every]), pj.inside_band(every)) == (1154, (5.6, 2.7), 809)
-    assert _medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.9, 9.2)
-    assert _medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.6, 1.1)
+    assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (1154, (5.6, 2.7), 809)
+    assert medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.9, 9.2)
+    assert medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.6, 1.1)
     node = [(j, p) for f in pj.NODE_JUDGED for j, p in pj.node_judged(f)]
-    assert (len(node), _medians([j.error_pct for j, _ in node]),
-            _medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (237, (19.0, 17.2), (11.0, 5.7))
+    assert (len(node), medians([j.error_pct for j, _ in node]),
+            medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (237, (19.0, 17.2), (11.0, 5.7))
 
 
 def test_the_figures_the_link_notes_quote_from_the_later_rounds():
@@ -131,11 +119,5 @@ def test_the_figures_the_link_notes_quote_from_the_later_rounds():
 
 def test_the_two_socket_layout_declared_for_a_next_round_on_chainermns_nodes():
     # docs/validation.md: the layout takes ChainerMN's 8 one-node rows on TITAN X nodes from 11.8% to 10.5%
-    from reproduce.published_whatif import with_layout
-
-    rows = pub.load_runs(pj.runs_path("chainermn"))
-    laid, changed = with_layout(rows, pub.ROOT / "data" / "topologies" / "two_sockets_4gpu.txt", "broadwell")
-    assert changed == 28
-    one = [(r, l) for r, l in zip(rows, laid) if r["nodes"] == 1]
-    assert _medians([pub.error_pct(pub.predict_row(r).predicted, r["samples_per_s"]) for r, _ in one]) == (11.8, 11.8)
-    assert _medians([pub.error_pct(pub.predict_row(l).predicted, r["samples_per_s"]) for r, l in one]) == (10.5, 10.5)
+    one = one_node_layout_errors("chainermn", changed=28)
+    assert medians([b for _, b, _ in one]) == (11.8, 11.8) and medians([a for _, _, a in one]) == (10.5, 10.5)

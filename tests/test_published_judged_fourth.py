@@ -12,7 +12,8 @@ import pytest
 
 from reproduce import published as pub
 from reproduce import published_judged as pj
-from tests.test_published_judged_second import assert_node_figures
+from tests.judged_checks import (assert_family_figures, assert_node_figures, assert_round_figures, medians,
+                                 one_node_layout_errors)
 
 ROUND = ("charts", "benchlogs", "threads")
 # family -> rows, rows across nodes, (median |error|, signed) over all rows and across nodes, the committed band's
@@ -26,10 +27,6 @@ FIGURES = {
 # the one-node run
 NODE_FIGURES = {"charts": (15, (15.6, 6.5), (16.2, -6.9)), "benchlogs": (0, None, None),
                 "threads": (2, (4.1, -4.0), (14.6, -14.6))}
-
-
-def _medians(errors: list[float]) -> tuple[float, float]:
-    return round(float(np.median(np.abs(errors))), 1), round(float(np.median(errors)), 1)
 
 
 def test_the_registry_holds_the_fourth_round():
@@ -51,21 +48,6 @@ def test_every_printed_number_is_in_the_familys_excerpts(family):
         assert r["samples_per_s"] in texts and r["single_gpu_samples_per_s"] in texts, r["id"]
 
 
-def assert_family_figures(family: str, n: int, across: int, whole, across_fig, hits: dict) -> None:
-    """The family's frozen predictions: n rows (``across`` across nodes), each what the model gives now, the medians
-    (|error|, signed) over all rows and across nodes, the committed band's (hits, rows) per declared half."""
-    rows = pj.judged_rows(family)
-    assert len(rows) == n and sum(j.row["nodes"] > 1 for j in rows) == across
-    for j in rows:  # the frozen predictions are what the model gives now (no change since the declaration)
-        assert abs(pub.predict_row(j.row).predicted / j.predicted - 1) < 1e-6, j.row["id"]
-    assert _medians([j.error_pct for j in rows]) == whole
-    if across:
-        assert _medians([j.error_pct for j in rows if j.row["nodes"] > 1]) == across_fig
-    for half, (inside, total) in hits.items():
-        in_half = [j for j in rows if j.row["half"] == half]
-        assert (pj.inside_band(in_half), len(in_half)) == (inside, total)
-
-
 @pytest.mark.parametrize("family", ROUND)
 def test_the_frozen_predictions_and_figures_are_as_reported(family):
     assert_family_figures(family, *FIGURES[family])
@@ -77,41 +59,33 @@ def test_the_frozen_node_predictions_are_the_node_predictors(family):
 
 
 def test_the_pooled_figures_quoted_in_the_docs():
-    rows = [j for f in ROUND for j in pj.judged_rows(f)]
+    rows = assert_round_figures(ROUND, 48, 18, (6.4, 0.1), (1.0, 0.0), (11.5, 3.4), [19.2, 3.9, 174.7], {
+        "dev": (19, (6.7, 0.8), 6, (11.7, 3.5)), "held-out": (29, (5.6, -0.1), 12, (11.5, 0.7))})
     across, one = [j for j in rows if j.row["nodes"] > 1], [j for j in rows if j.row["nodes"] == 1]
-    assert (len(rows), len(across)) == (48, 18)
-    assert _medians([j.error_pct for j in rows]) == (6.4, 0.1)
-    assert _medians([j.error_pct for j in one]) == (1.0, 0.0)
-    assert _medians([j.error_pct for j in across]) == (11.5, 3.4)
-    assert [_medians([j.linear_error_pct for j in g])[0] for g in (rows, one, across)] == [19.2, 3.9, 174.7]
-    for half, want in (("dev", (19, (6.7, 0.8), 6, (11.7, 3.5))), ("held-out", (29, (5.6, -0.1), 12, (11.5, 0.7)))):
-        sub = [j for j in rows if j.row["half"] == half]
-        far = [j for j in sub if j.row["nodes"] > 1]
-        assert (len(sub), _medians([j.error_pct for j in sub]), len(far), _medians([j.error_pct for j in far])) == want
     # across nodes by network: DeepSpeed's InfiniBand QDR (32 Gb/s measured) and 40 GbE (4.1 Gb/s measured),
     # the p3.16xlarge's 25 GbE (Bluefog's Horovod bars and the aws-samples thread)
     by_net = {net: [j for j in across if j.row["network"].startswith(net)] for net in ("32Gb/s", "4.1Gb/s", "eth-25g")}
-    assert {net: (len(js), _medians([j.error_pct for j in js])) for net, js in by_net.items()} == {
+    assert {net: (len(js), medians([j.error_pct for j in js])) for net, js in by_net.items()} == {
         "32Gb/s": (5, (8.3, -5.6)), "4.1Gb/s": (6, (21.0, 21.0)), "eth-25g": (6, (7.3, -7.2))}
     # DeepSpeed's BERT-large on 2 and 4 V100 PCIe of one node: the model far too fast
     ds_one = [j for j in one if j.family == "charts" and j.row["model"] == "bert-large"]
-    assert (len(ds_one), _medians([j.error_pct for j in ds_one])) == (8, (60.7, 60.7))
+    assert (len(ds_one), medians([j.error_pct for j in ds_one])) == (8, (60.7, 60.7))
     assert (pj.inside_band(rows), pj.inside_band(one), pj.inside_band(across)) == (36, 21, 15)
     node = [(j, p) for f in ROUND for j, p in pj.node_judged(f)]
     by_node = [pj.Judged(j.family, j.row, p) for j, p in node]
-    assert (len(node), _medians([j.error_pct for j, _ in node]), _medians([j.error_pct for j in by_node])) == (
+    assert (len(node), medians([j.error_pct for j, _ in node]), medians([j.error_pct for j in by_node])) == (
         17, (13.0, 0.2), (16.2, -11.0))
     assert not [p for f in ROUND for p in pj.frozen_pairs(pj.judged_rows(f))]  # no scheme pairs in this round
 
 
 def test_every_judged_family_and_the_rounds_judged_from_both_predictors():
     every = [j for f in pj.JUDGED if f not in pj.NODE_ROUNDS["fifth"] for j in pj.judged_rows(f)]  # by then
-    assert (len(every), _medians([j.error_pct for j in every]), pj.inside_band(every)) == (1059, (5.0, 2.6), 762)
-    assert _medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.8, 8.5)
-    assert _medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.5, 1.0)
+    assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (1059, (5.0, 2.6), 762)
+    assert medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.8, 8.5)
+    assert medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.5, 1.0)
     node = [(j, p) for f in pj.NODE_JUDGED if f not in pj.NODE_ROUNDS["fifth"] for j, p in pj.node_judged(f)]
-    assert (len(node), _medians([j.error_pct for j, _ in node]),
-            _medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (202, (14.9, 12.8), (10.5, 4.3))
+    assert (len(node), medians([j.error_pct for j, _ in node]),
+            medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (202, (14.9, 12.8), (10.5, 4.3))
 
 
 def test_the_rounds_figures_over_tcp_and_inside_pcie_nodes():
@@ -128,14 +102,7 @@ def test_the_rounds_figures_over_tcp_and_inside_pcie_nodes():
 def test_the_two_socket_layout_diagnostic_on_deepspeeds_pcie_nodes():
     # docs/validation.md: the PCIe family's two-socket layout, unchanged, takes DeepSpeed's 8 one-node rows from
     # 60.7% to 22.3% (both too fast) and the family's 9 one-node rows from 58.4% to 18.4%
-    from reproduce.published_whatif import with_layout
-
-    rows = pub.load_runs(pj.runs_path("charts"))
-    laid, changed = with_layout(rows, pub.ROOT / "data" / "topologies" / "two_sockets_4gpu.txt", "broadwell")
-    assert changed == 19
-    one = [(r, l) for r, l in zip(rows, laid) if r["nodes"] == 1]
-    after = [pub.error_pct(pub.predict_row(l).predicted, r["samples_per_s"]) for r, l in one]
-    before = [pub.error_pct(pub.predict_row(r).predicted, r["samples_per_s"]) for r, _ in one]
-    ds = [i for i, (r, _) in enumerate(one) if r["model"] == "bert-large"]
-    assert _medians([before[i] for i in ds]) == (60.7, 60.7) and _medians([after[i] for i in ds]) == (22.3, 22.3)
-    assert _medians(before) == (58.4, 58.4) and _medians(after) == (18.4, 18.4)
+    one = one_node_layout_errors("charts", changed=19)
+    ds = [(before, after) for r, before, after in one if r["model"] == "bert-large"]
+    assert medians([b for b, _ in ds]) == (60.7, 60.7) and medians([a for _, a in ds]) == (22.3, 22.3)
+    assert medians([b for _, b, _ in one]) == (58.4, 58.4) and medians([a for _, _, a in one]) == (18.4, 18.4)

@@ -5,14 +5,13 @@ same scheme's one-node run (node_predictions.csv). Each number is on the excerpt
 derived by its generator from the excerpted plots); the frozen predictions are what the model of the judgement
 gives; the figures quoted in the docs are those of the frozen files (reproduce.published_judged)."""
 
-import numpy as np
 import pytest
 
 from reproduce import published as pub
 from reproduce import published_judged as pj
-from reproduce import published_node as pn
 from reproduce.published_pairs import PAIR_KEY, SAME_MACHINES_KEY, tally
-from tests.test_published_judged import JUDGED_EFFECTS, PUBLISHED, numbers_on_cited_lines
+from tests.judged_checks import JUDGED_EFFECTS, assert_family_figures, assert_node_figures, medians
+from tests.test_published_judged import PUBLISHED, numbers_on_cited_lines
 
 # family -> rows, rows across nodes, (median |error|, median signed) over all rows and across nodes, the 80%
 # band's hits around the frozen predictions on the dev and held-out halves
@@ -30,10 +29,6 @@ CORRECTED = {"d046": 264, "d047": 176, "d048": 132, "d049": 88}
 # the one-node run
 NODE_FIGURES = {"byteps": (0, None, None), "awsblog": (0, None, None), "azure": (111, (31.1, 31.1), (15.2, 15.2)),
                 "paddle": (12, (7.0, 4.5), (8.5, 1.6)), "oneflow": (22, (1.9, -1.2), (2.7, -1.6))}
-
-
-def _medians(errors: list[float]) -> tuple[float, float]:
-    return round(float(np.median(np.abs(errors))), 1), round(float(np.median(errors)), 1)
 
 
 def test_the_registry_holds_the_second_round():
@@ -61,30 +56,9 @@ def test_azure_values_are_read_off_plots_that_the_excerpts_hold():
 
 @pytest.mark.parametrize("family", sorted(FIGURES))
 def test_the_frozen_predictions_and_figures_are_as_reported(family):
-    rows = pj.judged_rows(family)
-    n, across, whole, across_fig, hits = FIGURES[family]
-    assert len(rows) == n and sum(j.row["nodes"] > 1 for j in rows) == across
-    for j in rows[::3]:  # the frozen predictions are the model of the judgement's, on the rows as judged
-        judged_row = j.row | {"accumulate": j.row["accumulate"] // 4} if j.row["id"] in CORRECTED else j.row
-        assert abs(pub.predict_row(judged_row, effects=JUDGED_EFFECTS).predicted / j.predicted - 1) < 1e-6, j.row["id"]
-    assert _medians([j.error_pct for j in rows]) == whole
-    assert _medians([j.error_pct for j in rows if j.row["nodes"] > 1]) == across_fig
-    for half, (inside, total) in hits.items():
-        in_half = [j for j in rows if j.row["half"] == half]
-        assert (pj.inside_band(in_half), len(in_half)) == (inside, total)
-
-
-def assert_node_figures(family: str, n: int, by_gpu, by_node, step: int) -> None:
-    """The family's frozen node predictions: n rows, every ``step``-th what the node predictor gives now, the medians
-    (|error|, signed) from the single-GPU rate and from the one-node run."""
-    nodes = pn.node_rows(pub.load_runs(pj.runs_path(family)))
-    judged = pj.node_judged(family)
-    assert len(judged) == n
-    for j, p in judged[::step]:
-        assert abs(pn.predict_from_node(j.row, nodes).predicted / p - 1) < 1e-6, j.row["id"]
-    if n:
-        assert _medians([j.error_pct for j, _ in judged]) == by_gpu
-        assert _medians([pj.Judged(family, j.row, p).error_pct for j, p in judged]) == by_node
+    # the frozen predictions are the model of the judgement's, on the rows as judged
+    assert_family_figures(family, *FIGURES[family], step=3, as_judged=lambda r: (
+        r | {"accumulate": r["accumulate"] // 4} if r["id"] in CORRECTED else r))
 
 
 @pytest.mark.parametrize("family", sorted(NODE_FIGURES))
@@ -95,16 +69,16 @@ def test_the_frozen_node_predictions_are_the_node_predictors(family):
 def test_azure_across_vms_from_single_gpu_rates_and_from_one_vm():
     judged = pj.node_judged("azure")
     node = [pj.Judged("azure", j.row, p) for j, p in judged]
-    assert _medians([j.error_pct for j, _ in judged]) == (31.1, 31.1)
-    assert _medians([j.error_pct for j in node]) == (15.2, 15.2) and pj.inside_band(node) == 93
+    assert medians([j.error_pct for j, _ in judged]) == (31.1, 31.1)
+    assert medians([j.error_pct for j in node]) == (15.2, 15.2) and pj.inside_band(node) == 93
     # declared before the judgement (a5b5fd5): the TCP rows rest on an assumed 10 GbE; over InfiniBand (FDR, cited)
     tcp = [i for i, (j, _) in enumerate(judged) if j.row["network"] == "eth-10g"]
     ib = [i for i in range(len(judged)) if i not in tcp]
     assert (len(tcp), len(ib)) == (60, 51)
-    assert _medians([judged[i][0].error_pct for i in ib]) == (7.4, 5.0)
-    assert _medians([node[i].error_pct for i in ib]) == (3.8, 2.8)
-    assert _medians([judged[i][0].error_pct for i in tcp]) == (41.7, 41.7)
-    assert _medians([node[i].error_pct for i in tcp]) == (35.4, 35.4)
+    assert medians([judged[i][0].error_pct for i in ib]) == (7.4, 5.0)
+    assert medians([node[i].error_pct for i in ib]) == (3.8, 2.8)
+    assert medians([judged[i][0].error_pct for i in tcp]) == (41.7, 41.7)
+    assert medians([node[i].error_pct for i in tcp]) == (35.4, 35.4)
 
 
 @pytest.mark.parametrize("family, key, want", [
@@ -120,21 +94,21 @@ def test_the_pooled_figures_quoted_in_the_docs():
     rows = [j for f in FIGURES for j in pj.judged_rows(f)]
     across, one = [j for j in rows if j.row["nodes"] > 1], [j for j in rows if j.row["nodes"] == 1]
     assert (len(rows), len(across)) == (384, 204)
-    assert _medians([j.error_pct for j in rows]) == (6.6, 4.3)
-    assert _medians([j.error_pct for j in one]) == (3.4, 1.6)
-    assert _medians([j.error_pct for j in across]) == (18.8, 18.2)
-    assert [_medians([j.linear_error_pct for j in g])[0] for g in (rows, one, across)] == [16.1, 8.0, 55.4]
+    assert medians([j.error_pct for j in rows]) == (6.6, 4.3)
+    assert medians([j.error_pct for j in one]) == (3.4, 1.6)
+    assert medians([j.error_pct for j in across]) == (18.8, 18.2)
+    assert [medians([j.linear_error_pct for j in g])[0] for g in (rows, one, across)] == [16.1, 8.0, 55.4]
     assert (pj.inside_band(rows), pj.inside_band(one), pj.inside_band(across)) == (270, 118, 152)
     # without the rows over the TCP link declared an assumption before the judgement (azure, a5b5fd5)
     known = [j for j in across if not (j.family == "azure" and j.row["network"] == "eth-10g")]
-    assert (len(known), _medians([j.error_pct for j in known]), _medians([j.linear_error_pct for j in known])[0]) == (
+    assert (len(known), medians([j.error_pct for j in known]), medians([j.linear_error_pct for j in known])[0]) == (
         144, (7.8, 4.5), 29.3)
     node = [(j, p) for f in FIGURES for j, p in pj.node_judged(f)]
-    assert (len(node), _medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (145, (11.6, 10.5))
+    assert (len(node), medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (145, (11.6, 10.5))
     assert pj.inside_band([pj.Judged(j.family, j.row, p) for j, p in node]) == 125  # docs/intervals.md
     node_known = [(j, p) for j, p in node if not (j.family == "azure" and j.row["network"] == "eth-10g")]
-    assert (len(node_known), _medians([j.error_pct for j, _ in node_known]),
-            _medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node_known])) == (85, (4.7, 3.4), (3.7, 2.0))
+    assert (len(node_known), medians([j.error_pct for j, _ in node_known]),
+            medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node_known])) == (85, (4.7, 3.4), (3.7, 2.0))
     # the runs file as corrected (CORRECTED's accumulation no longer matches the TF rows': 4 pairs fewer, 3 of
     # them right, than as judged: 65, 41, 44 and 257, 171, 202)
     for key, want in ((PAIR_KEY, (61, 38, 40)), (SAME_MACHINES_KEY, (253, 168, 198))):
@@ -142,9 +116,9 @@ def test_the_pooled_figures_quoted_in_the_docs():
         assert (t["pairs"], t["right"], t["right_or_tie"]) == want
     later = pj.NODE_ROUNDS["third"] + pj.NODE_ROUNDS["fourth"] + pj.NODE_ROUNDS["fifth"]
     every = [j for f in pj.JUDGED if f not in later for j in pj.judged_rows(f)]  # by then
-    assert (len(every), _medians([j.error_pct for j in every]), pj.inside_band(every)) == (820, (6.4, 3.3), 579)
-    assert _medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (17.6, 12.0)
-    assert _medians([j.error_pct for j in every if j.row["nodes"] == 1])[0] == 2.8
+    assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (820, (6.4, 3.3), 579)
+    assert medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (17.6, 12.0)
+    assert medians([j.error_pct for j in every if j.row["nodes"] == 1])[0] == 2.8
 
 
 def test_azure_pairs_across_vms_from_both_predictors():

@@ -4,15 +4,14 @@ judge them (163edb0) and before one prediction from both predictors (96d8c37). E
 its row cites; the frozen predictions are what the model of the judgement gives; the figures quoted in the docs
 are those of the frozen files; the declared candidate band is judged by its declared rule."""
 
-import numpy as np
 import pytest
 
 from perfmodel.intervals import load_bands
 from reproduce import published as pub
 from reproduce import published_judged as pj
 from reproduce.published_pairs import PAIR_KEY, SAME_MACHINES_KEY, tally
-from tests.test_published_judged import JUDGED_EFFECTS, numbers_on_cited_lines
-from tests.test_published_judged_second import assert_node_figures
+from tests.judged_checks import assert_family_figures, assert_node_figures, assert_round_figures, medians
+from tests.test_published_judged import numbers_on_cited_lines
 
 ROUND = ("paddle2", "dlperf2", "dleconv", "schemes")
 CANDIDATE = pub.ROOT / "results" / "round3_declared" / "intervals_candidate.toml"
@@ -31,10 +30,6 @@ NODE_FIGURES = {"paddle2": (17, (7.5, 1.7), (4.3, 1.3)), "dlperf2": (8, (9.1, 0.
 PAIRS = {"paddle2": (24, 24, 24), "dlperf2": (0, 0, 0), "dleconv": (64, 57, 60), "schemes": (10, 10, 10)}
 
 
-def _medians(errors: list[float]) -> tuple[float, float]:
-    return round(float(np.median(np.abs(errors))), 1), round(float(np.median(errors)), 1)
-
-
 def test_the_registry_holds_the_third_round():
     assert set(ROUND) <= set(pj.JUDGED) and pj.NODE_ROUNDS["third"] == ROUND
 
@@ -48,17 +43,8 @@ def test_every_number_is_on_the_excerpt_line_its_row_cites(family):
 
 @pytest.mark.parametrize("family", ROUND)
 def test_the_frozen_predictions_and_figures_are_as_reported(family):
-    rows = pj.judged_rows(family)
-    n, across, whole, across_fig, hits, candidate = FIGURES[family]
-    assert len(rows) == n and sum(j.row["nodes"] > 1 for j in rows) == across
-    for j in rows[::3]:  # the frozen predictions are the model of the judgement's
-        assert abs(pub.predict_row(j.row, effects=JUDGED_EFFECTS).predicted / j.predicted - 1) < 1e-6, j.row["id"]
-    assert _medians([j.error_pct for j in rows]) == whole
-    if across:
-        assert _medians([j.error_pct for j in rows if j.row["nodes"] > 1]) == across_fig
-    for half, (inside, total) in hits.items():
-        in_half = [j for j in rows if j.row["half"] == half]
-        assert (pj.inside_band(in_half), len(in_half)) == (inside, total)
+    *figures, candidate = FIGURES[family]
+    rows = assert_family_figures(family, *figures, step=3)  # the frozen predictions are the model of the judgement's
     assert pj.inside_band(rows, load_bands(CANDIDATE)) == candidate
 
 
@@ -76,24 +62,16 @@ def test_scheme_pairs_ranked_by_the_frozen_predictions(family):
 
 
 def test_the_pooled_figures_quoted_in_the_docs():
-    rows = [j for f in ROUND for j in pj.judged_rows(f)]
-    across, one = [j for j in rows if j.row["nodes"] > 1], [j for j in rows if j.row["nodes"] == 1]
-    assert (len(rows), len(across)) == (191, 51)
-    assert _medians([j.error_pct for j in rows]) == (2.7, 0.5)
-    assert _medians([j.error_pct for j in one]) == (2.1, 0.2)
-    assert _medians([j.error_pct for j in across]) == (7.6, 2.1)
-    assert [_medians([j.linear_error_pct for j in g])[0] for g in (rows, one, across)] == [4.5, 3.2, 10.6]
-    for half, want in (("dev", (95, (2.6, 0.4), 27, (7.3, -1.9))), ("held-out", (96, (2.8, 0.9), 24, (7.9, 4.7)))):
-        sub = [j for j in rows if j.row["half"] == half]
-        far = [j for j in sub if j.row["nodes"] > 1]
-        assert (len(sub), _medians([j.error_pct for j in sub]), len(far), _medians([j.error_pct for j in far])) == want
+    rows = assert_round_figures(ROUND, 191, 51, (2.7, 0.5), (2.1, 0.2), (7.6, 2.1), [4.5, 3.2, 10.6], {
+        "dev": (95, (2.6, 0.4), 27, (7.3, -1.9)), "held-out": (96, (2.8, 0.9), 24, (7.9, 4.7))})
+    across = [j for j in rows if j.row["nodes"] > 1]
     # over the TCP link the schemes family assumed (p3dn.24xlarge, 100 GbE) and over InfiniBand
     tcp = [j for j in across if j.row["network"] == "eth-100g"]
-    assert (len(tcp), _medians([j.error_pct for j in tcp])) == (12, (9.6, 2.9))
-    assert _medians([j.error_pct for j in across if j not in tcp]) == (5.9, 2.1)
+    assert (len(tcp), medians([j.error_pct for j in tcp])) == (12, (9.6, 2.9))
+    assert medians([j.error_pct for j in across if j not in tcp]) == (5.9, 2.1)
     node = [(j, p) for f in ROUND for j, p in pj.node_judged(f)]
     by_node = [pj.Judged(j.family, j.row, p) for j, p in node]
-    assert (len(node), _medians([j.error_pct for j, _ in node]), _medians([j.error_pct for j in by_node])) == (
+    assert (len(node), medians([j.error_pct for j, _ in node]), medians([j.error_pct for j in by_node])) == (
         40, (8.4, 2.2), (5.0, -0.8))
     assert pj.inside_band(by_node) == 30 and pj.inside_band(by_node, load_bands(CANDIDATE)) == 30
     t = tally([p for f in ROUND for p in pj.frozen_pairs(pj.judged_rows(f))])
@@ -101,9 +79,9 @@ def test_the_pooled_figures_quoted_in_the_docs():
     assert all(p.right for f in ROUND for p in pj.frozen_pairs(pj.judged_rows(f)) if p.a["nodes"] > 1)  # 18 of 18
     later = pj.NODE_ROUNDS["fourth"] + pj.NODE_ROUNDS["fifth"]
     every = [j for f in pj.JUDGED if f not in later for j in pj.judged_rows(f)]  # by then
-    assert (len(every), _medians([j.error_pct for j in every]), pj.inside_band(every)) == (1011, (4.8, 2.6), 726)
-    assert _medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.9, 9.1)
-    assert _medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.6, 1.1)
+    assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (1011, (4.8, 2.6), 726)
+    assert medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.9, 9.1)
+    assert medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.6, 1.1)
 
 
 def test_the_declared_rule_keeps_the_committed_bands():
