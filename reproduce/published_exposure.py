@@ -16,13 +16,11 @@ after per runs file, network and scheme (a what-if tried and not adopted). A dev
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from perfmodel.cli_guard import OneLineExitParser
-from perfmodel.scaling import predict
 from perfmodel.specs import SpecError
 from reproduce import published as pub
 
@@ -41,6 +39,13 @@ def default_runs() -> list[Path]:
     return [pub.RUNS] + [pub.RUNS.parent / f"{f}_runs.csv" for f in JUDGED]
 
 
+def capped_network(r: dict, cap_Bps: float) -> dict:
+    """The row with each NIC of its network (a preset or a figure) at most ``cap_Bps`` bytes/s, as a figure."""
+    net = pub.build_cluster(r).network
+    per_nic = min(net.bandwidth_Bps / r["nics"], cap_Bps)
+    return {**r, "network": f"{per_nic / 1e9!r}GB/s,{net.latency_s * 1e6!r}us"}
+
+
 def exposed_rows(paths: list[Path], socket_cap_Bps: float | None = None) -> list[dict]:
     """Each expressible row across nodes: file, network, scheme, exposed share of the predicted step, model
     and linear errors (percent); with ``socket_cap_Bps`` also ``capped``, the model's error with each NIC of
@@ -57,12 +62,8 @@ def exposed_rows(paths: list[Path], socket_cap_Bps: float | None = None) -> list
                      exposed=(t_iter - t_comp) / t_iter, error=pub.error_pct(o.predicted, r["samples_per_s"]),
                      linear=pub.error_pct(r["single_gpu_samples_per_s"] * r["gpus"], r["samples_per_s"]))
             if socket_cap_Bps is not None and x["tcp"]:  # the what-if: this row again over a capped link
-                cluster = pub.build_cluster(r)
-                net = cluster.network
-                capped = replace(net, bandwidth_Bps=min(net.bandwidth_Bps, socket_cap_Bps * max(r["nics"], 1)))
-                p = predict(pub.build_workload(r), cluster.with_link("network", capped), pub.build_strategy(r),
-                            [r["gpus"]], scaling="weak", batch=r["batch_per_gpu"])
-                x["capped"] = pub.error_pct(float(p.throughput[0]), r["samples_per_s"])
+                capped = pub.predict_row(capped_network(r, socket_cap_Bps))
+                x["capped"] = pub.error_pct(capped.predicted, r["samples_per_s"])
             out.append(x)
     return out
 
