@@ -330,7 +330,6 @@ def pcie_intra_note(cluster: Cluster) -> str | None:
             f"`nvidia-smi topo -m` with --gpu-topology and --host-cpu")
 
 
-
 def socket_network_note(cluster: Cluster, max_gpus: int) -> str | None:
     """One line when a prediction crosses nodes over a TCP Ethernet preset above 10 Gb/s (SOCKET_FABRICS):
     the preset is TCP's payload at line rate, which socket transports rarely reach there (NVIDIA/nccl

@@ -42,6 +42,8 @@ from reproduce.published_pairs import groups, miss_line, pairs, tally
 NODE_KEY = ("source", "system", "gpu", "network", "framework", "scheme", "model", "batch_per_gpu", "precision", "accumulate",
             "data", "grad_wire", "comm_overlap")
 HALVES = ("dev", "held-out")
+# both predictors' outcomes by row id: (from the one-node run, from the single-GPU rate), as outcomes() makes them
+Predicted = tuple[dict[str, Outcome], dict[str, Outcome]]
 #: NODE_KEY without the per-GPU batch: node runs of the same scheme at any batch
 ANY_BATCH_KEY = tuple(k for k in NODE_KEY if k != "batch_per_gpu")
 NODE_FILE = "node_predictions.csv"
@@ -120,7 +122,7 @@ def batch_transfer(rows: list[dict], via: dict[str, Outcome],
     return out
 
 
-def outcomes(rows: list[dict]) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
+def outcomes(rows: list[dict]) -> Predicted:
     """Each row's prediction from its one-node run and from its single-GPU rate alone, by row id (the
     latter for rows across nodes only: the others have no node prediction to compare with)."""
     nodes = node_rows(rows)
@@ -159,7 +161,7 @@ def band_coverage(rows: list[dict], via: dict[str, Outcome]) -> dict[str, tuple[
     return {h: (n, d) for h, (n, d) in out.items()}
 
 
-def node_records(rows: list[dict], predicted: tuple[dict[str, Outcome], dict[str, Outcome]] | None = None) -> list[dict]:
+def node_records(rows: list[dict], predicted: Predicted | None = None) -> list[dict]:
     """NODE_COLUMNS per row across nodes: its node row's id, the measured rate and both predictions
     (samples/s; empty where there is none, with the reason). ``predicted``: outcomes(rows), made here if not given."""
     nodes, (via, alone) = node_rows(rows), predicted or outcomes(rows)
@@ -177,7 +179,7 @@ def node_records(rows: list[dict], predicted: tuple[dict[str, Outcome], dict[str
     return out
 
 
-def write_node_predictions(rows: list[dict], out: Path, predicted: tuple[dict[str, Outcome], dict[str, Outcome]] | None = None) -> Path:
+def write_node_predictions(rows: list[dict], out: Path, predicted: Predicted | None = None) -> Path:
     """Write out/NODE_FILE (atomically) from ``rows`` (``predicted``: as node_records); PublishedError when out
     already holds one."""
     path = out / NODE_FILE
@@ -194,7 +196,7 @@ def _med(xs: list[float], signed: bool) -> str:
     return f"{100 * statistics.median(xs):+.1f}%" if signed else f"{100 * statistics.median(map(abs, xs)):.1f}%"
 
 
-def report(rows: list[dict], misses: str = "none", predicted: tuple[dict[str, Outcome], dict[str, Outcome]] | None = None) -> str:
+def report(rows: list[dict], misses: str = "none", predicted: Predicted | None = None) -> str:
     """The error table and the pair table across nodes (``misses``: "all" lists the node predictor's;
     ``predicted``: outcomes(rows), made here if not given)."""
     via, alone = predicted or outcomes(rows)
