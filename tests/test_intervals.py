@@ -117,17 +117,12 @@ def test_also_files_count_every_row_as_development(tmp_path):
     assert len(extra) == 38 and {x["row"]["half"] for x in extra} == {"dev"}
     assert [x["row"]["half"] for x in both[:len(base)]] == [x["row"]["half"] for x in base]
     assert "held-out" in {x["row"]["half"] for x in base}
-    assert any(r["half"] == "held-out" for r in pub_rows(lumi))  # the file's own split was overridden
+    assert any(r["half"] == "held-out" for r in pi.pub.load_runs(lumi))  # the file's own split was overridden
     fitted = pi.fit_bands(both)
     assert fitted.bands[("multi-node", "pooled")].rows == pi.fit_bands(base).bands[("multi-node", "pooled")].rows + 16
     path = tmp_path / "bands.toml"
     path.write_text(pi.toml_text(fitted, runs, (lumi,)))
     assert "every row of lumi_runs.csv" in iv.load_bands(path).source
-
-
-def pub_rows(path: Path) -> list[dict]:
-    from reproduce.published import load_runs
-    return load_runs(path)
 
 
 def test_held_out_coverage_of_the_committed_bands_is_near_80_percent():
