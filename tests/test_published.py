@@ -40,7 +40,7 @@ BUILDS = [("build.py", "runs.csv")] + [(f"build_{f}.py", f"{f}_runs.csv") for f 
                                        ("pcie", "lumi", "fleetx", "ebug", "lambda", "dlenew", "dleold", "cloud",
                                         "byteps", "awsblog", "azure", "paddle", "oneflow", "paddle2", "dlperf2",
                                         "dleconv", "schemes", "charts", "benchlogs", "threads", "chainermn",
-                                        "charts2", "daint")]
+                                        "charts2", "daint", "lambda2", "logs")]
 
 
 @pytest.mark.parametrize("script, table", BUILDS)
