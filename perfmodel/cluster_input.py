@@ -325,7 +325,8 @@ def pcie_intra_note(cluster: Cluster) -> str | None:
         return None
     return (f"the node's GPUs talk over the {fabric} preset ({cluster.intra.bandwidth_Bps / 1e9:.4g} GB/s, one x16 "
             f"link's copy rate): on 144 published runs of 4 V100 PCIe per node it made the model 20.6% too fast "
-            f"inside one node (41% on 16 runs of 2-4 GPUs over PCIe judged since; docs/validation.md); profile the "
+            f"inside one node (41% on 16 runs of 2-4 GPUs over PCIe judged since, yet 0.9% at the median on 99 runs "
+            f"of 2-8 PCIe workstation and server GPUs judged after those; docs/validation.md); profile the "
             f"node (perfmodel profile), give its measured allreduce bus bandwidth with --intra, or its "
             f"`nvidia-smi topo -m` with --gpu-topology and --host-cpu")
 

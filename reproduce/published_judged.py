@@ -65,6 +65,8 @@ JUDGED = {
     "chainermn": "ChainerMN's 2017 chart: ChainerMN, MXNet, CNTK, TensorFlow on 1-32 nodes of 4 TITAN X",
     "charts2": "Bagua's charts: BytePS, Horovod and DDP on 1-16 servers of 8 V100 over 100 and 10 Gb/s",
     "daint": "Sarus's Horovod figures on 2-128 Piz Daint nodes of one P100 (Aries at the page's MPI figure)",
+    "lambda2": "Lambda's PyTorch tables, the rest: PCIe workstations and servers, SXM systems, one node",
+    "logs": "ChainerMN's committed logs on 1-32 Azure VMs of 4 P100 over FDR (rates from timestamps)",
 }
 
 # the rounds whose families' rows across nodes were judged from their one-node runs too, in the same step
@@ -73,6 +75,7 @@ NODE_ROUNDS: dict[str, tuple[str, ...]] = {
     "third": ("paddle2", "dlperf2", "dleconv", "schemes"),
     "fourth": ("charts", "benchlogs", "threads"),
     "fifth": ("chainermn", "charts2", "daint"),
+    "sixth": ("lambda2", "logs"),
 }
 NODE_JUDGED: tuple[str, ...] = tuple(f for families in NODE_ROUNDS.values() for f in families)
 

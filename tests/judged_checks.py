@@ -15,6 +15,14 @@ JUDGED_EFFECTS = ("gpu-variability", "horovod-cycle", "overlap-interference", "p
 TWO_SOCKETS = pub.ROOT / "data" / "topologies" / "two_sockets_4gpu.txt"
 
 
+def judged_by(round_name: str) -> list[str]:
+    """The families judged by the end of round ``round_name``: every JUDGED family but the later rounds' (the
+    NODE_ROUNDS keys come in the order of the rounds)."""
+    names = list(pj.NODE_ROUNDS)
+    later = {f for r in names[names.index(round_name) + 1:] for f in pj.NODE_ROUNDS[r]}
+    return [f for f in pj.JUDGED if f not in later]
+
+
 def medians(errors: list[float]) -> tuple[float, float]:
     """(median |error|, median signed error), percent to one decimal, as the docs print them."""
     return round(float(np.median(np.abs(errors))), 1), round(float(np.median(errors)), 1)

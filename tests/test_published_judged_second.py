@@ -10,7 +10,7 @@ import pytest
 from reproduce import published as pub
 from reproduce import published_judged as pj
 from reproduce.published_pairs import PAIR_KEY, SAME_MACHINES_KEY, tally
-from tests.judged_checks import JUDGED_EFFECTS, assert_family_figures, assert_node_figures, medians
+from tests.judged_checks import JUDGED_EFFECTS, assert_family_figures, assert_node_figures, judged_by, medians
 from tests.test_published_judged import PUBLISHED, numbers_on_cited_lines
 
 # family -> rows, rows across nodes, (median |error|, median signed) over all rows and across nodes, the 80%
@@ -114,8 +114,7 @@ def test_the_pooled_figures_quoted_in_the_docs():
     for key, want in ((PAIR_KEY, (61, 38, 40)), (SAME_MACHINES_KEY, (253, 168, 198))):
         t = tally([p for f in FIGURES for p in pj.frozen_pairs(pj.judged_rows(f), key)])
         assert (t["pairs"], t["right"], t["right_or_tie"]) == want
-    later = pj.NODE_ROUNDS["third"] + pj.NODE_ROUNDS["fourth"] + pj.NODE_ROUNDS["fifth"]
-    every = [j for f in pj.JUDGED if f not in later for j in pj.judged_rows(f)]  # by then
+    every = [j for f in judged_by("second") for j in pj.judged_rows(f)]  # by then
     assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (820, (6.4, 3.3), 579)
     assert medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (17.6, 12.0)
     assert medians([j.error_pct for j in every if j.row["nodes"] == 1])[0] == 2.8
