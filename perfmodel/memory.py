@@ -52,17 +52,21 @@ _WIRE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 @dataclass(frozen=True)
 class Activations:
     """Activation memory of one model: bytes autograd saves per sample (fp32), the largest saved tensor
-    per sample, bytes that do not grow with the batch, and where the figures come from."""
+    per sample, bytes that do not grow with the batch, where the figures come from, and (CNNs) the per-sample
+    bytes backward holds at its layer-by-layer peak."""
 
     model: str
     bytes_per_sample: float
     output_bytes_per_sample: float
     fixed_bytes: float
     source: str
+    peak_bytes_per_sample: float | None = None  # backward's layer-by-layer peak, where the inventory has it
 
     def __post_init__(self) -> None:
-        for name in ("bytes_per_sample", "output_bytes_per_sample"):
+        for name in ("bytes_per_sample", "output_bytes_per_sample", "peak_bytes_per_sample"):
             v = getattr(self, name)
+            if v is None and name == "peak_bytes_per_sample":
+                continue
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise SpecError(f"activations of {self.model}: {name} must be a number >= 0, got {v!r}")
 
@@ -80,8 +84,10 @@ def load_activations(model: str, root: Path | None = None) -> Activations | None
     if rec is None:
         return None
     try:
+        peak = rec.get("peak_bytes_per_sample")
         return Activations(model, float(rec["bytes_per_sample"]), float(rec["output_bytes_per_sample"]),
-                           float(rec.get("fixed_bytes", 0.0)), str(rec.get("source", "")))
+                           float(rec.get("fixed_bytes", 0.0)), str(rec.get("source", "")),
+                           None if peak is None else float(peak))
     except (KeyError, TypeError, ValueError) as e:
         raise PresetError(f"{path} [{model}]: {e}") from None
 
@@ -142,10 +148,15 @@ def model_state_bytes(parameters: int, gpus, *, optimizer: str = "sgd", precisio
 
 
 def activation_bytes(acts: Activations, batch, precision: str = "fp32") -> np.ndarray:
-    """Activation bytes for a micro-batch of ``batch`` samples (fp32 figures halved for mixed precision)."""
+    """Activation bytes at backward's peak for a micro-batch of ``batch`` samples (fp32 figures halved for mixed
+    precision): the layer-by-layer peak where the inventory has one (what the layers up to k saved, k's output
+    gradient and the buffer beside k's largest saved tensor, at the worst k), else every saved tensor plus the
+    largest one's gradient buffer (an upper bound: it keeps every layer's saved tensors alive at once)."""
     scale = 0.5 if precision == "mixed" else 1.0
     b = np.asarray(batch, dtype=float)
-    return scale * (b * (acts.bytes_per_sample + acts.output_bytes_per_sample) + max(acts.fixed_bytes, 0.0))
+    per_sample = (acts.peak_bytes_per_sample if acts.peak_bytes_per_sample is not None
+                  else acts.bytes_per_sample + acts.output_bytes_per_sample)
+    return scale * (b * per_sample + max(acts.fixed_bytes, 0.0))
 
 
 def strategy_buffers(workload: Workload, strategy: Strategy, gpus, precision: str = "fp32") -> np.ndarray:

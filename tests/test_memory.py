@@ -42,6 +42,27 @@ def test_activation_bytes_scale_with_batch_and_precision():
     assert activation_bytes(ACTS, 4, "mixed")[()] == 2 * 110
 
 
+def test_the_layer_by_layer_peak_replaces_the_upper_bound_where_the_inventory_has_it():
+    peaked = Activations("toy", 100.0, 10.0, 0.0, "hand", peak_bytes_per_sample=95.0)
+    assert activation_bytes(peaked, 4)[()] == 4 * 95 and activation_bytes(peaked, 4, "mixed")[()] == 2 * 95
+    with pytest.raises(SpecError):
+        Activations("toy", 100.0, 10.0, 0.0, "hand", peak_bytes_per_sample=-1.0)
+
+
+def test_lenets_backward_peaks_at_its_first_pooling_layer():
+    """LeNet (conv 20@5x5, pool, conv 50@5x5, pool, fc 500, relu, fc 10) on a 1x28x28 image, fp32 bytes per
+    sample saved by each layer: conv1 its input 784 x 4 = 3136; pool1 its input 20x24x24 x 4 = 46080 and the
+    int64 indices of its 20x12x12 output, 23040; conv2 its input 2880 x 4 = 11520; pool2 50x8x8 x 4 + 800 x 8 =
+    19200; ip1 its input 3200; relu1 its output 2000 (ip2's input, the same storage). While pool1 runs backward,
+    conv1's and pool1's saved tensors are alive (72256) with the gradient of pool1's output (11520) and the
+    buffer beside its input (46080): 129856, more than all saved tensors at the start of backward (108176 + a
+    few kB); the upper bound, every saved tensor plus the largest's buffer, is 154256."""
+    acts = load_activations("lenet")
+    assert acts.bytes_per_sample == 3136 + 46080 + 23040 + 11520 + 19200 + 3200 + 2000 == 108176
+    assert acts.output_bytes_per_sample == 46080
+    assert acts.peak_bytes_per_sample == 3136 + 69120 + 11520 + 46080 == 129856
+
+
 def test_buffers_hand_counts():
     wl = _wl()
     assert strategy_buffers(wl, Strategy("ssgd", wire="fp16"), [4])[0] == 2 * 1000

@@ -70,11 +70,17 @@ def build(name: str) -> tuple[torch.nn.Module, tuple[int, ...], str]:
             f"torchvision {torchvision.__version__} models.{gen.TORCHVISION[name]}(weights=None)")
 
 
-def saved_bytes(model: torch.nn.Module, shape: tuple[int, ...], batch: int) -> tuple[int, dict, int]:
-    """(bytes autograd saves, {top-level child: bytes}, largest saved tensor's bytes) for one forward."""
+def saved_bytes(model: torch.nn.Module, shape: tuple[int, ...], batch: int) -> tuple[int, dict, int, int]:
+    """(bytes autograd saves, {top-level child: bytes}, largest saved tensor's bytes, backward's peak) for one
+    forward. The peak is the most backward holds at once, layer by layer: while top-level child k runs its
+    backward, the tensors saved by k and the children before it are still alive (autograd frees a node's saved
+    tensors once its backward has run), beside the gradient of k's output and the gradient buffer allocated next to
+    k's largest saved tensor; the peak is the largest such sum over the children in forward order."""
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen: set[int] = set()
     per_child: dict[str, int] = {}
+    big_child: dict[str, int] = {}
+    out_child: dict[str, int] = {}
     current = ["(root)"]
     largest = [0]
 
@@ -84,12 +90,22 @@ def saved_bytes(model: torch.nn.Module, shape: tuple[int, ...], batch: int) -> t
         if key and key not in params and key not in seen:
             seen.add(key)
             per_child[current[0]] = per_child.get(current[0], 0) + st.nbytes()
+            big_child[current[0]] = max(big_child.get(current[0], 0), st.nbytes())
             largest[0] = max(largest[0], st.nbytes())
         return t
+
+    def out_bytes(out) -> int:
+        if isinstance(out, torch.Tensor):
+            return out.numel() * out.element_size()
+        if isinstance(out, (tuple, list)):
+            return sum(out_bytes(o) for o in out)
+        return 0
 
     hooks = []
     for cname, child in model.named_children():
         hooks.append(child.register_forward_pre_hook(lambda m, i, n=cname: current.__setitem__(0, n)))
+        hooks.append(child.register_forward_hook(
+            lambda m, i, o, n=cname: out_child.__setitem__(n, out_child.get(n, 0) + out_bytes(o))))
     model.train()
     x = torch.randn(batch, *shape)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -97,16 +113,20 @@ def saved_bytes(model: torch.nn.Module, shape: tuple[int, ...], batch: int) -> t
     for hk in hooks:
         hk.remove()
     del out
-    return sum(per_child.values()), per_child, largest[0]
+    peak, alive = 0, 0
+    for name in per_child:  # forward order: the order in which the children first saved a tensor
+        alive += per_child[name]
+        peak = max(peak, alive + out_child.get(name, 0) + big_child.get(name, 0))
+    return sum(per_child.values()), per_child, largest[0], peak
 
 
 def cnn_record(name: str) -> dict:
     model, shape, what = build(name)
-    two, c2, big2 = saved_bytes(model, shape, 2)
-    four, c4, big4 = saved_bytes(model, shape, 4)
+    two, c2, big2, peak2 = saved_bytes(model, shape, 2)
+    four, c4, big4, peak4 = saved_bytes(model, shape, 4)
     layers = [[k, (c4.get(k, 0) - c2.get(k, 0)) // 2] for k in c4]
     return {"bytes_per_sample": (four - two) // 2, "output_bytes_per_sample": (big4 - big2) // 2,
-            "fixed_bytes": 2 * two - four,
+            "peak_bytes_per_sample": (peak4 - peak2) // 2, "fixed_bytes": 2 * two - four,
             "layers": layers, "input": f"one {'x'.join(map(str, shape))} image",
             "source": f"{what}, train mode; autograd's saved tensors, (batch 4 - batch 2) / 2 "
                       f"(data/presets/activations/generate.py)"}
