@@ -113,6 +113,24 @@ def md_table(lines: list[str]) -> list[list[str]]:
     return out
 
 
+def csv_cells(lines: list[str]) -> tuple[list[str], dict[str, tuple[int, list[str]]]]:
+    """Header cells and {first cell: (file line number, cells)} of a CSV excerpt (first cells unique)."""
+    header = lines[0].split(",")
+    body = {}
+    for i, ln in enumerate(lines[1:], start=2):
+        cells = ln.split(",")
+        assert cells[0] not in body, cells[0]
+        body[cells[0]] = (i, cells)
+    return header, body
+
+
+def whole(cell: str) -> int:
+    """A table cell that prints a whole number ('8', '256.0'), as an int."""
+    v = float(num(cell))
+    assert v == int(v), cell
+    return int(v)
+
+
 def excerpt(name: str) -> tuple[str, list[str]]:
     """(first comment line, remaining lines) of excerpts/<name>.md."""
     lines = (EXCERPTS / f"{name}.md").read_text().splitlines()

@@ -33,6 +33,7 @@ _spec = importlib.util.spec_from_file_location("published_build", HERE / "build.
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
 excerpt, num, row, write_rows = _build.excerpt, _build.num, _build.row, _build.write_rows
+_csv, _int = _build.csv_cells, _build.whole
 
 COMMIT = "aa5addb6a53675a649a80036dad548f1c27cbcc4"
 DLE_COMMIT = "c1781a370c8f775bb50bd742f5095e66902a0314"
@@ -119,23 +120,6 @@ PRECISIONS = {"fp32": "tf32", "fp16": "amp"}  # table -> runs.csv precision
 TF32_NOTE = ("the 'fp32' table: PyTorch runs convolutions in TF32 on Ampere and later by default "
              "(torch.backends.cudnn.allow_tf32 = True), so precision tf32 as runs.csv's A100 PyTorch rows")
 AMP_NOTE = "the 'fp16' table: DLE ConvNets --amp (torch.cuda.amp, --static-loss-scale 256)"
-
-
-def _csv(lines: list[str]) -> tuple[list[str], dict[str, tuple[int, list[str]]]]:
-    """Header cells and {first cell: (file line number, cells)} of a CSV excerpt."""
-    header = lines[0].split(",")
-    body = {}
-    for i, ln in enumerate(lines[1:], start=2):
-        cells = ln.split(",")
-        assert cells[0] not in body, cells[0]
-        body[cells[0]] = (i, cells)
-    return header, body
-
-
-def _int(cell: str) -> int:
-    v = float(num(cell))
-    assert v == int(v), cell
-    return int(v)
 
 
 def v1_rows() -> list[dict]:

@@ -77,19 +77,10 @@ def _csv(name: str, commit: str, path: str) -> tuple[list[str], dict[str, tuple[
     """Header and {first cell: (file line, cells)} of a whole-file CSV excerpt, its head checked."""
     head, lines = excerpt(name)
     assert head.startswith(f"<!-- {REPO}@{commit} {path} lines 1-"), head
-    header = lines[0].split(",")
-    body = {}
-    for i, ln in enumerate(lines[1:], start=2):
-        cells = ln.split(",")
-        assert cells[0] not in body, cells[0]
-        body[cells[0]] = (i, cells)
-    return header, body
+    return _build.csv_cells(lines)
 
 
-def _int(cell: str) -> int:
-    v = float(num(cell))
-    assert v == int(v), cell
-    return int(v)
+_int = _build.whole
 
 
 # ------------------------------------------------------------------------------------- run folders
