@@ -185,6 +185,7 @@ def test_failures_come_back_as_one_line(tmp_path):
         run_comm(MPIEXEC, 2, backend="mpi", module_args=["--max-bytes", "64Mi"], extra=[], version="", timeout=0.5)
 
 
+@pytest.mark.slow
 def test_profile_command_with_ranks_1_and_2(tmp_path):
     (tmp_path / "tinynets.py").write_text(textwrap.dedent("""
         import torch

@@ -63,6 +63,7 @@ def test_phase_shortfall_splits_the_step_error_into_phases_and_the_rest():
     assert (ssgd["step_s"], ssgd["compute_s"], ssgd["outside_s"]) == pytest.approx((2e-3, 1e-3, 1e-3))
 
 
+@pytest.mark.slow
 def test_smoke_scale_out_freezes_predictions_before_its_runs_and_cleans_up(tmp_path, capsys):
     res = subprocess.run([sys.executable, "-m", "reproduce.validation", "--scale", "smoke", "--only", "scale-out",
                           "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=560,

@@ -96,6 +96,7 @@ def test_inputs_give_their_status_and_one_line(tmp_path, argv, status, text, pre
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_alone_is_one_line_130_and_resume_covers_every_segment(tmp_path):
     """SIGINT: one line naming the step and the last checkpoint, exit 130, no MPI help text; the rerun
     with --resume continues there, marks the resume in the log, and its summary counts all 60 steps."""

@@ -266,6 +266,7 @@ def test_daso_bf16_global_sync_stays_within_bf16_tolerance(daso_runs: dict[str, 
     assert 0.05 * U16 < rel <= 2 * EQ["steps"] * U16, rel
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 @mpi_only
 def test_daso_merge_weights_and_sync_wire_by_hand(tmp_path: Path) -> None:
@@ -321,6 +322,7 @@ def _interrupt_and_resume(tmp_path: Path, world: int, args: list[str], fail_at: 
     return full, resumed, ended - failed_at, out, at_failure
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 @mpi_only
 def test_terngrad_abort_resume_and_wire_bytes(tmp_path: Path) -> None:
@@ -357,6 +359,7 @@ def test_terngrad_abort_resume_and_wire_bytes(tmp_path: Path) -> None:
     assert fp32[0] / tern[0] >= 7.8
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 @mpi_only
 def test_daso_resume_reissues_in_flight_sync(tmp_path: Path) -> None:
