@@ -23,6 +23,20 @@ def judged_by(round_name: str) -> list[str]:
     return [f for f in pj.JUDGED if f not in later]
 
 
+def assert_judged_by(round_name: str, n: int, whole, band: int, across, one, node_n: int, by_gpu, by_node) -> None:
+    """Every family judged by the end of round ``round_name``, pooled: n rows, the medians (|error|, signed) over
+    all rows, the band's hits, the medians across nodes and in one node; the rows across nodes of the rounds
+    judged from both predictors: node_n rows, the medians from the single-GPU rate and from the one-node run."""
+    families = judged_by(round_name)
+    every = [j for f in families for j in pj.judged_rows(f)]
+    assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (n, whole, band)
+    assert medians([j.error_pct for j in every if j.row["nodes"] > 1]) == across
+    assert medians([j.error_pct for j in every if j.row["nodes"] == 1]) == one
+    node = [(j, p) for f in pj.NODE_JUDGED if f in families for j, p in pj.node_judged(f)]
+    assert (len(node), medians([j.error_pct for j, _ in node]),
+            medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (node_n, by_gpu, by_node)
+
+
 def medians(errors: list[float]) -> tuple[float, float]:
     """(median |error|, median signed error), percent to one decimal, as the docs print them."""
     return round(float(np.median(np.abs(errors))), 1), round(float(np.median(errors)), 1)

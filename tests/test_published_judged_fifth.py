@@ -14,7 +14,7 @@ import pytest
 from reproduce import published as pub
 from reproduce import published_judged as pj
 from reproduce.published_pairs import tally
-from tests.judged_checks import (assert_family_figures, assert_node_figures, assert_round_figures, judged_by,
+from tests.judged_checks import (assert_family_figures, assert_judged_by, assert_node_figures, assert_round_figures,
                                  medians, one_node_layout_errors)
 
 ROUND = ("chainermn", "charts2", "daint")
@@ -96,13 +96,7 @@ def test_scheme_pairs_ranked_by_the_frozen_predictions():
 
 
 def test_every_judged_family_and_the_rounds_judged_from_both_predictors():
-    every = [j for f in judged_by("fifth") for j in pj.judged_rows(f)]  # by then
-    assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (1154, (5.6, 2.7), 809)
-    assert medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.9, 9.2)
-    assert medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.6, 1.1)
-    node = [(j, p) for f in pj.NODE_JUDGED if f in judged_by("fifth") for j, p in pj.node_judged(f)]
-    assert (len(node), medians([j.error_pct for j, _ in node]),
-            medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (237, (19.0, 17.2), (11.0, 5.7))
+    assert_judged_by("fifth", 1154, (5.6, 2.7), 809, (14.9, 9.2), (2.6, 1.1), 237, (19.0, 17.2), (11.0, 5.7))
 
 
 def test_the_figures_the_link_notes_quote_from_the_later_rounds():

@@ -12,7 +12,7 @@ import pytest
 
 from reproduce import published as pub
 from reproduce import published_judged as pj
-from tests.judged_checks import (assert_family_figures, assert_node_figures, assert_round_figures, judged_by,
+from tests.judged_checks import (assert_family_figures, assert_judged_by, assert_node_figures, assert_round_figures,
                                  medians, one_node_layout_errors)
 
 ROUND = ("charts", "benchlogs", "threads")
@@ -79,13 +79,7 @@ def test_the_pooled_figures_quoted_in_the_docs():
 
 
 def test_every_judged_family_and_the_rounds_judged_from_both_predictors():
-    every = [j for f in judged_by("fourth") for j in pj.judged_rows(f)]  # by then
-    assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (1059, (5.0, 2.6), 762)
-    assert medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.8, 8.5)
-    assert medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.5, 1.0)
-    node = [(j, p) for f in pj.NODE_JUDGED if f in judged_by("fourth") for j, p in pj.node_judged(f)]
-    assert (len(node), medians([j.error_pct for j, _ in node]),
-            medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (202, (14.9, 12.8), (10.5, 4.3))
+    assert_judged_by("fourth", 1059, (5.0, 2.6), 762, (14.8, 8.5), (2.5, 1.0), 202, (14.9, 12.8), (10.5, 4.3))
 
 
 def test_the_rounds_figures_over_tcp_and_inside_pcie_nodes():

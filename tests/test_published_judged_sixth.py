@@ -3,13 +3,12 @@ logs_runs.csv, transcribed blind, committed (fbe5db5) after the declaration of w
 model of f39ef5a) and before one prediction from both predictors (d4c1c0a). The declared candidate, the two-socket
 layout for 4-GPU PCIe nodes, is judged here on the rows it applies to and loses: it is dropped."""
 
-import numpy as np
 import pytest
 
 from reproduce import published as pub
 from reproduce import published_judged as pj
-from tests.judged_checks import (assert_family_figures, assert_node_figures, assert_round_figures, medians,
-                                 one_node_layout_errors)
+from tests.judged_checks import (assert_family_figures, assert_judged_by, assert_node_figures, assert_round_figures,
+                                 medians, one_node_layout_errors)
 
 ROUND = ("lambda2", "logs")
 # family -> rows, rows across nodes, (median |error|, signed) over all rows and across nodes, the committed band's
@@ -75,13 +74,7 @@ def test_the_declared_two_socket_candidate_loses_and_is_dropped():
 
 
 def test_every_judged_family_and_the_rounds_judged_from_both_predictors():
-    every = [j for f in pj.JUDGED for j in pj.judged_rows(f)]
-    assert (len(every), medians([j.error_pct for j in every]), pj.inside_band(every)) == (1281, (4.6, 2.2), 930)
-    assert medians([j.error_pct for j in every if j.row["nodes"] > 1]) == (14.9, 9.3)
-    assert medians([j.error_pct for j in every if j.row["nodes"] == 1]) == (2.1, 0.8)
-    node = [(j, p) for f in pj.NODE_JUDGED for j, p in pj.node_judged(f)]
-    assert (len(node), medians([j.error_pct for j, _ in node]),
-            medians([pj.Judged(j.family, j.row, p).error_pct for j, p in node])) == (247, (19.3, 17.5), (11.0, 5.9))
+    assert_judged_by("sixth", 1281, (4.6, 2.2), 930, (14.9, 9.3), (2.1, 0.8), 247, (19.3, 17.5), (11.0, 5.9))
 
 
 def test_the_new_presets_carry_the_rows_specs():
@@ -90,4 +83,4 @@ def test_the_new_presets_carry_the_rows_specs():
     assert {r["gpu"] for r in rows if r["intra"].startswith("pcie")} == {
         "rtx2080ti", "quadro-rtx8000", "rtx3070", "rtx3080", "rtx3090", "rtx4090", "rtx-a4000", "rtx-a4500",
         "rtx-a5000", "rtx-a5500", "rtx-a6000", "a40", "rtx6000-ada", "a100-pcie", "a100-80gb-pcie", "h100-pcie"}
-    assert np.all([r["nodes"] == 1 for r in rows])
+    assert all(r["nodes"] == 1 for r in rows)
