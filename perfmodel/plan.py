@@ -229,6 +229,7 @@ def _rows(wl: Workload, cluster: Cluster, cand: Candidate, w: np.ndarray, scalin
                                                     "buffers", "temporaries")}
     parts["total"] = total.tolist()
     gpus, thr, eff, b = w.astype(int).tolist(), p.throughput.tolist(), p.efficiency.tolist(), p.batch_per_gpu.tolist()
+    t_iter, t_comp = p.t_iter_s.tolist(), p.t_compute_s.tolist()  # for perfmodel.exposure's note
     tt, hours, nodes = tt.tolist(), hours.tolist(), p.nodes.tolist()
     out = []
     c = inp.constraints
@@ -238,7 +239,8 @@ def _rows(wl: Workload, cluster: Cluster, cand: Candidate, w: np.ndarray, scalin
                "samples_per_s": thr[i], "efficiency": eff[i], "time_to_train_s": tt[i], "gpu_hours": hours[i],
                "cost": cost, "memory_per_gpu_bytes": parts["total"][i], "fits": ok[i], "batch_per_gpu": b[i],
                "accumulate": k, "global_batch": b[i] * k * gpus[i], "comm_exposed_share": exposed[i],
-               "nodes": nodes[i], "memory": {key: v[i] for key, v in parts.items()}}
+               "nodes": nodes[i], "memory": {key: v[i] for key, v in parts.items()},
+               "t_iter_s": t_iter[i], "t_compute_s": t_comp[i]}
         violates = []
         if not ok[i]:
             violates.append("memory")

@@ -289,6 +289,9 @@ def cmd_plan(args, resolve) -> int:
     from .cluster_input import link_notes
 
     notes = link_notes(cluster, max(r["gpus"] for r in rows), node_measured=bool(args.node_rate))
+    from .exposure import exposure_note
+
+    notes += [n for n in (exposure_note(ranked[:1]),) if n]  # the recommendation's exchange: how far to trust it
     if args.format != "table":
         for note in notes:
             print(f"perfmodel: note: {note}", file=sys.stderr)

@@ -248,6 +248,9 @@ def predict_result(args: argparse.Namespace) -> PredictResult:
     print_compute_warnings(settings.warnings)
     records, notes = predict_records(workload, cluster, strategies, gpus, args.scaling, args.batch)
     notes = node_note + notes + link_notes(cluster, max(gpus), node_measured=args.node_rate is not None)
+    from .exposure import exposure_note
+
+    notes += [n for n in (exposure_note(records),) if n]  # the most exposed prediction across nodes
     records, notes = with_memory(records, notes, workload, cluster, strategies)
     _, _, source = workload.compute_for(cluster)
     accumulate = f" x {workload.accumulate} micro-batches" if workload.accumulate > 1 else ""
