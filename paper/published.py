@@ -122,7 +122,8 @@ if pred is not None:
 # image-classification tables, RaySGD's and PyTorch's DDP benchmarks; then a fourth: DeepSpeed's and
 # Bluefog's charts read by eye, a DDP benchmark repository's results, two GitHub issue threads; then a
 # fifth, read off charts: ChainerMN's four frameworks, Bagua's BytePS/Horovod/DDP, Piz Daint; then a sixth:
-# the rest of Lambda's PyTorch tables (PCIe workstations and servers), ChainerMN's logs on Azure. The frozen
+# the rest of Lambda's PyTorch tables (PCIe workstations and servers), ChainerMN's logs on Azure; then a
+# seventh: three GitHub issue threads, tensorpack's benchmark tables. The frozen
 # predictions are results/published_*/predictions.csv; `python -m reproduce.published_judged` prints the
 # same table with the 80% band's hits.
 

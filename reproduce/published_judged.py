@@ -67,6 +67,8 @@ JUDGED = {
     "daint": "Sarus's Horovod figures on 2-128 Piz Daint nodes of one P100 (Aries at the page's MPI figure)",
     "lambda2": "Lambda's PyTorch tables, the rest: PCIe workstations and servers, SXM systems, one node",
     "logs": "ChainerMN's committed logs on 1-32 Azure VMs of 4 P100 over FDR (rates from timestamps)",
+    "hvdissues": "Three GitHub issue threads: Horovod on 2 V100 nodes over IB, MXNet on p3.8xlarge, TF on p2.8xlarge",
+    "repos": "tensorpack's benchmark tables: tensorpack and tf_cnn_benchmarks on one DGX-1 P100 or p3.16xlarge",
 }
 
 # the rounds whose families' rows across nodes were judged from their one-node runs too, in the same step
@@ -76,6 +78,7 @@ NODE_ROUNDS: dict[str, tuple[str, ...]] = {
     "fourth": ("charts", "benchlogs", "threads"),
     "fifth": ("chainermn", "charts2", "daint"),
     "sixth": ("lambda2", "logs"),
+    "seventh": ("hvdissues", "repos"),
 }
 NODE_JUDGED: tuple[str, ...] = tuple(f for families in NODE_ROUNDS.values() for f in families)
 

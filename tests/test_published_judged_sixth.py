@@ -23,7 +23,7 @@ NODE_FIGURES = {"lambda2": (0, None, None), "logs": (10, (34.5, 34.5), (34.5, 34
 
 
 def test_the_registry_holds_the_sixth_round():
-    assert set(ROUND) <= set(pj.JUDGED) and pj.NODE_ROUNDS["sixth"] == ROUND and list(pj.NODE_ROUNDS)[-1] == "sixth"
+    assert set(ROUND) <= set(pj.JUDGED) and pj.NODE_ROUNDS["sixth"] == ROUND and list(pj.NODE_ROUNDS)[4] == "sixth"
 
 
 @pytest.mark.parametrize("family", ROUND)
