@@ -8,8 +8,8 @@ The exposed share of a predicted step is the part that is not compute,
 overhead). On published runs across nodes judged once, out of sample (every family of
 reproduce.published_judged.JUDGED, each row predicted from its own source's single-GPU rate), the model's
 error grows with s: the more of the step the exchange takes, the more the model's exchange time (nominal
-link figures, nccl-tests bus bandwidths) falls short of what the training job saw, and the faster the model
-is. data/presets/exposure.toml holds those rows' figures per bin of s (EXPOSED_EDGES, left-open,
+link figures, nccl-tests bus bandwidths) falls short of the exchange the training job saw, and the faster
+the model is. data/presets/exposure.toml holds those rows' figures per bin of s (EXPOSED_EDGES, left-open,
 right-closed), written by ``python -m reproduce.published_exposure --write data/presets/exposure.toml``.
 
 ``exposure_note`` turns them into one line for `perfmodel predict` and `perfmodel plan`: for the prediction
@@ -117,8 +117,9 @@ def load_exposure(path: Path | None = None) -> ExposureTable:
 
 def exposure_note(records: list[dict], table: ExposureTable | None = None) -> str | None:
     """One line on the prediction across nodes (nodes > 1) of ``records`` (rows with gpus, nodes, t_iter_s
-    and t_compute_s, seconds; a strategy of PUBLISHED_STRATEGIES where one is named) whose exposed share is largest, when its bin's out-of-sample median absolute
-    error exceeds ``table.note_above_pct``; None otherwise (one node, a small share, an empty bin)."""
+    and t_compute_s, seconds; a strategy of PUBLISHED_STRATEGIES where one is named) whose exposed share is
+    largest, when its bin's out-of-sample median absolute error exceeds ``table.note_above_pct``; None
+    otherwise (one node, a small share, an empty bin)."""
     across = [r for r in records if r["nodes"] > 1 and r.get("strategy", "ssgd") in PUBLISHED_STRATEGIES]
     if not across:
         return None

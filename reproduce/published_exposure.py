@@ -60,8 +60,8 @@ def capped_network(r: dict, cap_Bps: float) -> dict:
 
 def exposed_rows(paths: list[Path], socket_cap_Bps: float | None = None) -> list[dict]:
     """Each expressible row across nodes: id, file, network, scheme, exposed share of the predicted step,
-    measured / predicted, model and linear errors (percent); with ``socket_cap_Bps`` also ``capped``, the model's error with each NIC of
-    a TCP row (is_tcp) capped at that many bytes/s."""
+    measured / predicted, model and linear errors (percent); with ``socket_cap_Bps`` also ``capped``, the
+    model's error with each NIC of a TCP row (is_tcp) capped at that many bytes/s."""
     out = []
     for path in paths:
         for r in pub.load_runs(path):

@@ -2,9 +2,10 @@
 
 A second, independent transcription of tensorpack's tables (repos_runs.csv holds the first), made blind by
 another helper searching frameworks' documentation; it is not judged: tests/test_published.py checks that
-both transcriptions give the same values (docs/validation.md, "Before a seventh round"). Of the frameworks and
-libraries searched (docs/validation.md, "A seventh round judged once"), one printed multi-GPU training throughputs as text with the same page's 1-GPU rate:
-tensorpack's benchmark repository (tensorpack/benchmarks, Yuxin Wu), two READMEs, all runs inside one machine.
+both transcriptions give the same values (docs/validation.md, "Before a seventh round"). Of the frameworks
+and libraries searched (docs/validation.md, "A seventh round judged once"), one printed multi-GPU training
+throughputs as text with the same page's 1-GPU rate: tensorpack's benchmark repository (tensorpack/benchmarks,
+Yuxin Wu), two READMEs, all runs inside one machine.
 
 1. ResNet-MultiGPU/README.md @bce96ca (26 Sep 2017; excerpts/fwdocs_tensorpack_multigpu_readme.md, the
    README's lines 8-53): ResNet-50 on fake ImageNet-size data, 1, 2, 4 and 8 Tesla P100 (TF v1.3.0-rc1-1302),
