@@ -290,8 +290,10 @@ def cmd_plan(args, resolve) -> int:
 
     notes = link_notes(cluster, max(r["gpus"] for r in rows), node_measured=bool(args.node_rate))
     from .exposure import exposure_note
+    from .pair_confidence import rival_note
 
-    notes += [n for n in (exposure_note(ranked[:1]),) if n]  # the recommendation's exchange: how far to trust it
+    # how far to trust the recommendation: its exchange, and its lead over the best plan of another strategy
+    notes += [n for n in (exposure_note(ranked[:1]), rival_note(ranked)) if n]
     if args.format != "table":
         for note in notes:
             print(f"perfmodel: note: {note}", file=sys.stderr)

@@ -62,7 +62,10 @@ def test_table_has_units_and_why_line(capsys):
     head = out.splitlines()[3]
     for unit in ("samples/s", "time h", "GPU-h", "cost", "mem/GPU"):
         assert unit in head
-    assert out.splitlines()[-1].startswith("# why: ") and "% of its step" in out.splitlines()[-1]
+    lines = out.splitlines()
+    why = [i for i, ln in enumerate(lines) if ln.startswith("# why: ")]
+    assert len(why) == 1 and "% of its step" in lines[why[0]]
+    assert all(ln.startswith("# note: ") for ln in lines[why[0] + 1:])  # after it only the notes
     assert "GiB" in out
 
 
