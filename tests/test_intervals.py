@@ -108,6 +108,7 @@ def test_committed_bands_are_what_the_script_makes_from_the_published_runs():
     assert iv.load_bands(TOML).bands == made.bands
 
 
+@pytest.mark.slow  # predicts every row of runs.csv and a judged family: 10-20 s on 2 cores
 def test_also_files_count_every_row_as_development(tmp_path):
     # --also: a judged family's rows join the fit whatever their half column says; the held-out half of
     # runs.csv stays held out

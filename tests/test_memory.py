@@ -114,7 +114,8 @@ def test_bad_choices_raise():
         Activations("x", -1.0, 0.0, 0.0, "")
 
 
-@pytest.mark.parametrize("name,batches", [("lenet", (32, 128)), ("resnet20", (16, 64))])
+@pytest.mark.parametrize("name,batches", [("lenet", (32, 128)),
+                                           pytest.param("resnet20", (16, 64), marks=pytest.mark.slow)])  # 15-30 s
 def test_estimate_within_15pct_of_torch_measured_peak(name, batches):
     pytest.importorskip("torch")
     from perfmodel.lab.profile.memory_peak import check

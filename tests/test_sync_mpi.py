@@ -201,7 +201,7 @@ def test_reference_is_well_conditioned() -> None:
 
 @pytest.mark.mpi
 @mpi_only
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [2, pytest.param(4, marks=pytest.mark.slow)])  # 4 ranks: 20-40 s on 2 cores
 def test_ssgd_equals_single_process_large_batch(world: int, tmp_path: Path) -> None:
     ranks = train_dump(world, tmp_path, EQ_ARGS)
     ref = reference(world, EQ["batch"], EQ["steps"], EQ["lr"], EQ["momentum"], EQ["seed"], EQ["n"])
