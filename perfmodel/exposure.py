@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .intervals import FAMILIES
-from .preset_toml import PresetError, check_keys, read_toml
+from .preset_toml import check_keys, read_toml
 from .presets import presets_dir
 from .specs import SpecError
 
@@ -96,10 +96,7 @@ def exposure_path(root: Path | None = None) -> Path:
 def load_exposure(path: Path | None = None) -> ExposureTable:
     """The table of exposure.toml; a missing or malformed file raises SpecError naming it."""
     path = Path(path) if path is not None else exposure_path()
-    try:
-        d = read_toml(path)
-    except PresetError as e:
-        raise SpecError(str(e)) from None
+    d = read_toml(path)  # a missing or malformed file: PresetError, a SpecError
     try:
         check_keys(d, ("source", "note_above_pct", "bin"), str(path))
         bins = []

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .preset_toml import PresetError, check_keys, read_toml
+from .preset_toml import check_keys, read_toml
 from .presets import presets_dir
 from .specs import SpecError
 
@@ -77,15 +77,13 @@ def pair_confidence_path(root: Path | None = None) -> Path:
 def load_gap_table(path: Path | None = None) -> GapTable:
     """The table of pair_confidence.toml; a missing or malformed file raises SpecError naming it."""
     path = Path(path) if path is not None else pair_confidence_path()
+    d = read_toml(path)  # a missing or malformed file: PresetError, a SpecError
     try:
-        d = read_toml(path)
         check_keys(d, ("source", "bin"), str(path))
         bins = []
         for i, b in enumerate(d["bin"]):
             check_keys(b, BIN_KEYS, f"{path} bin {i + 1}")
             bins.append(GapBin(*(b[k] for k in BIN_KEYS)))
-    except PresetError as e:
-        raise SpecError(str(e)) from None
     except (KeyError, TypeError):
         raise SpecError(f"{path}: needs [[bin]] tables with {', '.join(BIN_KEYS)}") from None
     return GapTable(tuple(bins), str(d.get("source", "")))
