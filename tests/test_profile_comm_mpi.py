@@ -150,6 +150,7 @@ def test_the_kernel_load_is_measured_between_two_ranks(tmp_path):
     assert kl.busy_kernel_s >= 0 and kl.idle_kernel_s >= 0 and kl.s_per_byte >= 0
 
 
+@pytest.mark.slow  # a profile over MPI with the block operations: 10-25 s on 2 cores
 def test_block_operations_and_the_step_timed_on_all_ranks_at_once(tmp_path):
     pytest.importorskip("torch")
     (tmp_path / "tinynets.py").write_text(TINYNETS)

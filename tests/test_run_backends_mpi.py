@@ -126,10 +126,12 @@ def test_daso_on_gloo_and_mpi_gives_the_same_loss_trajectory(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("args,message", [
     (["--device", "cuda"], "no CUDA GPU"),
-    (["--backend", "nccl", "--device", "cpu"], "nccl reduces CUDA tensors"),
+    # the next two start 2 ranks that each import torch before refusing: 10-30 s apiece on 2 cores, so slow
+    pytest.param(["--backend", "nccl", "--device", "cpu"], "nccl reduces CUDA tensors", marks=pytest.mark.slow),
     (["--backend", "ucc"], "invalid choice: 'ucc'"),
     (["--device", "cuda", "--algo", "ga"], "no CUDA GPU"),  # parameter server: workers on GPUs
-    (["--algo", "terngrad", "--backend", "gloo", "--terngrad-lanes", "packed"], "backend 'gloo' lacks"),
+    pytest.param(["--algo", "terngrad", "--backend", "gloo", "--terngrad-lanes", "packed"], "backend 'gloo' lacks",
+                 marks=pytest.mark.slow),
 ])
 def test_bad_device_or_backend_ends_every_rank_with_status_2(tmp_path: Path, args: list[str], message: str) -> None:
     if "cuda" in args and torch.cuda.is_available():
