@@ -121,8 +121,7 @@ def exposure_note(records: list[dict], table: ExposureTable | None = None) -> st
     if not across:
         return None
     table = table or load_exposure()
-    top = max(across, key=lambda r: exposed_share(r["t_iter_s"], r["t_compute_s"]))
-    s = exposed_share(top["t_iter_s"], top["t_compute_s"])
+    s, top = max(((exposed_share(r["t_iter_s"], r["t_compute_s"]), r) for r in across), key=lambda t: t[0])
     b = table.bin_for(s)
     if b is None or b.median_abs_pct <= table.note_above_pct:
         return None

@@ -42,8 +42,8 @@ def is_tcp(r: dict) -> bool:
 
 def judged_runs() -> list[Path]:
     """The runs file of every judged family (reproduce.published_judged.JUDGED)."""
-    from reproduce.published_judged import JUDGED
-    return [pub.RUNS.parent / f"{f}_runs.csv" for f in JUDGED]
+    from reproduce.published_judged import JUDGED, runs_path
+    return [runs_path(f) for f in JUDGED]
 
 
 def default_runs() -> list[Path]:

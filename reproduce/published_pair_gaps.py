@@ -40,10 +40,11 @@ def gap_pct(p: Pair) -> float:
 
 def gap_bins(ps: list[Pair]) -> list[tuple[float, int, int]]:
     """(lo_pct, pairs, right) per bin of GAP_EDGES, empty bins included."""
+    gaps = [(gap_pct(p), p) for p in ps]  # each pair's gap once, not once per bin
     out = []
     for i, lo in enumerate(GAP_EDGES):
         hi = GAP_EDGES[i + 1] if i + 1 < len(GAP_EDGES) else float("inf")
-        group = [p for p in ps if lo <= gap_pct(p) < hi]
+        group = [p for g, p in gaps if lo <= g < hi]
         out.append((lo, len(group), sum(p.right for p in group)))
     return out
 
