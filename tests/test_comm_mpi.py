@@ -313,6 +313,7 @@ def test_abort_ends_the_job(mode: str, status: int) -> None:
 
 @mpi
 @needs_mpiexec
+@pytest.mark.slow  # ~9 s: waits out the hang
 def test_without_abort_the_job_hangs(tmp_path: Path) -> None:
     """Control for the test above: with no handler, the same failure leaves rank 0 waiting.
 

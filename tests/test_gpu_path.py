@@ -599,6 +599,7 @@ def test_gpu_checklist_says_no_gpu_here_and_exits_0() -> None:
     assert proc.stderr == ""
 
 
+@pytest.mark.slow  # ~13 s
 def test_step_parity_benchmark_times_both_paths_in_one_process() -> None:
     """benchmarks/gpu_step_parity.py (a checklist check) on the CPU at a tiny size: the profile's step
     and the trainer's variants, each a positive median, in its JSON line; with --device cuda and no GPU

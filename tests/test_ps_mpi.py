@@ -50,6 +50,7 @@ REPLAY = {
 }
 
 
+@pytest.mark.slow  # ~14 s
 def test_replay_of_the_simulated_order_gives_the_simulated_parameters(tmp_path: Path) -> None:
     jobs, sims = [], {}
     for name, cfg in REPLAY.items():
@@ -78,6 +79,7 @@ def test_replay_of_the_simulated_order_gives_the_simulated_parameters(tmp_path: 
     assert np.abs(np.load(tmp_path / "free.npy") - sims["ga"].params.numpy()).max() > 1e-4
 
 
+@pytest.mark.slow  # ~11 s
 def test_free_running_server_applies_its_budget_and_stops_everyone(tmp_path: Path) -> None:
     log = tmp_path / "ps.jsonl"
     # through the documented entry point: trainers run --algo ga, the server's settings as --opt

@@ -57,8 +57,8 @@ def _smoke_run(paper: str, table: str, out: Path) -> None:
     assert res.returncode == 0, res.stderr
 
 
-@pytest.mark.parametrize("paper, table", [("barkai2020", "tables4_6"),
-                                          pytest.param("zhang2016", "fig3_accuracy", marks=pytest.mark.slow)])  # 10-20 s
+@pytest.mark.slow  # 10-20 s each
+@pytest.mark.parametrize("paper, table", [("barkai2020", "tables4_6"), ("zhang2016", "fig3_accuracy")])
 def test_headlines_on_a_smoke_run_names_the_paper_table_and_missing_scale(tmp_path, capsys, paper, table):
     _smoke_run(paper, table, tmp_path)
     line = _headlines_error(tmp_path, paper, capsys)
