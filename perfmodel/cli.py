@@ -1,4 +1,4 @@
-"""`perfmodel`: predict | presets | profile | validate.
+"""`perfmodel`: predict and plan data-parallel training on 1 to 512 GPUs; profile, validate, emulate.
 
 Bad input prints one line, ``perfmodel: error: ...``, and exits with status 2.
 """
@@ -21,6 +21,8 @@ EXAMPLES = ("examples:\n"
             "  perfmodel presets --kind fabric --sources\n"
             "  perfmodel predict --cluster custom --gpu a100 --gpus-per-node 8 --intra nvswitch-a100 \\\n"
             "      --network 8x200Gb/s --workload resnet50 --samples-per-s 2500 --batch 256 --gpus 8,64\n"
+            "  perfmodel plan --workload resnet50 --cluster juwels-booster --epochs 90 --dataset-size 1281167 \\\n"
+            "      --gpus-max 512 --price 2.5\n"
             "  perfmodel predict --help   (more examples: cluster files, library models, estimates)")
 
 #: the subcommands whose one-value options take a value that starts with - (``--deadline -1h``) as given
