@@ -41,8 +41,9 @@ def combined_cv(v_task: float, v_mach: float = 0.0) -> float:
     mean 1 and independent: sqrt((1 + v_task^2)(1 + v_mach^2) - 1)."""
     return float(np.sqrt((1.0 + v_task**2) * (1.0 + v_mach**2) - 1.0))
 
-# scipy is imported inside the functions that need it: `perfmodel predict` without stragglers must
-# start fast.
+# scipy.special (not scipy.stats or scipy.integrate, a second more to import) is imported inside the
+# function that needs it: `perfmodel predict` must start fast.
+_trapezoid = getattr(np, "trapezoid", None) or np.trapz  # numpy >= 2.0 renamed trapz
 
 
 def shape_of(cv: float) -> float:
@@ -104,20 +105,20 @@ class CVB:
 
 def _task_cdf(t: np.ndarray, model: CVB) -> np.ndarray:
     """CDF of one task's time relative to mean 1, marginalised over the machine mean where it varies."""
-    from scipy import special, stats
+    from scipy import special  # the gamma CDF G(t; a, scale s) is gammainc(a, t / s)
 
     if model.heterogeneous:
         a_t = shape_of(model.v_task)
         if model.v_mach == 0:
-            return stats.gamma.cdf(t, a_t, scale=1 / a_t)
+            return special.gammainc(a_t, t * a_t)
         a_m = shape_of(model.v_mach)
         # E_p[ G(t; a_t, p/a_t) ] with p ~ Gamma(a_m, 1/a_m): Gauss-Laguerre quadrature over p.
         x, w = special.roots_genlaguerre(64, a_m - 1)
         p = x / a_m
-        cdf = stats.gamma.cdf(t[..., None], a_t, scale=p / a_t)
+        cdf = special.gammainc(a_t, t[..., None] * a_t / p)
         return (cdf * w).sum(-1) / special.gamma(a_m)
     a = shape_of(model.v_mach)
-    return stats.gamma.cdf(t, a, scale=1 / a)
+    return special.gammainc(a, t * a)
 
 
 def sync_slowdown(workers: np.ndarray | int, model: CVB) -> np.ndarray:
@@ -137,8 +138,6 @@ def sync_slowdown(workers: np.ndarray | int, model: CVB) -> np.ndarray:
 @lru_cache(maxsize=1024)
 def _slowdown_of_counts(workers: tuple[float, ...], model: CVB) -> np.ndarray:
     """sync_slowdown for a tuple of worker counts, cached: a plan asks for the same counts many times."""
-    from scipy import integrate
-
     w = np.asarray(workers)
     # the grid reaches past the largest W's tail (W (1 - F(t)) < 1e-9): a grid that ends early drops the
     # slow tail and made wide spreads look faster than one worker
@@ -148,7 +147,7 @@ def _slowdown_of_counts(workers: tuple[float, ...], model: CVB) -> np.ndarray:
     grid, cdf = _grid_cdf(model, end)
     # 1 - F^W on the grid for each W, integrated by the trapezoid rule; the slowest of W tasks is never
     # faster on average than one task (E[max] >= E[T] = 1), which bounds the quadrature's rounding
-    return np.maximum(integrate.trapezoid(1.0 - cdf[None, :] ** w[:, None], grid, axis=1), 1.0)
+    return np.maximum(_trapezoid(1.0 - cdf[None, :] ** w[:, None], grid, axis=1), 1.0)
 
 
 @lru_cache(maxsize=64)
