@@ -105,6 +105,17 @@ def test_impossible_constraints_name_the_binding_one(capsys, extra, word):
     assert rc == 2 and len(err.strip().splitlines()) == 1 and word in err and "closest" in err
 
 
+def test_a_global_batch_no_gpu_count_can_split_names_the_batch_range(capsys):
+    # 7 samples per update = b x k x W with b = 32: no W in 1, 2, 3 and k in 1, 2, 4, 8; with b in 1..32, W = 1
+    argv = ["plan", "--workload", "resnet50", "--cluster", "juwels-booster", "--samples", "1e9", "--gpus-max", "3",
+            "--global-batch", "7"]
+    rc, out, err = _run(capsys, argv)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--global-batch 7" in err and "--batch 32 " in err and err.strip().endswith("; try --batch 1-32")
+    rc, out, err = _run(capsys, argv + ["--batch", "1-32", "--format", "json"])
+    assert rc == 0 and {(r["gpus"], r["batch_per_gpu"] * r["accumulate"]) for r in json.loads(out)} == {(1, 7)}
+
+
 @pytest.mark.parametrize("bad", [["--epochs", "-1"], ["--deadline", "soon"], ["--batch", "8-2"],
                                  ["--strategy", "zero9"], ["--gpu-memory", "lots"], ["--price", "0"],
                                  ["--min-efficiency", "1.5"]])
