@@ -304,11 +304,10 @@ def infeasible_message(rows: list[dict], inp: PlanInput) -> str:
         c, lo, hi = inp.constraints, min(inp.batches), max(inp.batches)
         if c.global_batch is None:
             return "no strategy can run at any GPU count up to --gpus-max with this batch"
-        accs = ", ".join(map(str, inp.accumulations))
+        accs, batch = ", ".join(map(str, inp.accumulations)), (f"{lo}" if lo == hi else f"{lo}-{hi}")
         return (f"no plan splits --global-batch {c.global_batch} as per-GPU batch x accumulation ({accs}) x GPUs "
-                f"with the per-GPU batch in --batch {lo if lo == hi else f'{lo}-{hi}'} on a GPU count searched (1, 2, 4, ... and "
-                f"--gpus-max {c.gpus_max}) that a strategy can run"
-                + (f"; try --batch 1-{hi}" if lo > 1 else ""))
+                f"with the per-GPU batch in --batch {batch} on a GPU count searched (1, 2, 4, ... and "
+                f"--gpus-max {c.gpus_max}) that a strategy can run" + (f"; try --batch 1-{hi}" if lo > 1 else ""))
     closest = min(rows, key=lambda r: max(_excess(r, v, inp) for v in r["violates"]))
     bind = max(closest["violates"], key=lambda v: _excess(closest, v, inp))
     counts = {v: sum(v in r["violates"] for r in rows) for v in CONSTRAINT_WORDS}
