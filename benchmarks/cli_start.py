@@ -16,8 +16,9 @@ import subprocess
 import sys
 import time
 
+FLOOR = "floor: import numpy, scipy.special"
 COMMANDS = {
-    "floor: import numpy, scipy.special": [sys.executable, "-c", "import numpy, scipy.special"],
+    FLOOR: [sys.executable, "-c", "import numpy, scipy.special"],
     "with scipy.stats, scipy.integrate": [sys.executable, "-c",
                                           "import numpy, scipy.special, scipy.stats, scipy.integrate"],
     "perfmodel predict (defaults)": [sys.executable, "-m", "perfmodel.cli", "predict"],
@@ -43,7 +44,7 @@ def main() -> None:
         for name, cmd in COMMANDS.items():
             times[name].append(wall_s(cmd))
     med = {name: statistics.median(t) for name, t in times.items()}
-    floor = med["floor: import numpy, scipy.special"]
+    floor = med[FLOOR]
     for name, m in med.items():
         print(f"{name:42s} median {m:6.3f} s   {m / floor:4.2f}x the floor")
 
