@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .gamma_cdf import gammainc
 from .specs import SpecError
 
 # Spread of one GPU model's speed across the chips of a cluster, as a coefficient of variation. Sinha et
@@ -41,8 +42,8 @@ def combined_cv(v_task: float, v_mach: float = 0.0) -> float:
     mean 1 and independent: sqrt((1 + v_task^2)(1 + v_mach^2) - 1)."""
     return float(np.sqrt((1.0 + v_task**2) * (1.0 + v_mach**2) - 1.0))
 
-# scipy.special (not scipy.stats or scipy.integrate, a second more to import) is imported inside the
-# function that needs it: `perfmodel predict` must start fast.
+# `perfmodel predict` must start fast: the gamma CDF is numpy's (perfmodel.gamma_cdf), and scipy.special
+# (0.4 s to import) only comes in for a spread of machine speeds, inside the function that needs it.
 _trapezoid = getattr(np, "trapezoid", None) or np.trapz  # numpy >= 2.0 renamed trapz
 
 
@@ -104,13 +105,16 @@ class CVB:
 
 
 def _task_cdf(t: np.ndarray, model: CVB) -> np.ndarray:
-    """CDF of one task's time relative to mean 1, marginalised over the machine mean where it varies."""
-    from scipy import special  # the gamma CDF G(t; a, scale s) is gammainc(a, t / s)
+    """CDF of one task's time relative to mean 1, marginalised over the machine mean where it varies.
 
+    The gamma CDF G(t; a, scale s) is gammainc(a, t / s).
+    """
     if model.heterogeneous:
         a_t = shape_of(model.v_task)
         if model.v_mach == 0:
-            return special.gammainc(a_t, t * a_t)
+            return gammainc(a_t, t * a_t)
+        from scipy import special  # the quadrature's nodes; a spread of machines is not the default
+
         a_m = shape_of(model.v_mach)
         # E_p[ G(t; a_t, p/a_t) ] with p ~ Gamma(a_m, 1/a_m): Gauss-Laguerre quadrature over p.
         x, w = special.roots_genlaguerre(64, a_m - 1)
@@ -118,7 +122,7 @@ def _task_cdf(t: np.ndarray, model: CVB) -> np.ndarray:
         cdf = special.gammainc(a_t, t[..., None] * a_t / p)
         return (cdf * w).sum(-1) / special.gamma(a_m)
     a = shape_of(model.v_mach)
-    return special.gammainc(a, t * a)
+    return gammainc(a, t * a)
 
 
 def sync_slowdown(workers: np.ndarray | int, model: CVB) -> np.ndarray:
