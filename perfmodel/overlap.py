@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -50,17 +51,6 @@ class Buckets:
 
     nbytes: np.ndarray
     ready_fraction: np.ndarray
-
-
-def tensor_weights(workload: Workload) -> np.ndarray:
-    """Backward-time weight of each tensor (model order): tensor_flops if given, else parameter counts."""
-    flops = tuple(getattr(workload, "tensor_flops", ()) or ())
-    if flops:
-        if len(flops) != len(workload.tensor_sizes):
-            raise SpecError(f"workload {workload.name}: {len(flops)} tensor_flops for "
-                            f"{len(workload.tensor_sizes)} tensors")
-        return np.asarray(flops, dtype=float)
-    return np.asarray(workload.tensor_sizes, dtype=float)
 
 
 def make_buckets(sizes_bytes, weights, bucket_bytes: float, first_bucket_bytes: float = 0.0) -> Buckets:
@@ -91,9 +81,23 @@ def make_buckets(sizes_bytes, weights, bucket_bytes: float, first_bucket_bytes: 
 def workload_buckets(workload: Workload, bytes_per_element: float, bucket_mb: float,
                      first_bucket_mb: float = 0.0) -> Buckets:
     """A workload's gradient buckets of ``bucket_mb`` MiB (the first ``first_bucket_mb`` MiB when > 0)
-    with elements of ``bytes_per_element`` bytes."""
-    sizes = np.asarray(workload.tensor_sizes, dtype=float) * bytes_per_element
-    return make_buckets(sizes, tensor_weights(workload), bucket_mb * MIB, first_bucket_mb * MIB)
+    with elements of ``bytes_per_element`` bytes. The same buckets object for the same inputs (cached: a
+    plan asks for them once per candidate and GPU group); callers do not write to its arrays."""
+    flops = tuple(getattr(workload, "tensor_flops", ()) or ())
+    return _buckets(workload.name, tuple(workload.tensor_sizes), flops, float(bytes_per_element),
+                    float(bucket_mb), float(first_bucket_mb))
+
+
+@lru_cache(maxsize=512)
+def _buckets(name: str, sizes: tuple, flops: tuple, bytes_per_element: float, bucket_mb: float,
+             first_bucket_mb: float) -> Buckets:
+    """The buckets of workload_buckets; each tensor's backward weight is its tensor_flops when the workload
+    gives them, else its parameter count (module docstring)."""
+    if flops and len(flops) != len(sizes):
+        raise SpecError(f"workload {name}: {len(flops)} tensor_flops for {len(sizes)} tensors")
+    weights = np.asarray(flops or sizes, dtype=float)
+    nbytes = np.asarray(sizes, dtype=float) * bytes_per_element
+    return make_buckets(nbytes, weights, bucket_mb * MIB, first_bucket_mb * MIB)
 
 
 def exposed_time(buckets: Buckets, t_backward,
@@ -114,13 +118,19 @@ def exposed_time(buckets: Buckets, t_backward,
     t_b = np.asarray(t_backward, dtype=float)
     c = np.asarray(cost(buckets.nbytes[:, None]), dtype=float)
     c = np.broadcast_to(c, (len(buckets.nbytes),) + np.broadcast_shapes(c.shape[1:], t_b.shape))
+    # the loop's per-bucket terms formed once, for all buckets (a plan runs this thousands of times)
+    ready = buckets.ready_fraction[:, None] * t_b + start_delay
+    longest = c * (1.0 + comm_slowdown)  # a window is at most the collective's time when slowed
+    lag = compute_slowdown / (1.0 + compute_slowdown)  # backprop delay per second of window
+    gain = comm_slowdown / (1.0 + comm_slowdown)  # what a second of window adds to the collective's end
     finish = np.zeros(c.shape[1:])
     delay = np.zeros(c.shape[1:])  # backprop's lag behind its own speed so far
-    for j, frac in enumerate(buckets.ready_fraction):  # one stream: bucket j waits for j-1
-        start = np.maximum(frac * t_b + delay + start_delay, finish)
-        left = np.maximum(t_b + delay - start, 0.0)  # backprop seconds (alone) still to run at the start
-        window = np.minimum(c[j] * (1.0 + comm_slowdown), left * (1.0 + compute_slowdown))
-        delay = delay + window * compute_slowdown / (1.0 + compute_slowdown)
-        finish = start + window + (c[j] - window / (1.0 + comm_slowdown))
+    for j in range(len(c)):  # one stream: bucket j waits for j-1
+        start = np.maximum(ready[j] + delay, finish)
+        left = np.maximum((t_b + delay) - start, 0.0)  # backprop seconds (alone) still to run at the start
+        window = np.minimum(longest[j], left * (1.0 + compute_slowdown))
+        if lag:
+            delay = delay + window * lag
+        finish = start + c[j] + window * gain  # = start + W + c_j - W / (1 + mu)
     end = t_b + delay
     return c.sum(axis=0), np.maximum(finish, end) - t_b

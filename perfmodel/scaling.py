@@ -203,17 +203,21 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     nodes.
     """
     w = np.asarray(gpus, dtype=float).ravel()
+    if scaling not in SCALINGS:
+        raise SpecError(f"unknown scaling {scaling!r}; choose strong or weak")
+    if isinstance(batch, bool) or int(batch) != batch or batch < 1:
+        raise SpecError(f"batch must be a positive integer, got {batch!r}")
+    _check_gpus(w, cluster, strategy, scaling, batch, int(getattr(workload, "accumulate", 1) or 1))
     groups = _intra_groups(w, cluster)
     parts = [(mask, _predict(workload, c, strategy, w[mask], scaling, batch)) for mask, c in groups]
     if len(parts) == 1:
         return parts[0][1]
     first = parts[0][1]
+    # each group's rows, concatenated, back in the order of ``w``
+    back = np.argsort(np.concatenate([np.flatnonzero(mask) for mask, _ in parts]), kind="stable")
 
     def stitch(get) -> np.ndarray:
-        out = np.empty(len(w), dtype=np.result_type(*(get(p) for _, p in parts)))
-        for mask, p in parts:
-            out[mask] = get(p)
-        return out
+        return np.concatenate([get(p) for _, p in parts])[back]
 
     arrays = {f: stitch(lambda p, f=f: getattr(p, f)) for f in _ARRAY_FIELDS}
     return replace(first, **arrays, extra={k: stitch(lambda p, k=k: p.extra[k]) for k in first.extra})
@@ -246,12 +250,8 @@ def _partial_cluster(cluster: Cluster, gpus: int) -> Cluster:
 
 def _predict(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, scaling: str,
              batch: int) -> Prediction:
-    if scaling not in SCALINGS:
-        raise SpecError(f"unknown scaling {scaling!r}; choose strong or weak")
-    if isinstance(batch, bool) or int(batch) != batch or batch < 1:
-        raise SpecError(f"batch must be a positive integer, got {batch!r}")
+    """predict for counts of one intra group, its arguments already checked."""
     k = int(getattr(workload, "accumulate", 1) or 1)
-    _check_gpus(w, cluster, strategy, scaling, batch, k)
     nodes, _ = coll.placement(w, cluster)
     curve, scale, source = workload.compute_for(cluster)
     copy_s = curve.copy_s * scale
