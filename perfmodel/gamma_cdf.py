@@ -11,9 +11,9 @@ Numerical Recipes, 3rd ed., section 6.2), each used where it converges fast:
 
 Both need about sqrt(a) terms near x = a and fewer elsewhere, so shapes above NUMPY_MAX_SHAPE (a
 coefficient of variation below 0.01) go to ``scipy.special.gammainc`` instead, imported then. The
-prefactor is formed in logarithms: against scipy the absolute difference is below 1e-14 for shapes up
+prefactor is formed in logarithms: against scipy the absolute difference is below 4e-14 for shapes up
 to 100 and 5e-12 at 4,556, the shape of the GPU variability term (tests/test_gamma_cdf.py). It exists
-because importing scipy.special costs `perfmodel predict` about 0.4 s of its start
+because importing scipy.special costs `perfmodel predict` about 0.35 s of its start
 (benchmarks/cli_start.py).
 """
 

@@ -43,7 +43,7 @@ def combined_cv(v_task: float, v_mach: float = 0.0) -> float:
     return float(np.sqrt((1.0 + v_task**2) * (1.0 + v_mach**2) - 1.0))
 
 # `perfmodel predict` must start fast: the gamma CDF is numpy's (perfmodel.gamma_cdf), and scipy.special
-# (0.4 s to import) only comes in for a spread of machine speeds, inside the function that needs it.
+# (0.35 s to import) only comes in for a spread of machine speeds or a CV below 0.01, where it is needed.
 _trapezoid = getattr(np, "trapezoid", None) or np.trapz  # numpy >= 2.0 renamed trapz
 
 

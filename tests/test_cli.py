@@ -156,7 +156,7 @@ def test_import_is_light_and_console_script_runs():
 
 def test_predict_and_plan_load_no_heavy_module():
     """The straggler slowdown every synchronous row carries needs the gamma CDF only, which is numpy's
-    (perfmodel.gamma_cdf): no scipy at all (scipy.special alone is 0.4 s to import); pandas, torch and the
+    (perfmodel.gamma_cdf): no scipy at all (scipy.special alone is 0.35 s to import); pandas, torch and the
     plotting stack stay out."""
     code = ("import sys, io, contextlib; from perfmodel.cli import main\n"
             "for argv in (['predict'], ['plan', '--workload', 'resnet50', '--cluster', 'juwels-booster',"
