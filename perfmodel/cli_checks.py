@@ -12,7 +12,7 @@ import math
 import sys
 
 from .specs import DEFAULT_TERNGRAD_EXCHANGE
-from .stragglers import MAX_STRAGGLER_CV, combined_cv
+from .stragglers import MAX_STRAGGLER_CV, MIN_STRAGGLER_CV, combined_cv
 
 MAX_STEP_COMPUTE_S = 86_400.0
 """The longest compute time per step accepted, in seconds (a day): a longer one is a typo or a unit slip
@@ -89,7 +89,8 @@ def check_predict_args(args: argparse.Namespace, error: type[ValueError] = _Erro
 
 
 def _check_stragglers(text: str | None, error: type[ValueError]) -> None:
-    """A numeric --stragglers CV or CV_TASK,CV_MACHINE must stay within MAX_STRAGGLER_CV combined."""
+    """A numeric --stragglers CV or CV_TASK,CV_MACHINE must stay within MAX_STRAGGLER_CV combined, each part 0
+    or at least MIN_STRAGGLER_CV."""
     if not text:
         return
     try:
@@ -98,6 +99,9 @@ def _check_stragglers(text: str | None, error: type[ValueError]) -> None:
         return  # a name, or malformed: the parser of the option reports the latter
     if len(parts) not in (1, 2) or any(not p >= 0 or math.isinf(p) for p in parts):
         return
+    if any(0 < p < MIN_STRAGGLER_CV for p in parts):
+        raise error(f"--stragglers {text}: a coefficient of variation below {MIN_STRAGGLER_CV:g} is no spread a "
+                    f"timer can see (the slowest of 512 chips would be 3e-6 slower); give 0 for none")
     cv = combined_cv(parts[0], parts[1] if len(parts) == 2 else 0.0)
     if cv > MAX_STRAGGLER_CV:
         raise error(f"--stragglers {text}: the batch times' combined coefficient of variation {cv:.3g} is beyond "

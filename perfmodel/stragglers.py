@@ -36,6 +36,11 @@ GPU_VARIABILITY_CV = 0.08 / 5.4
 # distribution, already far beyond the 0.015 measured between GPUs of one model (GPU_VARIABILITY_CV).
 MAX_STRAGGLER_CV = 1.0
 
+# The narrowest spread the model computes, other than none (0): at CV 1e-6 the slowest of 512 chips is
+# 3e-6 slower than the mean, far below any timing's resolution, and a CV much smaller still leaves no
+# finite gamma shape 1/CV^2 (1e-300 squared is 0).
+MIN_STRAGGLER_CV = 1e-6
+
 
 def combined_cv(v_task: float, v_mach: float = 0.0) -> float:
     """CV of one task's time when a machine mean (CV v_mach) scales a task spread (CV v_task), both of
@@ -51,6 +56,8 @@ def shape_of(cv: float) -> float:
     """Gamma shape for a coefficient of variation: a = 1 / cv^2 (cv > 0)."""
     if cv <= 0:
         raise SpecError(f"coefficient of variation must be > 0, got {cv!r}")
+    if cv < MIN_STRAGGLER_CV:
+        raise SpecError(f"coefficient of variation {cv:g} is below {MIN_STRAGGLER_CV:g}: give 0 for no spread")
     return 1.0 / cv**2
 
 
@@ -110,6 +117,9 @@ def _task_cdf(t: np.ndarray, model: CVB) -> np.ndarray:
     The gamma CDF G(t; a, scale s) is gammainc(a, t / s).
     """
     if model.heterogeneous:
+        if model.v_task == 0:  # every task of a machine takes its mean: the machine means' CDF
+            a_m = shape_of(model.v_mach)
+            return gammainc(a_m, t * a_m)
         a_t = shape_of(model.v_task)
         if model.v_mach == 0:
             return gammainc(a_t, t * a_t)
@@ -143,20 +153,24 @@ def sync_slowdown(workers: np.ndarray | int, model: CVB) -> np.ndarray:
 def _slowdown_of_counts(workers: tuple[float, ...], model: CVB) -> np.ndarray:
     """sync_slowdown for a tuple of worker counts, cached: a plan asks for the same counts many times."""
     w = np.asarray(workers)
-    # the grid reaches past the largest W's tail (W (1 - F(t)) < 1e-9): a grid that ends early drops the
-    # slow tail and made wide spreads look faster than one worker
-    end = 12.0
+    # the grid spans the spread: from 12 CVs below the mean (below it every task has finished too rarely
+    # to count, and 1 - F^W = 1 is integrated exactly) to past the largest W's tail (W (1 - F(t)) < 1e-9:
+    # a grid that ends early drops the slow tail and made wide spreads look faster than one worker). A
+    # grid of fixed width resolved no spread below CV 0.003: at CV 1e-4 it gave 9x the slowdown.
+    cv = combined_cv(model.v_task, model.v_mach) if model.heterogeneous else model.v_mach
+    start = max(0.0, 1.0 - 12.0 * cv)
+    end = min(12.0, 1.0 + 12.0 * cv)
     while end < 4096.0 and w.max() * (1.0 - float(_task_cdf(np.array([end]), model)[0])) > 1e-9:
-        end *= 2.0
-    grid, cdf = _grid_cdf(model, end)
+        end = 1.0 + 2.0 * (end - 1.0)
+    grid, cdf = _grid_cdf(model, start, end)
     # 1 - F^W on the grid for each W, integrated by the trapezoid rule; the slowest of W tasks is never
     # faster on average than one task (E[max] >= E[T] = 1), which bounds the quadrature's rounding
-    return np.maximum(_trapezoid(1.0 - cdf[None, :] ** w[:, None], grid, axis=1), 1.0)
+    return np.maximum(start + _trapezoid(1.0 - cdf[None, :] ** w[:, None], grid, axis=1), 1.0)
 
 
 @lru_cache(maxsize=64)
-def _grid_cdf(model: CVB, end: float) -> tuple[np.ndarray, np.ndarray]:
-    grid = np.linspace(0.0, end, max(6001, int(end * 500) + 1))
+def _grid_cdf(model: CVB, start: float, end: float) -> tuple[np.ndarray, np.ndarray]:
+    grid = np.linspace(start, end, max(6001, int((end - start) * 500) + 1))
     return grid, np.clip(_task_cdf(grid, model), 0.0, 1.0)
 
 

@@ -21,6 +21,8 @@ TABLE = [
     (BASE + ["--stragglers", "5"], 2, "combined coefficient of variation 5 is beyond"),
     # (1 + 0.64)^2 - 1 = 1.6896, sqrt 1.2998
     (BASE + ["--stragglers", "0.8,0.8"], 2, "combined coefficient of variation 1.3 is beyond"),
+    (BASE + ["--stragglers", "1e-300"], 2, "below 1e-06 is no spread a timer can see"),  # 1/CV^2 overflowed
+    (BASE + ["--stragglers", "0.1,1e-7"], 2, "below 1e-06 is no spread a timer can see"),
     (BASE + ["--compute-ms", "1e308"], 2, "more than a day"),
     (BASE + ["--samples-per-s", "1e-9"], 2, "more than a day"),
     (BASE + ["--strategy", "ssgd", "--daso-b", "2"], 0, "perfmodel: warning: --daso-b applies to daso only"),
@@ -28,6 +30,7 @@ TABLE = [
     (BASE + ["--profile-links", "intra"], 0, "--profile-links applies only with --profile"),
     (BASE + ["--strategy", "daso", "--daso-b", "2"], 0, None),
     (BASE + ["--stragglers", "1"], 0, None),
+    (BASE + ["--stragglers", "0,0.5"], 0, None),  # machines of spread speeds, each steady
     (BASE + ["--compute-ms", "86400000"], 0, "compute sources disagree"),  # a day is accepted, with the warning
 ]
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from perfmodel.stragglers import CVB, async_speedup_factor, shape_of, sync_slowdown
+from perfmodel.specs import SpecError
+from perfmodel.stragglers import CVB, MIN_STRAGGLER_CV, async_speedup_factor, shape_of, sync_slowdown
 
 
 def sample(model: CVB, workers: int, steps: int, seed: int, runs: int = 2000) -> np.ndarray:
@@ -51,6 +52,15 @@ def test_sync_slowdown_gaussian_limit_by_hand():
     assert sync_slowdown(2, model) == pytest.approx(1 + 0.01 / np.sqrt(np.pi), rel=1e-4)
 
 
+@pytest.mark.parametrize("cv", [1e-3, 1e-4, 1e-6])
+def test_narrow_spreads_resolve_the_gaussian_limit(cv):
+    """E[max of 2 std normals] = 1/sqrt(pi), of 3: 3/(2 sqrt(pi)). A grid of fixed width (0..12 means,
+    0.002 apart) gave 9x the first at CV 1e-4; the grid now spans the spread."""
+    model = CVB(1.0, 0.0, cv, heterogeneous=False)
+    excess = sync_slowdown(np.array([2, 3]), model) - 1.0
+    assert excess == pytest.approx([cv / np.sqrt(np.pi), 1.5 * cv / np.sqrt(np.pi)], rel=1e-3)
+
+
 def test_async_factor_closed_form():
     assert async_speedup_factor(CVB.named("homogeneous")) == 1.0
     a = shape_of(0.6)
@@ -58,3 +68,20 @@ def test_async_factor_closed_form():
     rng = np.random.default_rng(0)
     p = CVB.named("heterogeneous").machine_means(400_000, rng)
     assert np.mean(1 / p) == pytest.approx(a / (a - 1), rel=0.01)
+
+
+def test_machines_of_spread_speeds_each_steady():
+    """Heterogeneous with no task spread: each machine always takes its own mean, so a step waits for the
+    slowest of W machine means, drawn like the homogeneous model's per-step task times: the same E[max]."""
+    w = np.array([2, 8, 512])
+    steady = sync_slowdown(w, CVB(1.0, 0.0, 0.5, heterogeneous=True))
+    assert steady == pytest.approx(sync_slowdown(w, CVB(1.0, 0.0, 0.5, heterogeneous=False)), rel=1e-12)
+    t = sample(CVB(1.0, 0.0, 0.5, heterogeneous=True), workers=8, steps=1, seed=3, runs=20000)
+    assert t.max(axis=2).mean() == pytest.approx(steady[1], rel=0.01)
+
+
+def test_a_spread_too_narrow_for_a_gamma_shape_is_refused():
+    """1e-300 squared is 0: no finite shape 1/CV^2; the package error, not a ZeroDivisionError."""
+    assert shape_of(MIN_STRAGGLER_CV) == pytest.approx(1e12)
+    with pytest.raises(SpecError, match="give 0 for no spread"):
+        sync_slowdown(8, CVB(1.0, 0.0, 1e-300))
