@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import perfmodel.stragglers as stragglers
 from perfmodel.specs import SpecError
 from perfmodel.stragglers import CVB, MIN_STRAGGLER_CV, async_speedup_factor, shape_of, sync_slowdown
 
@@ -78,6 +79,26 @@ def test_machines_of_spread_speeds_each_steady():
     assert steady == pytest.approx(sync_slowdown(w, CVB(1.0, 0.0, 0.5, heterogeneous=False)), rel=1e-12)
     t = sample(CVB(1.0, 0.0, 0.5, heterogeneous=True), workers=8, steps=1, seed=3, runs=20000)
     assert t.max(axis=2).mean() == pytest.approx(steady[1], rel=0.01)
+
+
+def test_machines_of_narrow_spread_with_noisy_tasks():
+    """A machine CV of 0.05 is a gamma shape of 400, whose Gamma(400) overflows: the quadrature over the
+    machine means used to come out nan here. Against Monte Carlo, a fresh machine draw per run."""
+    model = CVB(1.0, 0.1, 0.05, heterogeneous=True)
+    exact = sync_slowdown(np.array([8, 32]), model)
+    assert np.all(np.isfinite(exact)) and np.all(exact > 1.0)
+    for w, e in zip((8, 32), exact):
+        per_run = sample(model, w, 10, seed=w).max(axis=2).mean(axis=1)
+        assert abs(per_run.mean() - e) < 4 * per_run.std() / np.sqrt(len(per_run)) + 1e-3
+
+
+def test_gamma_nodes_integrate_the_moments():
+    """E[p] = 1 and E[p^2] = 1 + 1/shape for p ~ Gamma(shape, 1/shape), at shapes from 2.8 to 10,000."""
+    for shape in (1 / 0.6**2, 100.0, 400.0, 1e4):
+        p, prob = stragglers._gamma_nodes(shape)
+        assert prob.sum() == pytest.approx(1.0, abs=1e-13)
+        assert prob @ p == pytest.approx(1.0, abs=1e-12)
+        assert prob @ p**2 == pytest.approx(1.0 + 1.0 / shape, abs=1e-12)
 
 
 def test_a_spread_too_narrow_for_a_gamma_shape_is_refused():
