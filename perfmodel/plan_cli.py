@@ -62,8 +62,9 @@ def _positive(kind):
     def parse(text: str):
         try:
             v = kind(float(text)) if kind is int else float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+        except (ValueError, OverflowError):  # int(inf) overflows
+            raise argparse.ArgumentTypeError(f"must be a {'positive integer' if kind is int else 'number > 0'}, "
+                                             f"got {text!r}") from None
         if not (math.isfinite(v) and v > 0) or (kind is int and v != float(text)):
             raise argparse.ArgumentTypeError(f"must be a {'positive integer' if kind is int else 'number > 0'}, "
                                              f"got {text!r}")

@@ -161,20 +161,27 @@ def sync_slowdown(workers: np.ndarray | int, model: CVB) -> np.ndarray:
     return out if np.ndim(workers) else out[0]
 
 
+NARROW_CV = 0.01
+"""Below this CV the straggler integral's grid spans the spread rather than 0 to 12 means."""
+
+
 @lru_cache(maxsize=1024)
 def _slowdown_of_counts(workers: tuple[float, ...], model: CVB) -> np.ndarray:
     """sync_slowdown for a tuple of worker counts, cached: a plan asks for the same counts many times."""
     w = np.asarray(workers)
-    # the grid spans the spread: from 12 CVs below the mean (below it every task has finished too rarely
-    # to count, and 1 - F^W = 1 is integrated exactly) to past the largest W's tail (W (1 - F(t)) < 1e-9:
-    # a grid that ends early drops the slow tail and made wide spreads look faster than one worker). A
-    # fixed grid (0 to 12, 0.002 apart) was too coarse below CV 0.003: at CV 1e-4 two workers came out
-    # 9x too slow against the mean (5.0e-4 for 5.6e-5).
+    # The grid reaches past the largest W's tail (W (1 - F(t)) < 1e-9): a grid that ends early drops the
+    # slow tail and made wide spreads look faster than one worker. From CV NARROW_CV up it is 0 to 12 means
+    # (or beyond), 0.002 apart, accurate to 1e-9 there and kept as it was: the predictions the project has
+    # recorded come from it. Below, that grid is too coarse (at CV 1e-4 two workers came out 9x too slow
+    # against the mean, 5.0e-4 for 5.6e-5), so the grid spans the spread instead: from 12 CVs below the
+    # mean (every task has finished there too rarely to count; 1 - F^W = 1 is integrated exactly below it).
     cv = combined_cv(model.v_task, model.v_mach) if model.heterogeneous else model.v_mach
-    start = max(0.0, 1.0 - 12.0 * cv)
-    end = min(12.0, 1.0 + 12.0 * cv)
+    if cv >= NARROW_CV:
+        start, end, grow = 0.0, 12.0, lambda e: 2.0 * e
+    else:
+        start, end, grow = 1.0 - 12.0 * cv, 1.0 + 12.0 * cv, lambda e: 1.0 + 2.0 * (e - 1.0)
     while end < 4096.0 and w.max() * (1.0 - float(_task_cdf(np.array([end]), model)[0])) > 1e-9:
-        end = 1.0 + 2.0 * (end - 1.0)
+        end = grow(end)
     grid, cdf = _grid_cdf(model, start, end)
     # 1 - F^W on the grid for each W, integrated by the trapezoid rule; the slowest of W tasks is never
     # faster on average than one task (E[max] >= E[T] = 1), which bounds the quadrature's rounding

@@ -21,6 +21,7 @@ TABLE = [
     (BASE + ["--stragglers", "5"], 2, "combined coefficient of variation 5 is beyond"),
     # (1 + 0.64)^2 - 1 = 1.6896, sqrt 1.2998
     (BASE + ["--stragglers", "0.8,0.8"], 2, "combined coefficient of variation 1.3 is beyond"),
+    (BASE + ["--stragglers", "0.1,1e300"], 2, "combined coefficient of variation 1e+300 is beyond"),
     (BASE + ["--stragglers", "1e-300"], 2, "below 1e-06 is no spread a timer can see"),  # 1/CV^2 overflowed
     (BASE + ["--stragglers", "0.1,1e-7"], 2, "below 1e-06 is no spread a timer can see"),
     (BASE + ["--compute-ms", "1e308"], 2, "more than a day"),

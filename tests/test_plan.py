@@ -118,7 +118,8 @@ def test_a_global_batch_no_gpu_count_can_split_names_the_batch_range(capsys):
 
 @pytest.mark.parametrize("bad", [["--epochs", "-1"], ["--deadline", "soon"], ["--batch", "8-2"],
                                  ["--strategy", "zero9"], ["--gpu-memory", "lots"], ["--price", "0"],
-                                 ["--min-efficiency", "1.5"]])
+                                 ["--min-efficiency", "1.5"], ["--gpus-max", "inf"], ["--top", "inf"],
+                                 ["--global-batch", "nan"]])
 def test_bad_values_are_one_line_exit_2(capsys, bad):
     rc, out, err = _run(capsys, ISSUE + bad)
     assert rc == 2 and err.startswith("perfmodel: error:") and len(err.strip().splitlines()) == 1
