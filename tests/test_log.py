@@ -74,6 +74,10 @@ def test_bad_logs_raise_one_line_errors(tmp_path: Path) -> None:
     bad.write_text('{"type":"header","schema":1}\nnot json\n{"type":"step","step":0}\n')
     with pytest.raises(RunLogError, match="line 2 is not JSON"):
         read_run_log(bad)
+    for not_a_record in ("[]", "3", '"header"'):  # JSON, but no object: a one-line error, not AttributeError
+        bad.write_text(f'{not_a_record}\n{{"type":"header","schema":1}}\n')
+        with pytest.raises(RunLogError, match="line 1 is not a JSON object"):
+            read_run_log(bad)
     bad.write_text('{"type":"step","step":0}\n')
     with pytest.raises(RunLogError, match="not a header"):
         read_run_log(bad)

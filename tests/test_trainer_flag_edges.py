@@ -22,6 +22,7 @@ from trainers.errors import TrainerError
 from trainers.faults import failing_rank, server_hooks
 from trainers.log import read_run_log
 from trainers.run import main
+from trainers.validators import FLOAT32_MAX
 from trainers.sync.loop import _derived_seed
 
 from tests.mpi_job import mpi_env, run_job
@@ -90,6 +91,16 @@ def test_the_parameter_servers_run_refuses_it_alike(capsys: pytest.CaptureFixtur
                                                     three_ranks: None) -> None:
     line = _error_line(capsys, ["run", "--algo", "asgd", *QUICK, "--seed", str(SEED_MAX + 1)])
     assert f"seed (--seed) must be an integer in 0..{SEED_MAX}" in line
+
+
+@pytest.mark.parametrize("argv", [["run", "--algo", "ssgd", *QUICK], [*SIMULATE]])
+@pytest.mark.parametrize("flag", ["--lr", "--weight-decay"])
+def test_a_step_size_beyond_float32_is_one_line_and_status_2(argv: list[str], flag: str,
+                                                             capsys: pytest.CaptureFixture, no_training: None) -> None:
+    """1e300 is finite in Python and no float32: torch refused it with a RuntimeError inside the step."""
+    line = _error_line(capsys, [*argv, flag, "1e300"])
+    assert flag.lstrip("-").replace("-", "_") in line and "3.4028234663852886e+38" in line and "1e+300" in line
+    assert FLOAT32_MAX == float(torch.finfo(torch.float32).max)
 
 
 def test_a_simulation_with_the_largest_seed_runs(capsys: pytest.CaptureFixture) -> None:

@@ -48,7 +48,7 @@ from trainers.faults import FAIL_MODES, failing_rank
 from trainers.sync.daso_schedule import DASO_RULES
 from trainers.sync.optimizers import OPTIMIZERS
 from trainers.sync.registry import SYNC_ALGORITHMS
-from trainers.validators import check_choice, check_int, check_milestones, check_number
+from trainers.validators import FLOAT32_MAX, check_choice, check_int, check_milestones, check_number
 
 __all__ = ["SharedConfig", "SyncConfig", "RunConfig", "AsyncConfig", "PSOptions", "DATASET_CHOICES",
            "BACKEND_CHOICES", "DASO_DTYPES", "DATA_MODES", "DELAY_KINDS", "NO_MODEL", "TERNGRAD_EXCHANGE_DEFAULT",
@@ -134,9 +134,9 @@ class SharedConfig:
         check_int("synthetic_n", self.synthetic_n, 1)
         check_int("batch", self.batch, 1)
         check_int("steps", self.steps, 1, none_ok=True)
-        check_number("lr", self.lr, 0.0, lo_open=True)
+        check_number("lr", self.lr, 0.0, FLOAT32_MAX, lo_open=True)
         check_number("momentum", self.momentum, 0.0, 1.0, hi_open=True)
-        check_number("weight_decay", self.weight_decay, 0.0)
+        check_number("weight_decay", self.weight_decay, 0.0, FLOAT32_MAX)
         check_number("lr_warmup_epochs", self.lr_warmup_epochs, 0.0)
         object.__setattr__(self, "lr_milestones", check_milestones("lr_milestones", self.lr_milestones))
         check_number("lr_gamma", self.lr_gamma, 0.0, 1.0, lo_open=True)

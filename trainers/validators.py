@@ -18,7 +18,11 @@ from typing import Any
 from trainers.errors import TrainerError
 
 __all__ = ["check_int", "check_number", "check_choice", "check_milestones", "check_output_file",
-           "check_new_log", "unused_option"]
+           "check_new_log", "unused_option", "FLOAT32_MAX"]
+
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: a step size or L2 coefficient beyond it cannot meet the float32 weights (torch
+refuses to convert it with a RuntimeError)."""
 
 
 def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, *, none_ok: bool = False) -> None:

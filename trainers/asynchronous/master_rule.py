@@ -12,7 +12,7 @@ from torch import Tensor
 from trainers.asynchronous.gap_meter import GapMeter
 from trainers.asynchronous.rule_hypers import BaseHyper, Segments
 from trainers.errors import TrainerError
-from trainers.validators import check_number
+from trainers.validators import FLOAT32_MAX, check_number
 
 __all__ = ["MasterRule"]
 
@@ -83,7 +83,7 @@ class MasterRule:
 
     @lr.setter
     def lr(self, value: float) -> None:
-        check_number("lr", value, 0.0, math.inf, hi_open=True)
+        check_number("lr", value, 0.0, FLOAT32_MAX)
         self._lr = float(value)
 
     def staleness(self, worker: int) -> int:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainers.errors import TrainerError
-from trainers.validators import check_number
+from trainers.validators import FLOAT32_MAX, check_number
 
 Segments = tuple[tuple[str, int], ...]
 
@@ -25,8 +25,8 @@ class BaseHyper:
     weight_decay: float = 0.0
 
     def __post_init__(self) -> None:
-        check_number("lr", self.lr, 0.0, math.inf, hi_open=True)
-        check_number("weight_decay", self.weight_decay, 0.0, math.inf, hi_open=True)
+        check_number("lr", self.lr, 0.0, FLOAT32_MAX)
+        check_number("weight_decay", self.weight_decay, 0.0, FLOAT32_MAX)
 
 
 @dataclass(frozen=True)
