@@ -82,6 +82,9 @@ def test_scaler_degenerate_tensors() -> None:
     for bad in (0.0, -1.0, math.nan, math.inf):
         with pytest.raises(ValueError, match="clip"):
             scaler(torch.ones(3), bad)
+    # a finite clip whose c * std overflows float32 (the scaler's wire type) gives the largest float32
+    s = scaler(torch.tensor([0.0, 2.0]), 1e300)  # std 1
+    assert s == float(np.finfo(np.float32).max) and np.isfinite(np.float32(s))
 
 
 # ----------------------------------------------------------------------------------------- ternarize

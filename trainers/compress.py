@@ -32,6 +32,7 @@ import torch
 
 from perfmodel.wire import aggregate_bits as level_bits  # ceil(log2(2W+1)) bits of a sum of W codes
 from perfmodel.wire import SCALER_BYTES, levels_lane_bits, packed_nbytes  # ceil(n / 4) bytes of n packed codes
+from trainers.validators import FLOAT32_MAX
 
 __all__ = [
     "TernGradCodec",
@@ -58,7 +59,8 @@ def scaler(g: torch.Tensor, clip: float | None = 2.5) -> float:
     ``clip=None``: s = max|g|. Otherwise s = clip * std(g), std the population standard deviation of the
     whole tensor with its mean removed; ternarizing with this s clips every |g_k| >= s to sign(g_k)*s.
     A constant tensor has std 0 and nothing to clip: then s = max|g| (the authors' code would return 0
-    and zero the tensor's gradient). An empty or all-zero tensor gives 0.0.
+    and zero the tensor's gradient). An empty or all-zero tensor gives 0.0. The scaler travels as a
+    float32: a clip * std beyond the largest float32 is that largest float32 (such a scaler clips nothing).
     """
     if clip is not None and not (math.isfinite(clip) and clip > 0):
         raise ValueError(f"clip must be None or a finite number > 0, got {clip!r}")
@@ -72,7 +74,7 @@ def scaler(g: torch.Tensor, clip: float | None = 2.5) -> float:
         amax, std = float(flat.abs().max()), float(flat.std(correction=0))
     if clip is None:
         return float(amax)
-    s = clip * float(std)
+    s = min(clip * float(std), FLOAT32_MAX)  # --tern-clip 1e300 made it inf, and the exchange refused it
     return s if s > 0.0 else float(amax)
 
 
