@@ -177,6 +177,12 @@ def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path]
             raise ReproduceError(f"unknown table(s) {', '.join(unknown)}; choose from {', '.join(tables)}")
         if not wanted:
             raise ReproduceError(f"--only {args.only!r} names no table; choose from {', '.join(tables)}")
+        if getattr(args, "launcher", None) is not None or getattr(args, "hostfile", None) is not None:
+            from perfmodel.lab.launcher import resolve_launcher
+
+            # what the user named is checked now, not at the first real run (tables of simulations have
+            # none, and a smoke rerun that finds every row finished starts none either)
+            resolve_launcher(args.launcher, hostfile=args.hostfile)
         for name in wanted:
             tables[name](args, out / paper)
     except (ValueError, OSError) as e:

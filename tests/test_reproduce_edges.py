@@ -176,6 +176,17 @@ def test_validation_only_naming_no_table_is_refused(tmp_path, capsys):
     assert "--only ',' names no table" in _one_line(capsys.readouterr().err)
 
 
+@pytest.mark.parametrize("option,value,text", [("--launcher", "no-such-launcher", "no-such-launcher not found on PATH"),
+                                               ("--hostfile", "/nonexistent/hosts", "--hostfile /nonexistent/hosts is "
+                                                                                    "not a file")])
+def test_a_launcher_that_cannot_start_is_refused_before_any_table(tmp_path, capsys, option, value, text):
+    """Checked at once, for a paper whose smoke tables start no MPI run as for the others: it was taken
+    silently and only failed (or never mattered) at a real run."""
+    assert zhang2016.main(["--scale", "smoke", "--no-progress", "--out", str(tmp_path), option, value]) == 2
+    assert _one_line(capsys.readouterr().err).endswith(text)
+    assert not (tmp_path / "zhang2016").exists()
+
+
 # --------------------------------------------------------------------------- 4, 5. perfmodel profile
 
 
