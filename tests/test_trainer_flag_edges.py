@@ -22,8 +22,8 @@ from trainers.errors import TrainerError
 from trainers.faults import failing_rank, server_hooks
 from trainers.log import read_run_log
 from trainers.run import main
-from trainers.validators import FLOAT32_MAX
 from trainers.sync.loop import _derived_seed
+from trainers.validators import FLOAT32_MAX
 
 from tests.mpi_job import mpi_env, run_job
 
