@@ -17,10 +17,26 @@ The data, checkpoint and run-log modules derive their own errors from TrainerErr
 
 from __future__ import annotations
 
-__all__ = ["TrainerError", "UsageError", "DivergenceError", "BAD_INPUT_STATUS", "DIVERGED_STATUS"]
+import time
+
+__all__ = ["TrainerError", "UsageError", "DivergenceError", "BAD_INPUT_STATUS", "DIVERGED_STATUS",
+           "RANK0_LINE_GRACE_S", "wait_for_rank0_line"]
 
 BAD_INPUT_STATUS = 2  # exit status of bad input (1 is a crash)
 DIVERGED_STATUS = 3  # exit status of a run stopped by divergence
+
+RANK0_LINE_GRACE_S = 3.0
+"""Seconds a rank other than 0 waits before it exits with an error that rank 0 prints (module docstring)."""
+
+
+def wait_for_rank0_line(rank: int) -> None:
+    """Before a rank exits non-zero with an error every rank found and rank 0 alone prints: wait
+    RANK0_LINE_GRACE_S on ranks other than 0. The launcher ends the whole job when the first rank exits
+    non-zero; rank 1 exiting first once had Open MPI kill rank 0 before its one line was out, leaving
+    the job's status 2 with no error line (tests/test_ps_mpi.py). A rank that alone finds an error still
+    ends the job, that much later."""
+    if rank != 0:
+        time.sleep(RANK0_LINE_GRACE_S)
 
 
 class TrainerError(ValueError):

@@ -55,7 +55,7 @@ import torch
 from trainers.config import NO_MODEL, PS_DEFAULTS, AsyncConfig, PSOptions, defaults, ps_options
 from trainers.comm import abort_on_error
 from trainers.device import DEVICES, env_world, select_worker_device
-from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError
+from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError, wait_for_rank0_line
 from trainers.validators import check_new_log, check_output_file
 from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args, parse_or_status
 from trainers.asynchronous.data_streams import load_data
@@ -194,7 +194,8 @@ def ps_from_args(args: argparse.Namespace) -> int:
             load_data(cfg, test=False)  # a missing dataset is a configuration error, found before MPI starts
     except ValueError as exc:
         if rank == 0:
-            print(f"trainers ps: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            print(f"trainers ps: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
+        wait_for_rank0_line(rank)
         return 2
     from mpi4py import MPI
 
@@ -202,11 +203,13 @@ def ps_from_args(args: argparse.Namespace) -> int:
         result = run_ps(cfg, MPI.COMM_WORLD, opt)
     except UsageError as exc:  # raised on every rank alike (e.g. --device cuda without a GPU)
         if rank == 0:
-            print(f"trainers ps: error: {exc}", file=sys.stderr)
+            print(f"trainers ps: error: {exc}", file=sys.stderr, flush=True)
+        wait_for_rank0_line(rank)
         return 2
     if diverged_everywhere(MPI.COMM_WORLD, result) and not cfg.allow_divergence:
         if rank == 0:
-            print(f"trainers ps: error: {divergence_message(result, cfg.log)}", file=sys.stderr)
+            print(f"trainers ps: error: {divergence_message(result, cfg.log)}", file=sys.stderr, flush=True)
+        wait_for_rank0_line(rank)
         return DIVERGED_STATUS
     if result is not None:
         print_result(cfg, result)
