@@ -116,10 +116,7 @@ def _task_cdf(t: np.ndarray, model: CVB) -> np.ndarray:
 
     The gamma CDF G(t; a, scale s) is gammainc(a, t / s).
     """
-    if model.heterogeneous:
-        if model.v_task == 0:  # every task of a machine takes its mean: the machine means' CDF
-            a_m = shape_of(model.v_mach)
-            return gammainc(a_m, t * a_m)
+    if model.heterogeneous and model.v_task > 0:
         a_t = shape_of(model.v_task)
         if model.v_mach == 0:
             return gammainc(a_t, t * a_t)
@@ -128,6 +125,7 @@ def _task_cdf(t: np.ndarray, model: CVB) -> np.ndarray:
         # E_p[ G(t; a_t, p/a_t) ] with p ~ Gamma(a_m, 1/a_m): Gauss-Laguerre quadrature over p.
         p, prob = _gamma_nodes(shape_of(model.v_mach))
         return special.gammainc(a_t, t[..., None] * a_t / p) @ prob
+    # homogeneous: the task spread is v_mach; heterogeneous with steady tasks: the machine means' CDF
     a = shape_of(model.v_mach)
     return gammainc(a, t * a)
 

@@ -160,6 +160,14 @@ def add_ps_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-mode", default=d["fail_mode"], help=argparse.SUPPRESS)
 
 
+def _refuse(rank: int, message: str, status: int) -> int:
+    """An error every rank found: rank 0 prints its one line, the others wait for it; ``status`` back."""
+    if rank == 0:
+        print(f"trainers ps: error: {message}", file=sys.stderr, flush=True)
+    wait_for_rank0_line(rank)
+    return status
+
+
 def ps_from_args(args: argparse.Namespace) -> int:
     """Run the parameter server from parsed add_ps_arguments options; exit status.
 
@@ -193,24 +201,15 @@ def ps_from_args(args: argparse.Namespace) -> int:
         if cfg.model != NO_MODEL:
             load_data(cfg, test=False)  # a missing dataset is a configuration error, found before MPI starts
     except ValueError as exc:
-        if rank == 0:
-            print(f"trainers ps: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
-        wait_for_rank0_line(rank)
-        return 2
+        return _refuse(rank, " ".join(str(exc).split()), 2)
     from mpi4py import MPI
 
     try:
         result = run_ps(cfg, MPI.COMM_WORLD, opt)
     except UsageError as exc:  # raised on every rank alike (e.g. --device cuda without a GPU)
-        if rank == 0:
-            print(f"trainers ps: error: {exc}", file=sys.stderr, flush=True)
-        wait_for_rank0_line(rank)
-        return 2
+        return _refuse(rank, str(exc), 2)
     if diverged_everywhere(MPI.COMM_WORLD, result) and not cfg.allow_divergence:
-        if rank == 0:
-            print(f"trainers ps: error: {divergence_message(result, cfg.log)}", file=sys.stderr, flush=True)
-        wait_for_rank0_line(rank)
-        return DIVERGED_STATUS
+        return _refuse(rank, divergence_message(result, cfg.log), DIVERGED_STATUS)
     if result is not None:
         print_result(cfg, result)
     return 0
