@@ -1,9 +1,11 @@
 """torch.cuda.max_memory_allocated of one training step (after a warm-up step) of the papers' networks
 (trainers.models), standalone: needs only torch and trainers/, so it runs on a machine that has a CUDA torch
-but not this project's perfmodel. Writes [[model, batch, optimizer, peak bytes], ...] to the JSON path given.
-The same step as perfmodel.lab.profile.memory_peak (SGD momentum 0.9 or Adam, zero_grad(set_to_none=False)).
-Compare with the estimate: python benchmarks/cuda_peaks.py --compare results/plan/memory_peaks_h200.json
-Usage: python benchmarks/cuda_peaks.py OUT.json | --compare IN.json
+but not this project's perfmodel. Writes {"capability": "9.0", "peaks": [[model, batch, optimizer, peak bytes],
+...]} to the JSON path given. The same step as perfmodel.lab.profile.memory_peak (SGD momentum 0.9 or Adam,
+zero_grad(set_to_none=False)). Compare with the estimate, which counts the cuBLAS workspaces of the file's compute
+capability (or --capability's, for a file without one):
+    python benchmarks/cuda_peaks.py --compare results/plan/memory_peaks_h200.json --capability 9.0
+Usage: python benchmarks/cuda_peaks.py OUT.json | --compare IN.json [--capability X.Y]
 """
 
 from __future__ import annotations
@@ -47,24 +49,28 @@ def measure(path: str) -> None:
                 print(res[-1], flush=True)
                 del step, m, o, x, y, p
                 torch.cuda.empty_cache()
+    major, minor = torch.cuda.get_device_capability()
     with open(path, "w") as f:
-        json.dump(res, f)
+        json.dump({"capability": f"{major}.{minor}", "torch": torch.__version__,
+                   "gpu": torch.cuda.get_device_name(), "peaks": res}, f)
 
 
-def compare(path: str) -> None:
+def compare(path: str, capability: str | None = None) -> None:
     from perfmodel.memory import load_activations
     from perfmodel.lab.profile.memory_peak import estimated_bytes
 
     with open(path) as f:
         data = json.load(f)
     rows = data["peaks"] if isinstance(data, dict) else data
+    capability = capability or (data.get("capability") if isinstance(data, dict) else None)
+    print(f"estimates with the cuBLAS workspaces of compute capability {capability}")
     for name, b, opt, meas in rows:
-        est = estimated_bytes(name, load_activations(name), b, opt)
+        est = estimated_bytes(name, load_activations(name), b, opt, capability)
         print(f"| {name} | {b} | {opt} | {meas / 2**20:.1f} | {est / 2**20:.1f} | {est / meas - 1:+.1%} |")
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--compare"]:
-        compare(sys.argv[2])
+        compare(sys.argv[2], sys.argv[4] if sys.argv[3:4] == ["--capability"] else None)
     else:
         measure(sys.argv[1])

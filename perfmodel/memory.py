@@ -17,15 +17,24 @@ With Psi parameters, per-GPU micro-batch b, W GPUs (ZeRO paper, Rajbhandari et a
                       plus one gradient of the largest tensor, computed before it is added into the kept
                       .grad; in Adam's step (torch's foreach implementation), one fp32 copy of the
                       (sharded) parameters for the denominator sqrt(v) + eps
-total = parameters + gradients + optimizer + activations + buffers + temporaries. Not modeled: the CUDA context and
-the kernels' workspaces (a few hundred MiB on a GPU), allocator fragmentation; ``fits`` compares with
-the GPU's memory (data/presets/gpu_memory.toml) times ``usable`` (0.9 by default, leaving room for them).
+    workspaces:       on an NVIDIA GPU, the cuBLAS workspaces PyTorch allocates through its caching allocator, one
+                      per (cuBLAS handle, stream), and a training step uses two handles: the Python thread's in
+                      forward, the autograd engine's device thread's in backward. Each is 32 MiB on compute
+                      capability 9.x, 10.x and 12.x (Hopper, Blackwell), else 4096 KiB x 2 + 16 KiB x 8 = 8.125
+                      MiB (PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp, parseChosenWorkspaceSize; cuBLASLt
+                      shares them unless TORCH_CUBLASLT_UNIFIED_WORKSPACE=0); 0 on a CPU and where the GPU's
+                      compute capability is unknown (AMD GPUs: hipBLAS's and hipBLASLt's are not modeled)
+total = parameters + gradients + optimizer + activations + buffers + temporaries + workspaces. Not modeled: the
+CUDA context (outside the allocator), cuDNN's workspaces (they grow with the batch), allocator fragmentation;
+``fits`` compares with the GPU's memory (data/presets/gpu_memory.toml) times ``usable`` (0.9 by default,
+leaving room for them).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +56,11 @@ PRECISION_BYTES = {"fp32": (4, 4, 0), "mixed": (2, 2, 4)}
 USABLE = 0.9
 SHARDING = {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}
 _WIRE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+#: bytes of one cuBLAS workspace PyTorch allocates, by compute-capability major (CublasHandlePool.cpp)
+CUBLAS_WORKSPACE = {9: 4096 * 8 * 1024, 10: 4096 * 8 * 1024, 12: 4096 * 8 * 1024}
+CUBLAS_WORKSPACE_DEFAULT = 4096 * 1024 * 2 + 16 * 1024 * 8
+#: cuBLAS handles a training step uses: the forward's (Python thread) and backward's (autograd's device thread)
+STEP_BLAS_HANDLES = 2
 
 
 @dataclass(frozen=True)
@@ -115,15 +129,40 @@ class MemoryEstimate:
     activations: np.ndarray
     buffers: np.ndarray
     temporaries: np.ndarray
+    workspaces: np.ndarray
 
     @property
     def total(self) -> np.ndarray:
-        return self.parameters + self.gradients + self.optimizer + self.activations + self.buffers + self.temporaries
+        return sum((getattr(self, k) for k in PARTS[1:]), self.parameters)
 
     def parts(self, i: int) -> dict[str, float]:
         """The components at the i-th GPU count, bytes."""
-        return {k: float(getattr(self, k)[i]) for k in ("parameters", "gradients", "optimizer", "activations",
-                                                         "buffers", "temporaries")} | {"total": float(self.total[i])}
+        return {k: float(getattr(self, k)[i]) for k in PARTS} | {"total": float(self.total[i])}
+
+
+#: the components of a MemoryEstimate, in the order they are printed
+PARTS = ("parameters", "gradients", "optimizer", "activations", "buffers", "temporaries", "workspaces")
+
+
+def gpu_capability(gpu: str, root: Path | None = None) -> str | None:
+    """The CUDA compute capability (\"9.0\") of GPU preset ``gpu`` (gpu_memory.toml); None if unknown or not NVIDIA."""
+    rec = read_toml((root or presets_dir()) / "gpu_memory.toml").get(gpu) or {}
+    cap = rec.get("compute_capability")
+    if cap is None:
+        return None
+    if not (isinstance(cap, str) and re.fullmatch(r"\d+\.\d+", cap)):
+        raise PresetError(f"gpu_memory.toml [{gpu}]: compute_capability must be text like \"9.0\", got {cap!r}")
+    return cap
+
+
+def blas_workspace_bytes(capability: str | None) -> float:
+    """Bytes of the cuBLAS workspaces a PyTorch training step holds on a GPU of compute ``capability``
+    (\"9.0\"): STEP_BLAS_HANDLES of them, 32 MiB each on 9.x, 10.x, 12.x, 8.125 MiB on the others; 0 when None
+    (a CPU, or a GPU of unknown capability)."""
+    if capability is None:
+        return 0.0
+    major = int(capability.split(".")[0])
+    return float(STEP_BLAS_HANDLES * CUBLAS_WORKSPACE.get(major, CUBLAS_WORKSPACE_DEFAULT))
 
 
 def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -204,9 +243,10 @@ def strategy_buffers(workload: Workload, strategy: Strategy, gpus, precision: st
 
 
 def memory_per_gpu(workload: Workload, acts: Activations, strategy: Strategy, gpus, batch, *,
-                   optimizer: str = "sgd", precision: str = "fp32") -> MemoryEstimate:
+                   optimizer: str = "sgd", precision: str = "fp32", workspace_bytes: float = 0.0) -> MemoryEstimate:
     """The memory estimate of one strategy at every GPU count (bytes per GPU); ``batch`` is the per-GPU
-    micro-batch (scalar or aligned with ``gpus``)."""
+    micro-batch (scalar or aligned with ``gpus``); ``workspace_bytes`` the libraries' fixed workspaces per GPU
+    (``blas_workspace_bytes``; 0 on a CPU)."""
     w = np.asarray(gpus, dtype=float).ravel()
     stage = SHARDING.get(strategy.name, 0)
     params, grads, opt = model_state_bytes(workload.parameters, w, optimizer=optimizer, precision=precision,
@@ -219,7 +259,8 @@ def memory_per_gpu(workload: Workload, acts: Activations, strategy: Strategy, gp
     backward_peak = acts_b + PRECISION_BYTES[precision][1] * largest
     step_peak = (4.0 * workload.parameters / (w if stage >= 1 else 1.0)) if optimizer == "adam" else 0.0
     temporaries = np.maximum(backward_peak, step_peak) - acts_b
-    return MemoryEstimate(w.astype(int), params, grads, opt, acts_b, buffers, temporaries)
+    return MemoryEstimate(w.astype(int), params, grads, opt, acts_b, buffers, temporaries,
+                          np.full_like(w, float(workspace_bytes)))
 
 
 def fits(total_bytes, capacity_bytes: float, usable: float = USABLE) -> np.ndarray:
@@ -258,6 +299,7 @@ def with_memory(records: list[dict], notes: list[str], workload: Workload, clust
     if acts is None or cap is None:
         return records, notes
     optimizer = default_optimizer(workload.name)
+    workspace = blas_workspace_bytes(gpu_capability(cluster.gpu) if cluster.gpu else None)
     by_name = {s.name: s for s in strategies}
     notes = list(notes)
     for name, strategy in by_name.items():
@@ -265,7 +307,7 @@ def with_memory(records: list[dict], notes: list[str], workload: Workload, clust
         if not rows:
             continue
         mem = memory_per_gpu(workload, acts, strategy, [r["gpus"] for r in rows], [r["batch_per_gpu"] for r in rows],
-                             optimizer=optimizer, precision=precision)
+                             optimizer=optimizer, precision=precision, workspace_bytes=workspace)
         ok = fits(mem.total, cap)
         for r, total, f in zip(rows, mem.total.tolist(), ok.tolist()):
             r["memory_per_gpu_bytes"], r["fits"] = total, f

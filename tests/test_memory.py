@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel.memory import (Activations, activation_bytes, fits, gpu_memory_bytes, load_activations,
-                              memory_per_gpu, model_state_bytes, strategy_buffers)
+from perfmodel.memory import (Activations, activation_bytes, blas_workspace_bytes, fits, gpu_capability,
+                              gpu_memory_bytes, load_activations, memory_per_gpu, model_state_bytes,
+                              strategy_buffers)
+from perfmodel.preset_toml import PresetError
 from perfmodel.specs import ComputeTime, SpecError, Strategy, Workload
 
 
@@ -87,6 +89,24 @@ def test_memory_per_gpu_total_and_sharding():
     assert parts["parameters"] == 4000 / 4 + 2 * 4 * 600  # shard + the gathered tensor and the prefetched one
     assert parts["gradients"] == 1000 and parts["optimizer"] == 2000
     assert parts["temporaries"] == max(440 + 2400, 4000 / 4) - 440
+
+
+def test_cublas_workspaces_by_compute_capability():
+    # two workspaces (forward's handle, backward's): 2 x 32 MiB from Hopper on, 2 x (4096 x 2 + 16 x 8) KiB before
+    assert blas_workspace_bytes("9.0") == blas_workspace_bytes("10.0") == 2 * 32 * 2**20 == 67108864
+    assert blas_workspace_bytes("8.0") == blas_workspace_bytes("7.0") == 2 * (4096 * 2 + 16 * 8) * 1024 == 17039360
+    assert blas_workspace_bytes(None) == 0.0
+    assert (gpu_capability("h200"), gpu_capability("a100"), gpu_capability("v100")) == ("9.0", "8.0", "7.0")
+    assert gpu_capability("mi300x") is None and gpu_capability("no-such-gpu") is None
+    m = memory_per_gpu(_wl(), ACTS, Strategy("ssgd"), [1, 4], 4, optimizer="momentum", workspace_bytes=67108864)
+    plain = memory_per_gpu(_wl(), ACTS, Strategy("ssgd"), [1, 4], 4, optimizer="momentum")
+    assert (m.total - plain.total).tolist() == [67108864, 67108864] and m.parts(1)["workspaces"] == 67108864
+
+
+def test_a_malformed_compute_capability_is_refused(tmp_path):
+    (tmp_path / "gpu_memory.toml").write_text('[x]\ncompute_capability = 9.0\nmemory_bytes = 1e9\n')
+    with pytest.raises(PresetError, match="compute_capability"):
+        gpu_capability("x", tmp_path)
 
 
 def test_gpt2_xl_adam_fp32_64_per_gpu_does_not_fit_a_v100():

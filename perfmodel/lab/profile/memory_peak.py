@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...library import load_model
-from ...memory import Activations, memory_per_gpu
+from ...memory import Activations, blas_workspace_bytes, memory_per_gpu
 from ...presets import presets_dir
 from ...specs import ComputeTime, Strategy, Workload
 
@@ -107,14 +107,29 @@ def measured_peak_bytes(name: str, batch: int, optimizer: str = "momentum", devi
     return float(max(sum(s) for s in sizes))
 
 
-def estimated_bytes(name: str, acts: Activations, batch: int, optimizer: str = "momentum") -> float:
-    """perfmodel.memory's estimate for one process (no exchange buffers), bytes."""
+def estimated_bytes(name: str, acts: Activations, batch: int, optimizer: str = "momentum",
+                    capability: str | None = None) -> float:
+    """perfmodel.memory's estimate for one process (no exchange buffers) on a CPU (``capability`` None) or on an
+    NVIDIA GPU of compute ``capability`` ("9.0"), bytes."""
     lib = load_model(name, presets_dir())
     wl = Workload(name, lib.tensor_sizes, {"cpu": ComputeTime("linear", t1_s=1.0)})
-    return float(memory_per_gpu(wl, acts, Strategy("ssgd"), [1], batch, optimizer=optimizer).total[0])
+    return float(memory_per_gpu(wl, acts, Strategy("ssgd"), [1], batch, optimizer=optimizer,
+                                workspace_bytes=blas_workspace_bytes(capability)).total[0])
+
+
+def device_capability(device: str) -> str | None:
+    """The compute capability ("9.0") of a CUDA ``device``; None for the CPU or a ROCm build (torch.version.hip)."""
+    if device == "cpu":
+        return None
+    import torch
+
+    if torch.version.hip:
+        return None
+    major, minor = torch.cuda.get_device_capability(torch.device(device))
+    return f"{major}.{minor}"
 
 
 def check(name: str, acts: Activations, batch: int, optimizer: str = "momentum", device: str = "cpu") -> PeakCheck:
     """Measured against estimated peak for one model and batch."""
     return PeakCheck(name, batch, optimizer, measured_peak_bytes(name, batch, optimizer, device),
-                     estimated_bytes(name, acts, batch, optimizer))
+                     estimated_bytes(name, acts, batch, optimizer, device_capability(device)))
