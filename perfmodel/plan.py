@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .memory import Activations, USABLE, fits, format_bytes, memory_per_gpu
+from .memory import PARTS, USABLE, Activations, fits, format_bytes, memory_per_gpu
 from .scaling import predict, unrunnable
 from .specs import TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, SpecError, Strategy, Workload
 
@@ -185,6 +185,7 @@ class PlanInput:
     batches: tuple[int, ...] = (32,)
     accumulations: tuple[int, ...] = (1,)
     usable: float = USABLE
+    workspace_bytes: float = 0.0  # the libraries' fixed workspaces per GPU (perfmodel.memory.blas_workspace_bytes)
 
 
 def search(workload: Workload, cluster: Cluster, cands: list[Candidate], inp: PlanInput) -> list[dict]:
@@ -219,14 +220,13 @@ def _rows(wl: Workload, cluster: Cluster, cand: Candidate, w: np.ndarray, scalin
           inp: PlanInput) -> list[dict]:
     p = predict(wl, cluster, cand.strategy, w, scaling=scaling, batch=batch)
     mem = memory_per_gpu(wl, inp.acts, cand.strategy, w, p.batch_per_gpu, optimizer=inp.optimizer,
-                         precision=inp.precision)
+                         precision=inp.precision, workspace_bytes=inp.workspace_bytes)
     total = mem.total
     ok = fits(total, inp.gpu_memory_bytes, inp.usable).tolist()
     tt = inp.work.samples / p.throughput
     hours = w * tt / 3600.0
     exposed = (np.maximum(p.t_comm_s - p.extra["t_hidden_s"], 0.0) / p.t_iter_s).tolist()
-    parts = {k: getattr(mem, k).tolist() for k in ("parameters", "gradients", "optimizer", "activations",
-                                                    "buffers", "temporaries")}
+    parts = {k: getattr(mem, k).tolist() for k in PARTS}
     parts["total"] = total.tolist()
     gpus, thr, eff, b = w.astype(int).tolist(), p.throughput.tolist(), p.efficiency.tolist(), p.batch_per_gpu.tolist()
     t_iter, t_comp = p.t_iter_s.tolist(), p.t_compute_s.tolist()  # for perfmodel.exposure's note
