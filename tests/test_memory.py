@@ -173,3 +173,24 @@ def test_transformer_activations_follow_korthikanti_in_fp32():
     fp16_layer = s * h * (34 + 5 * a * s / h)
     masks = 2 * s * h + a * s * s
     assert 66 * s * h + 9 * a * s * s == 2 * (fp16_layer - masks) + masks
+
+
+@pytest.mark.parametrize("cluster,workspace", [("dgx1-v100", 17039360), ("hgx-h200", 67108864)])
+def test_predict_and_plan_count_the_clusters_gpu_workspaces(cluster, workspace):
+    from perfmodel.cluster_input import resolve_cluster
+    from perfmodel.library import load_model
+    from perfmodel.memory import with_memory
+    from perfmodel.plan import Constraints, PlanInput, candidates, search, work_from
+    from perfmodel.presets import presets_dir
+
+    c = resolve_cluster(cluster)
+    lib = load_model("resnet50", presets_dir())
+    wl = Workload("resnet50", lib.tensor_sizes, {c.gpu: ComputeTime("linear", t1_s=0.1)})
+    acts = load_activations("resnet50")
+    plain = memory_per_gpu(wl, acts, Strategy("ssgd"), [8], 32, optimizer="momentum").total[0]
+    recs, _ = with_memory([{"strategy": "ssgd", "gpus": 8, "batch_per_gpu": 32}], [], wl, c, [Strategy("ssgd")])
+    assert recs[0]["memory_per_gpu_bytes"] == plain + workspace
+    inp = PlanInput(work_from(samples=1e6), Constraints(gpus_max=8), acts, 80e9, batches=(32,),
+                    workspace_bytes=blas_workspace_bytes(gpu_capability(c.gpu)))
+    rows = [r for r in search(wl, c, candidates(c), inp) if r["gpus"] == 8]
+    assert rows and all(r["memory"]["workspaces"] == workspace for r in rows)
