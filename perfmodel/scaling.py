@@ -208,23 +208,7 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     if isinstance(batch, bool) or int(batch) != batch or batch < 1:
         raise SpecError(f"batch must be a positive integer, got {batch!r}")
     _check_gpus(w, cluster, strategy, scaling, batch, int(getattr(workload, "accumulate", 1) or 1))
-    groups = _intra_groups(w, cluster)
-    parts = [(mask, _predict(workload, c, strategy, w[mask], scaling, batch)) for mask, c in groups]
-    if len(parts) == 1:
-        return parts[0][1]
-    first = parts[0][1]
-    # each group's rows, concatenated, back in the order of ``w``
-    back = np.argsort(np.concatenate([np.flatnonzero(mask) for mask, _ in parts]), kind="stable")
-
-    def stitch(get) -> np.ndarray:
-        return np.concatenate([get(p) for _, p in parts])[back]
-
-    arrays = {f: stitch(lambda p, f=f: getattr(p, f)) for f in _ARRAY_FIELDS}
-    return replace(first, **arrays, extra={k: stitch(lambda p, k=k: p.extra[k]) for k in first.extra})
-
-
-_ARRAY_FIELDS = ("gpus", "nodes", "batch_per_gpu", "t_compute_s", "t_comm_s", "t_iter_s", "throughput", "speedup",
-                 "efficiency", "bytes_per_gpu")
+    return _predict(workload, cluster, strategy, w, scaling, batch)
 
 
 def _intra_groups(w: np.ndarray, cluster: Cluster) -> list[tuple[np.ndarray, Cluster]]:
@@ -241,6 +225,37 @@ def _intra_groups(w: np.ndarray, cluster: Cluster) -> list[tuple[np.ndarray, Clu
     return out
 
 
+def _comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray) -> tuple:
+    """The strategy's communication (``_STRATEGY_COMM``'s tuple) for every count in ``w``, each intra group
+    (``_intra_groups``) on its own cluster: the groups' arrays, a bucket schedule's cost included, stitched
+    back in the order of ``w``. Only the communication depends on the intra link, so the rest of a
+    prediction runs once over all counts."""
+    fn = _STRATEGY_COMM[strategy.name]
+    groups = _intra_groups(w, cluster)
+    if len(groups) == 1:
+        return fn(workload, groups[0][1], strategy, w, t_comp)
+    t_comp = np.broadcast_to(t_comp, w.shape)
+    index = [np.flatnonzero(mask) for mask, _ in groups]
+    results = [fn(workload, c, strategy, w[i], t_comp[i]) for i, (_, c) in zip(index, groups)]
+    back = np.argsort(np.concatenate(index), kind="stable")
+
+    def fit(v, i: np.ndarray) -> np.ndarray:  # a value for all of a group's counts repeated over them
+        v = np.asarray(v)
+        return v if v.shape[-1:] == i.shape else np.broadcast_to(v, v.shape[:-1] + i.shape)
+
+    def stitch(values) -> np.ndarray:
+        """The groups' values (over their counts on the last axis, or one for all of them) in w's order."""
+        return np.concatenate([fit(v, i) for v, i in zip(values, index)], axis=-1)[..., back]
+
+    first = results[0]
+    out = [stitch([r[0] for r in results]), stitch([r[1] for r in results]),
+           {k: stitch([r[2][k] for r in results]) for k in first[2]}, stitch([r[3] for r in results])]
+    if len(first) > 4:  # the bucket schedule: (cost(nbytes[:, None]), replaced seconds, bytes per element)
+        out.append((lambda nb: stitch([r[4][0](nb) for r in results]), stitch([r[4][1] for r in results]),
+                    first[4][2]))
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=64)
 def _partial_cluster(cluster: Cluster, gpus: int) -> Cluster:
     """``cluster`` with the intra link of a run on GPUs 0..gpus-1 (built once per cluster and count: a plan
@@ -250,7 +265,7 @@ def _partial_cluster(cluster: Cluster, gpus: int) -> Cluster:
 
 def _predict(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, scaling: str,
              batch: int) -> Prediction:
-    """predict for counts of one intra group, its arguments already checked."""
+    """predict, its arguments already checked."""
     k = int(getattr(workload, "accumulate", 1) or 1)
     nodes, _ = coll.placement(w, cluster)
     curve, scale, source = workload.compute_for(cluster)
@@ -277,7 +292,7 @@ def _predict(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.nda
     single = float(np.atleast_1d(single)[0])
     single = k * single - (k - 1) * min(update, single)  # one GPU, the whole step
 
-    result = _STRATEGY_COMM[strategy.name](workload, cluster, strategy, w, t_comp)
+    result = _comm(workload, cluster, strategy, w, t_comp)
     comm, nbytes, extra, straggle_over = result[:4]
     schedule = result[4] if len(result) > 4 else None
 
