@@ -211,18 +211,42 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     return _predict(workload, cluster, strategy, w, scaling, batch)
 
 
-def _intra_groups(w: np.ndarray, cluster: Cluster) -> list[tuple[np.ndarray, Cluster]]:
-    """(mask of the counts, the cluster they run on): a count with its own intra figure (a part of one
-    node, ``Cluster.intra_for``) apart, every other count on ``cluster`` as it is."""
+def _intra_groups(w: np.ndarray, cluster: Cluster) -> tuple[tuple[tuple[np.ndarray, Cluster], ...], np.ndarray]:
+    """((indices into ``w``, the cluster they run on), ...) and the order that puts the groups' counts,
+    concatenated, back in the order of ``w``: a count with its own intra figure (a part of one node,
+    ``Cluster.intra_for``) apart, every other count on ``cluster`` as it is. Read-only arrays."""
+    return _groups(w.tobytes(), cluster)
+
+
+@functools.lru_cache(maxsize=256)
+def _groups(w_bytes: bytes, cluster: Cluster) -> tuple[tuple[tuple[np.ndarray, Cluster], ...], np.ndarray]:
+    """_intra_groups of the counts in ``w_bytes`` (float64), once per count list and cluster: a plan predicts
+    every candidate on the same counts."""
+    w = np.frombuffer(w_bytes)
     out, rest = [], np.ones(len(w), dtype=bool)
     for g, _ in cluster.intra_partial():
         mask = w == g
         if mask.any():
-            out.append((mask, _partial_cluster(cluster, g)))
+            out.append((np.flatnonzero(mask), _partial_cluster(cluster, g)))
             rest &= ~mask
     if rest.any() or not out:
-        out.append((rest, cluster))
-    return out
+        out.append((np.flatnonzero(rest), cluster))
+    back = np.argsort(np.concatenate([i for i, _ in out]), kind="stable")
+    for arr in [i for i, _ in out] + [back]:
+        arr.setflags(write=False)
+    return tuple(out), back
+
+
+def _stitch(w: np.ndarray, cluster: Cluster, values: list) -> np.ndarray:
+    """One value per intra group of ``w`` (``_intra_groups``; over the group's counts on the last axis, or
+    one for all of them) as one array over the counts in the order of ``w``."""
+    groups, back = _intra_groups(w, cluster)
+
+    def fit(v, i: np.ndarray) -> np.ndarray:  # a value for all of a group's counts repeated over them
+        v = np.asarray(v)
+        return v if v.shape[-1:] == i.shape else np.broadcast_to(v, v.shape[:-1] + i.shape)
+
+    return np.concatenate([fit(v, i) for v, (i, _) in zip(values, groups)], axis=-1)[..., back]
 
 
 def _comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray) -> tuple:
@@ -231,22 +255,12 @@ def _comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarra
     back in the order of ``w``. Only the communication depends on the intra link, so the rest of a
     prediction runs once over all counts."""
     fn = _STRATEGY_COMM[strategy.name]
-    groups = _intra_groups(w, cluster)
+    groups, _ = _intra_groups(w, cluster)
     if len(groups) == 1:
         return fn(workload, groups[0][1], strategy, w, t_comp)
     t_comp = np.broadcast_to(t_comp, w.shape)
-    index = [np.flatnonzero(mask) for mask, _ in groups]
-    results = [fn(workload, c, strategy, w[i], t_comp[i]) for i, (_, c) in zip(index, groups)]
-    back = np.argsort(np.concatenate(index), kind="stable")
-
-    def fit(v, i: np.ndarray) -> np.ndarray:  # a value for all of a group's counts repeated over them
-        v = np.asarray(v)
-        return v if v.shape[-1:] == i.shape else np.broadcast_to(v, v.shape[:-1] + i.shape)
-
-    def stitch(values) -> np.ndarray:
-        """The groups' values (over their counts on the last axis, or one for all of them) in w's order."""
-        return np.concatenate([fit(v, i) for v, i in zip(values, index)], axis=-1)[..., back]
-
+    results = [fn(workload, c, strategy, w[i], t_comp[i]) for i, c in groups]
+    stitch = functools.partial(_stitch, w, cluster)
     first = results[0]
     out = [stitch([r[0] for r in results]), stitch([r[1] for r in results]),
            {k: stitch([r[2][k] for r in results]) for k in first[2]}, stitch([r[3] for r in results])]
@@ -254,6 +268,17 @@ def _comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarra
         out.append((lambda nb: stitch([r[4][0](nb) for r in results]), stitch([r[4][1] for r in results]),
                     first[4][2]))
     return tuple(out)
+
+
+def _sync_slowdown(w: np.ndarray, cluster: Cluster, workers: np.ndarray, model: CVB) -> np.ndarray:
+    """stragglers.sync_slowdown of ``workers`` (aligned with ``w``), taken per intra group: its quadrature
+    grid reaches past the largest count it is given, so a partial node's count keeps the figure it had
+    when each group was predicted on its own."""
+    groups, _ = _intra_groups(w, cluster)
+    if len(groups) == 1:
+        return sync_slowdown(workers, model)
+    workers = np.broadcast_to(workers, w.shape)
+    return _stitch(w, cluster, [sync_slowdown(workers[i], model) for i, _ in groups])
 
 
 @functools.lru_cache(maxsize=64)
@@ -304,7 +329,7 @@ def _predict(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.nda
             population = async_speedup_factor(model)
             factor = 1.0 / population
         else:
-            factor = sync_slowdown(straggle_over, model)
+            factor = _sync_slowdown(w, cluster, straggle_over, model)
         t_comp = t_comp * factor
         t_micro = t_micro * factor
     extra["t_straggler_s"] = t_comp - t_even  # the wait for the slowest worker, inside t_compute_s
