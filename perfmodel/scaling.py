@@ -211,15 +211,14 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     return _predict(workload, cluster, strategy, w, scaling, batch)
 
 
-def _intra_groups(w: np.ndarray, cluster: Cluster) -> tuple[tuple[tuple[np.ndarray, Cluster], ...], np.ndarray]:
-    """((indices into ``w``, the cluster they run on), ...) and the order that puts the groups' counts,
-    concatenated, back in the order of ``w``: a count with its own intra figure (a part of one node,
-    ``Cluster.intra_for``) apart, every other count on ``cluster`` as it is. Read-only arrays."""
+def _intra_groups(w: np.ndarray, cluster: Cluster) -> tuple[tuple[np.ndarray, Cluster], ...]:
+    """((indices into ``w``, the cluster they run on), ...): a count with its own intra figure (a part of one
+    node, ``Cluster.intra_for``) apart, every other count on ``cluster`` as it is. Read-only arrays."""
     return _groups(w.tobytes(), cluster)
 
 
 @functools.lru_cache(maxsize=256)
-def _groups(w_bytes: bytes, cluster: Cluster) -> tuple[tuple[tuple[np.ndarray, Cluster], ...], np.ndarray]:
+def _groups(w_bytes: bytes, cluster: Cluster) -> tuple[tuple[np.ndarray, Cluster], ...]:
     """_intra_groups of the counts in ``w_bytes`` (float64), once per count list and cluster: a plan predicts
     every candidate on the same counts."""
     w = np.frombuffer(w_bytes)
@@ -231,22 +230,20 @@ def _groups(w_bytes: bytes, cluster: Cluster) -> tuple[tuple[tuple[np.ndarray, C
             rest &= ~mask
     if rest.any() or not out:
         out.append((np.flatnonzero(rest), cluster))
-    back = np.argsort(np.concatenate([i for i, _ in out]), kind="stable")
-    for arr in [i for i, _ in out] + [back]:
-        arr.setflags(write=False)
-    return tuple(out), back
+    for i, _ in out:
+        i.setflags(write=False)
+    return tuple(out)
 
 
 def _stitch(w: np.ndarray, cluster: Cluster, values: list) -> np.ndarray:
     """One value per intra group of ``w`` (``_intra_groups``; over the group's counts on the last axis, or
     one for all of them) as one array over the counts in the order of ``w``."""
-    groups, back = _intra_groups(w, cluster)
-
-    def fit(v, i: np.ndarray) -> np.ndarray:  # a value for all of a group's counts repeated over them
-        v = np.asarray(v)
-        return v if v.shape[-1:] == i.shape else np.broadcast_to(v, v.shape[:-1] + i.shape)
-
-    return np.concatenate([fit(v, i) for v, (i, _) in zip(values, groups)], axis=-1)[..., back]
+    groups = _intra_groups(w, cluster)
+    lead = next((np.shape(v)[:-1] for v, (i, _) in zip(values, groups) if np.shape(v)[-1:] == i.shape), ())
+    out = np.empty(lead + w.shape, dtype=np.result_type(*values))
+    for v, (i, _) in zip(values, groups):
+        out[..., i] = v
+    return out
 
 
 def _comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarray, t_comp: np.ndarray) -> tuple:
@@ -255,7 +252,7 @@ def _comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarra
     back in the order of ``w``. Only the communication depends on the intra link, so the rest of a
     prediction runs once over all counts."""
     fn = _STRATEGY_COMM[strategy.name]
-    groups, _ = _intra_groups(w, cluster)
+    groups = _intra_groups(w, cluster)
     if len(groups) == 1:
         return fn(workload, groups[0][1], strategy, w, t_comp)
     t_comp = np.broadcast_to(t_comp, w.shape)
@@ -274,7 +271,7 @@ def _sync_slowdown(w: np.ndarray, cluster: Cluster, workers: np.ndarray, model: 
     """stragglers.sync_slowdown of ``workers`` (aligned with ``w``), taken per intra group: its quadrature
     grid reaches past the largest count it is given, so a partial node's count keeps the figure it had
     when each group was predicted on its own."""
-    groups, _ = _intra_groups(w, cluster)
+    groups = _intra_groups(w, cluster)
     if len(groups) == 1:
         return sync_slowdown(workers, model)
     workers = np.broadcast_to(workers, w.shape)
