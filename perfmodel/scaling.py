@@ -211,16 +211,11 @@ def predict(workload: Workload, cluster: Cluster, strategy: Strategy, gpus, *,
     return _predict(workload, cluster, strategy, w, scaling, batch)
 
 
-def _intra_groups(w: np.ndarray, cluster: Cluster) -> tuple[tuple[np.ndarray, Cluster], ...]:
-    """((indices into ``w``, the cluster they run on), ...): a count with its own intra figure (a part of one
-    node, ``Cluster.intra_for``) apart, every other count on ``cluster`` as it is. Read-only arrays."""
-    return _groups(w.tobytes(), cluster)
-
-
 @functools.lru_cache(maxsize=256)
-def _groups(w_bytes: bytes, cluster: Cluster) -> tuple[tuple[np.ndarray, Cluster], ...]:
-    """_intra_groups of the counts in ``w_bytes`` (float64), once per count list and cluster: a plan predicts
-    every candidate on the same counts."""
+def _intra_groups(w_bytes: bytes, cluster: Cluster) -> tuple[tuple[np.ndarray, Cluster], ...]:
+    """((indices into w, the cluster they run on), ...) for the counts w in ``w_bytes`` (float64): a count with
+    its own intra figure (a part of one node, ``Cluster.intra_for``) apart, every other count on ``cluster``
+    as it is. Read-only arrays; once per count list and cluster (a plan's candidates share them)."""
     w = np.frombuffer(w_bytes)
     out, rest = [], np.ones(len(w), dtype=bool)
     for g, _ in cluster.intra_partial():
@@ -238,7 +233,7 @@ def _groups(w_bytes: bytes, cluster: Cluster) -> tuple[tuple[np.ndarray, Cluster
 def _stitch(w: np.ndarray, cluster: Cluster, values: list) -> np.ndarray:
     """One value per intra group of ``w`` (``_intra_groups``; over the group's counts on the last axis, or
     one for all of them) as one array over the counts in the order of ``w``."""
-    groups = _intra_groups(w, cluster)
+    groups = _intra_groups(w.tobytes(), cluster)
     lead = next((np.shape(v)[:-1] for v, (i, _) in zip(values, groups) if np.shape(v)[-1:] == i.shape), ())
     out = np.empty(lead + w.shape, dtype=np.result_type(*values))
     for v, (i, _) in zip(values, groups):
@@ -252,7 +247,7 @@ def _comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarra
     back in the order of ``w``. Only the communication depends on the intra link, so the rest of a
     prediction runs once over all counts."""
     fn = _STRATEGY_COMM[strategy.name]
-    groups = _intra_groups(w, cluster)
+    groups = _intra_groups(w.tobytes(), cluster)
     if len(groups) == 1:
         return fn(workload, groups[0][1], strategy, w, t_comp)
     t_comp = np.broadcast_to(t_comp, w.shape)
@@ -270,12 +265,20 @@ def _comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarra
 def _sync_slowdown(w: np.ndarray, cluster: Cluster, workers: np.ndarray, model: CVB) -> np.ndarray:
     """stragglers.sync_slowdown of ``workers`` (aligned with ``w``), taken per intra group: its quadrature
     grid reaches past the largest count it is given, so a partial node's count keeps the figure it had
-    when each group was predicted on its own."""
-    groups = _intra_groups(w, cluster)
-    if len(groups) == 1:
-        return sync_slowdown(workers, model)
-    workers = np.broadcast_to(workers, w.shape)
-    return _stitch(w, cluster, [sync_slowdown(workers[i], model) for i, _ in groups])
+    when each group was predicted on its own. Read-only; once per count list (a plan's candidates share it)."""
+    workers = np.broadcast_to(np.asarray(workers, dtype=float), w.shape)
+    return _group_slowdown(w.tobytes(), cluster, workers.tobytes(), model)
+
+
+@functools.lru_cache(maxsize=256)
+def _group_slowdown(w_bytes: bytes, cluster: Cluster, workers_bytes: bytes, model: CVB) -> np.ndarray:
+    """_sync_slowdown of the float64 counts and workers in ``w_bytes`` and ``workers_bytes``."""
+    w, workers = np.frombuffer(w_bytes), np.frombuffer(workers_bytes)
+    groups = _intra_groups(w_bytes, cluster)
+    out = (sync_slowdown(workers, model) if len(groups) == 1 else
+           _stitch(w, cluster, [sync_slowdown(workers[i], model) for i, _ in groups]))
+    out.setflags(write=False)
+    return out
 
 
 @functools.lru_cache(maxsize=64)
