@@ -117,7 +117,8 @@ def exposed_time(buckets: Buckets, t_backward,
     """
     t_b = np.asarray(t_backward, dtype=float)
     c = np.asarray(cost(buckets.nbytes[:, None]), dtype=float)
-    c = np.broadcast_to(c, (len(buckets.nbytes),) + np.broadcast_shapes(c.shape[1:], t_b.shape))
+    if c.shape[1:] != t_b.shape:  # (a plan runs this thousands of times: no broadcast where none is needed)
+        c = np.broadcast_to(c, (len(buckets.nbytes),) + np.broadcast_shapes(c.shape[1:], t_b.shape))
     # the loop's per-bucket terms formed once, for all buckets (a plan runs this thousands of times)
     ready = buckets.ready_fraction[:, None] * t_b + start_delay
     longest = c * (1.0 + comm_slowdown)  # a window is at most the collective's time when slowed

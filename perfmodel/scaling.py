@@ -230,10 +230,9 @@ def _intra_groups(w_bytes: bytes, cluster: Cluster) -> tuple[tuple[np.ndarray, C
     return tuple(out)
 
 
-def _stitch(w: np.ndarray, cluster: Cluster, values: list) -> np.ndarray:
-    """One value per intra group of ``w`` (``_intra_groups``; over the group's counts on the last axis, or
-    one for all of them) as one array over the counts in the order of ``w``."""
-    groups = _intra_groups(w.tobytes(), cluster)
+def _stitch(groups: tuple[tuple[np.ndarray, Cluster], ...], w: np.ndarray, values: list) -> np.ndarray:
+    """One value per intra group of ``w`` (``_intra_groups``' ``groups``; over the group's counts on the last
+    axis, or one for all of them) as one array over the counts in the order of ``w``."""
     lead = next((np.shape(v)[:-1] for v, (i, _) in zip(values, groups) if np.shape(v)[-1:] == i.shape), ())
     out = np.empty(lead + w.shape, dtype=np.result_type(*values))
     for v, (i, _) in zip(values, groups):
@@ -252,7 +251,7 @@ def _comm(workload: Workload, cluster: Cluster, strategy: Strategy, w: np.ndarra
         return fn(workload, groups[0][1], strategy, w, t_comp)
     t_comp = np.broadcast_to(t_comp, w.shape)
     results = [fn(workload, c, strategy, w[i], t_comp[i]) for i, c in groups]
-    stitch = functools.partial(_stitch, w, cluster)
+    stitch = functools.partial(_stitch, groups, w)
     first = results[0]
     out = [stitch([r[0] for r in results]), stitch([r[1] for r in results]),
            {k: stitch([r[2][k] for r in results]) for k in first[2]}, stitch([r[3] for r in results])]
@@ -276,7 +275,7 @@ def _group_slowdown(w_bytes: bytes, cluster: Cluster, workers_bytes: bytes, mode
     w, workers = np.frombuffer(w_bytes), np.frombuffer(workers_bytes)
     groups = _intra_groups(w_bytes, cluster)
     out = (sync_slowdown(workers, model) if len(groups) == 1 else
-           _stitch(w, cluster, [sync_slowdown(workers[i], model) for i, _ in groups]))
+           _stitch(groups, w, [sync_slowdown(workers[i], model) for i, _ in groups]))
     out.setflags(write=False)
     return out
 
