@@ -3,6 +3,10 @@ inline GPU table) and a profile JSON. Every field in turn is set to a value peop
 1e300, text, true, an empty list or table) or removed; `perfmodel predict`, `plan` and `show-profile` either run,
 printing strict JSON where JSON was asked for, or exit 2 with one `error:` line. Never a traceback.
 
+A run log for `perfmodel validate` likewise: each value validate reads from the header (the config keys of
+perfmodel.lab.run_header, the rank and worker counts) and each field of a step line, in a DASO log and a
+parameter-server log (whose readers differ most).
+
 The option sweep (tests/test_input_sweep.py) does the same for the command-line options.
 """
 
@@ -17,7 +21,9 @@ import pytest
 
 from perfmodel.cli import main as perfmodel_main
 
-pytestmark = pytest.mark.slow  # about 1,400 invocations, in-process, ~35 s
+from perfmodel.lab.run_header import COUNTS, FLAGS, NUMBERS, TEXTS
+
+pytestmark = pytest.mark.slow  # about 2,000 invocations, in-process
 
 CLUSTERS = {
     "inline-gpu": {"gpus_per_node": 8, "intra": "xgmi-mi300x", "network": "8xib-ndr", "price_per_gpu_hour": 2.0,
@@ -31,7 +37,10 @@ BAD = [0, -1, float("nan"), float("inf"), 1e300, 1e-300, "x", True, [], {}, 2**7
 COMMANDS = [["predict", "--workload", "resnet50", "--estimate", "mixed", "--gpus", "1,8,64", "--format", "json"],
             ["plan", "--workload", "resnet50", "--estimate", "mixed", "--samples", "1e7", "--gpus-max", "64",
              "--format", "json"]]
-PROFILE = Path(__file__).resolve().parents[1] / "results" / "coquelin2021" / "profile_lenet_timing_small.json"
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = ROOT / "results" / "coquelin2021" / "profile_lenet_timing_small.json"
+RUNS = ROOT / "results" / "validation" / "runs" / "small"
+RUN_PROFILE = ROOT / "results" / "validation" / "profile_lenet_small.json"
 
 
 def _toml_value(v) -> str:
@@ -132,3 +141,22 @@ def test_a_profile_broken_one_field_at_a_time(tmp_path):
             what = f"profile {'.'.join(map(str, path))} = {bad!r}"
             _check(["predict", "--profile", str(f), "--format", "json", "--gpus", "1,2,4"], True, what)
             _check(["show-profile", str(f)], False, what)
+
+
+@pytest.mark.parametrize("log", ["lenet_daso_4.jsonl", "lenet_asgd_4.jsonl"])
+def test_a_run_log_broken_one_field_at_a_time(log, tmp_path):
+    lines = [json.loads(x) for x in (RUNS / log).read_text().splitlines()]
+    steps = [i for i, r in enumerate(lines) if r.get("type") == "step"]
+    fields = [(0, ("config", k)) for k in (*COUNTS, *NUMBERS, *FLAGS, *TEXTS) if k in lines[0]["config"]]
+    fields += [(0, (k,)) for k in ("algo", "ranks", "workers", "exchange", "backend", "config", "type")
+               if k in lines[0]]
+    if "asgd" in log:  # the parameter server's step lines are read field by field
+        fields += [(steps[-1], (k,)) for k in lines[steps[-1]]]
+    for i, path in fields:
+        for bad in [0, -1, float("nan"), 1e300, "x", None, [], "__del__"]:
+            doc = copy.deepcopy(lines)
+            doc[i] = _broken(doc[i], path, bad)
+            f = tmp_path / "run.jsonl"
+            f.write_text("".join(json.dumps(r) + "\n" for r in doc))
+            _check(["validate", "--profile", str(RUN_PROFILE), "--format", "json", str(f)], True,
+                   f"{log} line {i + 1} {'.'.join(path)} = {bad!r}")

@@ -91,6 +91,8 @@ def read_run_log(path: str | os.PathLike) -> RunLogContents:
             raise RunLogError(f"run log {path}: line {i + 1} is not JSON") from None
         if not isinstance(records[-1], dict):  # valid JSON, but a list or a number is no record
             raise RunLogError(f"run log {path}: line {i + 1} is not a JSON object")
+        if not isinstance(records[-1].get("type", ""), str):
+            raise RunLogError(f"run log {path}: line {i + 1}'s type is not text")
     if not records or records[0].get("type") != "header":
         raise RunLogError(f"run log {path}: the first line is not a header")
     if records[0].get("schema") != SCHEMA:

@@ -39,12 +39,9 @@ import numpy as np
 
 from ..compression import encode_seconds, ps_aggregate_seconds, resolve_level_lanes, ternary_split
 from .profile.schema import ModelInfo, ProfileError as ProfileErrorBase
+from .run_header import ValidateError, check_config, count
 from ..specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, Link, SpecError, Strategy,
                     Workload)
-
-
-class ValidateError(ValueError):
-    """A run log or profile cannot be validated."""
 
 
 @dataclass(frozen=True)
@@ -131,9 +128,9 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     except RunLogError as e:
         raise ValidateError(str(e)) from None
     head = log.header
-    cfg = head.get("config") or {}
+    cfg = check_config(head.get("config") or {}, f"run log {path}")
     algo = head.get("algo") or cfg.get("algo")
-    if algo is None or "model" not in cfg or "batch" not in cfg:
+    if not isinstance(algo, str) or "model" not in cfg or "batch" not in cfg:
         raise ValidateError(f"run log {path}: header lacks algo, config.model or config.batch")
     steps = log.steps[skip:] if len(log.steps) > skip else []
     if len(steps) < 3:
@@ -145,7 +142,7 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
                             f"have a positive finite t_step and samples and finite times"
                             f"{' and a DASO phase (B, W)' if algo == 'daso' else ''}, need 3")
     dropped, steps = len(steps) - len(usable), usable
-    ranks = int(head.get("ranks", 1))
+    ranks = count(head, "ranks", 1, f"run log {path}")
     if ps:
         return replace(_measure_ps(path, head, algo, cfg, steps), load_avg=_loads(log), dropped=dropped)
     keys = ("t_step", "t_compute", "t_comm", "t_compress")
@@ -225,21 +222,23 @@ def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps
                if exchange is None else f"exchanges {exchange!r}, where the model's asgd strategy has one "
                                         f"push and one pull per gradient")
         raise ValidateError(f"run log {path}: {algo} {why}")
-    timed = [s for s in steps if s.get("t_comm") is not None]
+    timed = [s for s in steps if s.get("t_comm") is not None and "t_compute" in s]
     if len(timed) < 3:
-        raise ValidateError(f"run log {path}: {len(timed)} step lines with a worker exchange time after the "
-                            f"warm-up, need 3")
+        raise ValidateError(f"run log {path}: {len(timed)} step lines with a worker compute and exchange time "
+                            f"after the warm-up, need 3")
     t_compute = _median([s["t_compute"] for s in timed])
     t_comm = _median([s["t_comm"] for s in timed])
     t_step = _median([s["t_compute"] + s.get("t_idle", 0.0) + s["t_comm"] for s in timed])
-    applied_s = sum(float(s["t_step"]) * int(s.get("gradients", 1)) for s in steps)  # server seconds
+    applied_s = sum(float(s["t_step"]) * count(s, "gradients", 1, f"run log {path}: a step's")
+                    for s in steps)  # server seconds
     if not applied_s > 0:
         raise ValidateError(f"run log {path}: the server logged no time for its gradients (t_step)")
     throughput = sum(float(s["samples"]) for s in steps) / applied_s
     sent = _median([float(s.get("bytes_exchanged", 0.0)) for s in steps])
-    return RunMeasurement(str(path), algo, cfg["model"], int(head.get("ranks", 1)), int(cfg["batch"]),
+    ranks = count(head, "ranks", 1, f"run log {path}")
+    return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]),
                           int(cfg.get("threads", 1)), len(steps), t_step, t_compute, t_comm, 0.0, throughput,
-                          cfg, {}, sent, workers=int(head.get("workers", int(head.get("ranks", 1)) - 1)))
+                          cfg, {}, sent, workers=count(head, "workers", max(ranks - 1, 1), f"run log {path}"))
 
 
 def run_strategy_args(run: RunMeasurement) -> list[tuple[list[str], int]]:
