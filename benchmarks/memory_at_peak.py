@@ -37,23 +37,10 @@ def _where(frames: list[dict]) -> list[str]:
 def case(name: str, batch: int, top: int) -> dict:
     import torch
 
-    from perfmodel.lab.profile.memory_peak import build_torch_model, device_capability, estimated_bytes
+    from perfmodel.lab.profile.memory_peak import device_capability, estimated_bytes, training_step
     from perfmodel.memory import load_activations
 
-    torch.manual_seed(0)
-    model, shape, classes = build_torch_model(name)
-    model = model.cuda().train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(batch, *shape, device="cuda")
-    y = torch.randint(0, classes, (batch,), device="cuda")
-
-    def step():
-        opt.zero_grad(set_to_none=False)
-        out = model(x)
-        out = out[0] if isinstance(out, tuple) else out
-        torch.nn.functional.cross_entropy(out, y).backward()
-        opt.step()
-
+    step = training_step(name, batch, "momentum", "cuda")
     step()
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()

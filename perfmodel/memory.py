@@ -61,6 +61,8 @@ CUBLAS_WORKSPACE = {9: 4096 * 8 * 1024, 10: 4096 * 8 * 1024, 12: 4096 * 8 * 1024
 CUBLAS_WORKSPACE_DEFAULT = 4096 * 1024 * 2 + 16 * 1024 * 8
 #: cuBLAS handles a training step uses: the forward's (Python thread) and backward's (autograd's device thread)
 STEP_BLAS_HANDLES = 2
+#: the components of a MemoryEstimate, in the order they are printed
+PARTS = ("parameters", "gradients", "optimizer", "activations", "buffers", "temporaries", "workspaces")
 
 
 @dataclass(frozen=True)
@@ -140,12 +142,9 @@ class MemoryEstimate:
         return {k: float(getattr(self, k)[i]) for k in PARTS} | {"total": float(self.total[i])}
 
 
-#: the components of a MemoryEstimate, in the order they are printed
-PARTS = ("parameters", "gradients", "optimizer", "activations", "buffers", "temporaries", "workspaces")
-
 
 def gpu_capability(gpu: str, root: Path | None = None) -> str | None:
-    """The CUDA compute capability (\"9.0\") of GPU preset ``gpu`` (gpu_memory.toml); None if unknown or not NVIDIA."""
+    """The CUDA compute capability ("9.0") of GPU preset ``gpu`` (gpu_memory.toml); None if unknown or not NVIDIA."""
     rec = read_toml((root or presets_dir()) / "gpu_memory.toml").get(gpu) or {}
     cap = rec.get("compute_capability")
     if cap is None:
@@ -157,7 +156,7 @@ def gpu_capability(gpu: str, root: Path | None = None) -> str | None:
 
 def blas_workspace_bytes(capability: str | None) -> float:
     """Bytes of the cuBLAS workspaces a PyTorch training step holds on a GPU of compute ``capability``
-    (\"9.0\"): STEP_BLAS_HANDLES of them, 32 MiB each on 9.x, 10.x, 12.x, 8.125 MiB on the others; 0 when None
+    ("9.0"): STEP_BLAS_HANDLES of them, 32 MiB each on 9.x, 10.x, 12.x, 8.125 MiB on the others; 0 when None
     (a CPU, or a GPU of unknown capability)."""
     if capability is None:
         return 0.0

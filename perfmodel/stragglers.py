@@ -58,7 +58,7 @@ def shape_of(cv: float) -> float:
         raise SpecError(f"coefficient of variation must be > 0, got {cv!r}")
     if cv < MIN_STRAGGLER_CV:
         raise SpecError(f"coefficient of variation {cv:g} is below {MIN_STRAGGLER_CV:g}: give 0 for no spread")
-    if cv > 1e150:  # 1/cv^2 underflows to 0, no gamma shape (and cv**2 overflows past 1e154)
+    if cv > 1e150:  # cv**2 overflows past 1.3e154; a shape of 1e-300 is no time to integrate either
         raise SpecError(f"coefficient of variation {cv:g} is too large for a gamma time")
     return 1.0 / cv**2
 

@@ -24,7 +24,7 @@ FLAGS = ("overlap", "tern_fp32_last")
 TEXTS = ("model", "algo", "tern_lanes", "terngrad_exchange", "tern_exchange")
 
 
-def _number(value, positive: bool = False) -> bool:
+def finite_number(value, positive: bool = False) -> bool:
     """Whether ``value`` is a finite number (not a bool), > 0 if ``positive`` else >= 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return False
@@ -38,7 +38,7 @@ MAX_COUNT = 2**53
 def count(record: dict, key: str, default: int | None, where: str) -> int:
     """``record[key]`` (``default`` when absent) as a positive integer up to MAX_COUNT; ValidateError if not."""
     v = record.get(key, default)
-    if not (_number(v, True) and v <= MAX_COUNT and v == int(v)):
+    if not (finite_number(v, True) and v <= MAX_COUNT and v == int(v)):
         raise ValidateError(f"{where}: {key} must be a positive integer, got {v!r}")
     return int(v)
 
@@ -52,7 +52,7 @@ def check_config(cfg, where: str) -> dict:
         if key in cfg and not (nullable and cfg[key] is None):
             count(cfg, key, None, where)
     for key, nullable in NUMBERS.items():
-        if key in cfg and not (nullable and cfg[key] is None) and not _number(cfg[key]):
+        if key in cfg and not (nullable and cfg[key] is None) and not finite_number(cfg[key]):
             raise ValidateError(f"{where}: {key} must be a number >= 0, got {cfg[key]!r}")
     for key in FLAGS:
         if key in cfg and not isinstance(cfg[key], bool):

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..compression import encode_seconds, ps_aggregate_seconds, resolve_level_lanes, ternary_split
 from .profile.schema import ModelInfo, ProfileError as ProfileErrorBase
-from .run_header import ValidateError, check_config, count
+from .run_header import ValidateError, check_config, count, finite_number as _number
 from ..specs import (TERNGRAD_ALLGATHER, TERNGRAD_LEVELS, TERNGRAD_PS, Cluster, Link, SpecError, Strategy,
                     Workload)
 
@@ -144,7 +144,7 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
     dropped, steps = len(steps) - len(usable), usable
     ranks = count(head, "ranks", 1, f"run log {path}")
     if ps:
-        return replace(_measure_ps(path, head, algo, cfg, steps), load_avg=_loads(log), dropped=dropped)
+        return replace(_measure_ps(path, head, algo, cfg, steps, ranks), load_avg=_loads(log), dropped=dropped)
     keys = ("t_step", "t_compute", "t_comm", "t_compress")
     phases: dict = {}
     if algo == "daso":
@@ -161,13 +161,6 @@ def measure_run(path: str | os.PathLike, skip: int = 5) -> RunMeasurement:
 
 #: the numbers of a step line besides t_step and samples: absent, or finite and >= 0
 _STEP_PARTS = ("t_compute", "t_comm", "t_compress", "t_idle", "bytes_sent", "bytes_exchanged")
-
-
-def _number(value, positive: bool = False) -> bool:
-    """Whether ``value`` is a finite number (not a bool), > 0 if ``positive`` else >= 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return False
-    return value > 0 if positive else value >= 0
 
 
 def _usable(step: dict, nullable: tuple[str, ...] = ()) -> bool:
@@ -208,7 +201,8 @@ def load_note(run: RunMeasurement, profile, cores: int) -> str | None:
             f"before the profile's runs, on {cores} cores: other work shared the cores differently")
 
 
-def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps: list[dict]) -> RunMeasurement:
+def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps: list[dict],
+                ranks: int) -> RunMeasurement:
     """A parameter-server run log (trainers/ps.py, one line per gradient window): medians over the lines
     whose window reported a worker exchange of the workers' compute, exchange (t_comm) and step
     (compute + idle + exchange); throughput = the samples the server applied over its time; bytes per
@@ -235,7 +229,6 @@ def _measure_ps(path: str | os.PathLike, head: dict, algo: str, cfg: dict, steps
         raise ValidateError(f"run log {path}: the server logged no time for its gradients (t_step)")
     throughput = sum(float(s["samples"]) for s in steps) / applied_s
     sent = _median([float(s.get("bytes_exchanged", 0.0)) for s in steps])
-    ranks = count(head, "ranks", 1, f"run log {path}")
     return RunMeasurement(str(path), algo, cfg["model"], ranks, int(cfg["batch"]),
                           int(cfg.get("threads", 1)), len(steps), t_step, t_compute, t_comm, 0.0, throughput,
                           cfg, {}, sent, workers=count(head, "workers", max(ranks - 1, 1), f"run log {path}"))

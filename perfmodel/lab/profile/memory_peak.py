@@ -66,12 +66,10 @@ def _torchvision_models():
     return models
 
 
-def measured_peak_bytes(name: str, batch: int, optimizer: str = "momentum", device: str = "cpu") -> float:
-    """Peak bytes of one training step (forward, backward, optimizer step) of ``name`` on the CPU (torch's
-    memory profiler) or on a CUDA device (torch.cuda.max_memory_allocated over the step)."""
+def training_step(name: str, batch: int, optimizer: str = "momentum", device: str = "cpu"):
+    """A callable running one training step (forward, backward, optimizer step) of ``name`` at ``batch`` on
+    ``device``, its model, optimizer and batch built once (seed 0)."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
-    from torch.profiler._memory_profiler import MemoryProfileTimeline
 
     torch.manual_seed(0)
     model, shape, classes = build_torch_model(name)
@@ -92,6 +90,17 @@ def measured_peak_bytes(name: str, batch: int, optimizer: str = "momentum", devi
         torch.nn.functional.cross_entropy(out, y).backward()
         opt.step()
 
+    return step
+
+
+def measured_peak_bytes(name: str, batch: int, optimizer: str = "momentum", device: str = "cpu") -> float:
+    """Peak bytes of one training step (forward, backward, optimizer step) of ``name`` on the CPU (torch's
+    memory profiler) or on a CUDA device (torch.cuda.max_memory_allocated over the step)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler._memory_profiler import MemoryProfileTimeline
+
+    step = training_step(name, batch, optimizer, device)
     step()
     if device != "cpu":
         torch.cuda.synchronize()
