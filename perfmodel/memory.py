@@ -288,6 +288,12 @@ def cluster_memory_bytes(cluster) -> float | None:
     return None if known is None else known[0]
 
 
+def cluster_workspace_bytes(cluster) -> float:
+    """The cuBLAS workspaces per GPU of ``cluster``'s GPU (``blas_workspace_bytes``; 0 where its compute
+    capability is unknown)."""
+    return blas_workspace_bytes(gpu_capability(cluster.gpu) if cluster.gpu else None)
+
+
 def with_memory(records: list[dict], notes: list[str], workload: Workload, cluster, strategies: list[Strategy],
                 precision: str = "fp32") -> tuple[list[dict], list[str]]:
     """`perfmodel predict`'s records with memory_per_gpu_bytes and fits (the model's default optimizer,
@@ -298,7 +304,7 @@ def with_memory(records: list[dict], notes: list[str], workload: Workload, clust
     if acts is None or cap is None:
         return records, notes
     optimizer = default_optimizer(workload.name)
-    workspace = blas_workspace_bytes(gpu_capability(cluster.gpu) if cluster.gpu else None)
+    workspace = cluster_workspace_bytes(cluster)
     by_name = {s.name: s for s in strategies}
     notes = list(notes)
     for name, strategy in by_name.items():

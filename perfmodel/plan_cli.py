@@ -18,8 +18,8 @@ import numpy as np
 from .cli_checks import print_compute_warnings
 from .launch_settings import launch_settings
 from .learning_effect import effect_for
-from .memory import (OPTIMIZERS, PRECISIONS, blas_workspace_bytes, cluster_memory_bytes, default_optimizer,
-                     format_bytes, gpu_capability, load_activations)
+from .memory import (OPTIMIZERS, PRECISIONS, cluster_memory_bytes, cluster_workspace_bytes, default_optimizer,
+                     format_bytes, load_activations)
 from .plan import (RANKS, Constraints, PlanInput, batch_choices, candidates, infeasible_message, pareto, rank,
                    search, why_line, with_node_overheads, work_from)
 from .plan_interval import interval
@@ -191,7 +191,7 @@ def build_input(args, workload, cluster) -> PlanInput:
                      args.optimizer or default_optimizer(workload.name),
                      args.precision or ("mixed" if args.estimate == "mixed" else "fp32"),
                      tuple(batch_choices(lo, hi)), accs,
-                     workspace_bytes=blas_workspace_bytes(gpu_capability(cluster.gpu) if cluster.gpu else None))
+                     workspace_bytes=cluster_workspace_bytes(cluster))
 
 
 def public_row(r: dict, workload, cluster, inp: PlanInput) -> dict:

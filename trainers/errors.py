@@ -17,10 +17,11 @@ The data, checkpoint and run-log modules derive their own errors from TrainerErr
 
 from __future__ import annotations
 
+import sys
 import time
 
 __all__ = ["TrainerError", "UsageError", "DivergenceError", "BAD_INPUT_STATUS", "DIVERGED_STATUS",
-           "RANK0_LINE_GRACE_S", "wait_for_rank0_line"]
+           "RANK0_LINE_GRACE_S", "wait_for_rank0_line", "refuse_on_rank0"]
 
 BAD_INPUT_STATUS = 2  # exit status of bad input (1 is a crash)
 DIVERGED_STATUS = 3  # exit status of a run stopped by divergence
@@ -37,6 +38,15 @@ def wait_for_rank0_line(rank: int) -> None:
     ends the job, that much later."""
     if rank != 0:
         time.sleep(RANK0_LINE_GRACE_S)
+
+
+def refuse_on_rank0(rank: int, line: str, status: int = BAD_INPUT_STATUS) -> int:
+    """An error every rank found: rank 0 prints ``line`` on stderr, the others wait for it
+    (``wait_for_rank0_line``); ``status`` back, for the command to exit with."""
+    if rank == 0:
+        print(line, file=sys.stderr, flush=True)
+    wait_for_rank0_line(rank)
+    return status
 
 
 class TrainerError(ValueError):

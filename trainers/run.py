@@ -54,7 +54,7 @@ from trainers.algorithms import ALGORITHMS, algorithms, family
 from trainers.config import (BACKEND_CHOICES, DASO_DTYPES, DATASET_CHOICES, PS_DEFAULTS, AsyncConfig, RunConfig,
                              SyncConfig, async_option_fields, defaults)
 from trainers.exchanges import DEFAULT_EXCHANGE, EXCHANGES
-from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError, wait_for_rank0_line
+from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError, refuse_on_rank0
 from trainers.sync.daso_schedule import DASO_RULES
 from trainers.sync.optimizers import OPTIMIZERS
 from trainers.sync.registry import SYNC_ALGORITHMS
@@ -354,11 +354,7 @@ def dispatch(cfg: SyncConfig | AsyncConfig, comm: Any = None) -> None:
 
 
 def _fail(message: str) -> int:
-    rank = _devices.env_world()[0]
-    if rank == 0:
-        print(f"trainers: error: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
-    wait_for_rank0_line(rank)
-    return 2
+    return refuse_on_rank0(_devices.env_world()[0], f"trainers: error: {' '.join(str(message).split())}")
 
 
 # ------------------------------------------------------------------------------------ subcommands

@@ -55,7 +55,7 @@ import torch
 from trainers.config import NO_MODEL, PS_DEFAULTS, AsyncConfig, PSOptions, defaults, ps_options
 from trainers.comm import abort_on_error
 from trainers.device import DEVICES, env_world, select_worker_device
-from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError, wait_for_rank0_line
+from trainers.errors import DIVERGED_STATUS, DivergenceError, TrainerError, UsageError, refuse_on_rank0
 from trainers.validators import check_new_log, check_output_file
 from trainers.asynchronous.cli_args import StrictParser, add_async_arguments, config_from_args, parse_or_status
 from trainers.asynchronous.data_streams import load_data
@@ -160,14 +160,6 @@ def add_ps_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-mode", default=d["fail_mode"], help=argparse.SUPPRESS)
 
 
-def _refuse(rank: int, message: str, status: int) -> int:
-    """An error every rank found: rank 0 prints its one line, the others wait for it; ``status`` back."""
-    if rank == 0:
-        print(f"trainers ps: error: {message}", file=sys.stderr, flush=True)
-    wait_for_rank0_line(rank)
-    return status
-
-
 def ps_from_args(args: argparse.Namespace) -> int:
     """Run the parameter server from parsed add_ps_arguments options; exit status.
 
@@ -201,15 +193,15 @@ def ps_from_args(args: argparse.Namespace) -> int:
         if cfg.model != NO_MODEL:
             load_data(cfg, test=False)  # a missing dataset is a configuration error, found before MPI starts
     except ValueError as exc:
-        return _refuse(rank, " ".join(str(exc).split()), 2)
+        return refuse_on_rank0(rank, f"trainers ps: error: {' '.join(str(exc).split())}")
     from mpi4py import MPI
 
     try:
         result = run_ps(cfg, MPI.COMM_WORLD, opt)
     except UsageError as exc:  # raised on every rank alike (e.g. --device cuda without a GPU)
-        return _refuse(rank, str(exc), 2)
+        return refuse_on_rank0(rank, f"trainers ps: error: {exc}")
     if diverged_everywhere(MPI.COMM_WORLD, result) and not cfg.allow_divergence:
-        return _refuse(rank, divergence_message(result, cfg.log), DIVERGED_STATUS)
+        return refuse_on_rank0(rank, f"trainers ps: error: {divergence_message(result, cfg.log)}", DIVERGED_STATUS)
     if result is not None:
         print_result(cfg, result)
     return 0
