@@ -26,7 +26,7 @@ EXAMPLES = ("examples:\n"
             "  perfmodel predict --help   (more examples: cluster files, library models, estimates)")
 
 #: the subcommands whose one-value options take a value that starts with - (``--deadline -1h``) as given
-DASH_VALUE_COMMANDS = ("predict", "plan", "validate")
+DASH_VALUE_COMMANDS = ("predict", "plan", "validate", "emulate")
 
 
 def cmd_presets(args: argparse.Namespace) -> int:

@@ -45,7 +45,7 @@ from .launcher import stop_group
 from ..mpi_algorithms import COMPONENTS, FORCED, mca_args
 from ..specs import SpecError
 
-__all__ = ["EmulateError", "EmulationInterrupted", "EmulationSpec", "EmulatedCluster", "parse_rate",
+__all__ = ["EmulateError", "EmulationInterrupted", "EmulationSpec", "EmulatedCluster", "parse_rate", "check_rate",
            "default_burst", "check_host", "cleanup_stale", "leftovers", "ENV_MPIEXEC_ARGS", "ENV_RANKS", "EAGER_BYTES",
            "eager_args", "shared_machine_args"]
 
@@ -59,6 +59,13 @@ ENV_RANKS = "PERFMODEL_EMULATED_RANKS"
 #: tc-tbf(8)'s example value; large enough that TCP's window, not drops, sets the pace.
 TBF_LATENCY = "50ms"
 _RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(bit|bps)?\s*$", re.IGNORECASE)
+#: The rates tc can set, in bits/s: tbf takes a whole number of bytes per second up to 2^64 - 1 (rate64),
+#: so from 8 bit/s (below it the rate is 0 bytes/s) to 8 x (2^64 - 1).
+RATE_MIN_BPS, RATE_MAX_BPS = 8.0, 8.0 * (2**64 - 1)
+#: The deepest token bucket tc takes: tbf's burst is a 32-bit count of bytes.
+BURST_MAX_BYTES = 2**32 - 1
+#: The most ranks an MPI job holds: a rank is a C int.
+RANKS_MAX = 2**31 - 1
 
 
 class EmulateError(SpecError):
@@ -125,7 +132,16 @@ def parse_rate(text: str) -> float:
         value *= 8
     if value <= 0:
         raise EmulateError(f"rate must be > 0, got {text!r}")
+    check_rate(value, f"rate {text!r}")
     return value
+
+
+def check_rate(bits_per_s: float, what: str) -> None:
+    """EmulateError unless tc can shape a link to ``bits_per_s`` (RATE_MIN_BPS to RATE_MAX_BPS); ``what``
+    names the value in the message."""
+    if not RATE_MIN_BPS <= bits_per_s <= RATE_MAX_BPS:  # also nan
+        raise EmulateError(f"{what} is {bits_per_s:g} bit/s; tc shapes a link to 8 bit/s (1 byte/s) up to "
+                           f"{RATE_MAX_BPS:.4g} bit/s")
 
 
 @dataclass(frozen=True)
@@ -147,10 +163,16 @@ class EmulationSpec:
                 raise EmulateError(f"{name} must be a positive integer, got {v!r}")
         if self.nodes > 200:
             raise EmulateError(f"nodes must be <= 200 (one /24), got {self.nodes}")
-        if not self.rate_bps > 0 or self.rate_bps != self.rate_bps:
+        if self.nodes * self.ranks_per_node > RANKS_MAX:
+            raise EmulateError(f"nodes x ranks_per_node must be <= {RANKS_MAX} (an MPI rank is a C int), got "
+                               f"{self.nodes} x {self.ranks_per_node}")
+        if isinstance(self.rate_bps, bool) or not isinstance(self.rate_bps, (int, float)) or not self.rate_bps > 0:
             raise EmulateError(f"rate_bps must be > 0, got {self.rate_bps!r}")
-        if isinstance(self.burst_bytes, bool) or not isinstance(self.burst_bytes, int) or self.burst_bytes < 0:
-            raise EmulateError(f"burst_bytes must be an integer >= 0, got {self.burst_bytes!r}")
+        check_rate(self.rate_bps, "rate_bps")
+        if (isinstance(self.burst_bytes, bool) or not isinstance(self.burst_bytes, int)
+                or not 0 <= self.burst_bytes <= BURST_MAX_BYTES):
+            raise EmulateError(f"burst_bytes must be an integer in 0..{BURST_MAX_BYTES} (tc's 32-bit burst), got "
+                               f"{self.burst_bytes!r}")
 
     @property
     def ranks(self) -> int:
@@ -482,8 +504,8 @@ def run_in_cluster(spec: EmulationSpec, argv: list[str], *, quiet: bool = False)
     when the command fails or this process is interrupted (the command is ended first)."""
     if not argv:
         raise EmulateError("give the command to run after --, e.g. -- perfmodel profile --ranks 4 ...")
-    if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
-        raise EmulateError(f"command not found: {argv[0]}")
+    if shutil.which(argv[0]) is None:  # a name on $PATH or a path, as Popen finds it; before any set-up
+        raise EmulateError(f"command not found (or not an executable file): {argv[0]!r}")
     with EmulatedCluster(spec) as cl:
         if not quiet:
             print(f"perfmodel emulate: {spec.nodes} nodes x {spec.ranks_per_node} ranks, links "
