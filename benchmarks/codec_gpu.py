@@ -48,6 +48,9 @@ PHASES = {
     "convert packed": CONVERT_BYTES[TERNGRAD_PS],
 }
 
+#: bytes per element each part of encode moves (ternarize's draws are made in the kernel; levels' int8 codes)
+PART_BYTES = {"scaler": 4.0, "ternarize": 5.0, "draws": 4.0, "ternarize from draws": 9.0}
+
 
 def predicted_seconds(phase: str, elements: int, memory_Bps: float) -> float:
     """perfmodel's charge for ``phase`` on ``elements`` elements: elements x bytes / (eta x B)."""
@@ -86,7 +89,29 @@ def kernels():
     def divide(x):
         return x.div_(WORKERS)
 
-    return {"encode": (encode_levels, encode_packed), "decode": decode, "convert": (to_float, divide)}
+    def draws(g):  # the uniforms alone (written out)
+        return torch.rand_like(g)
+
+    def ternary_from(g, u, s):  # ternarize with the uniforms read from memory
+        return (torch.sign(g) * (u * s < g.abs())).to(torch.int8)
+
+    return {"encode": (encode_levels, encode_packed), "decode": decode, "convert": (to_float, divide),
+            "parts": {"scaler": scale, "ternarize": ternary, "draws": draws, "ternarize from draws": ternary_from}}
+
+
+def breakdown(elements: int, device: str, repeats: int) -> dict[str, float]:
+    """Median seconds of encode's parts, compiled: the scaler's pass, the ternarization with its draws,
+    the draws alone, and the ternarization reading given draws (a diagnostic; not a model phase)."""
+    import torch
+
+    parts = {name: torch.compile(f, fullgraph=True) for name, f in kernels()["parts"].items()}
+    g = torch.randn(elements, generator=torch.Generator(device=device).manual_seed(0), device=device)
+    s = parts["scaler"](g)
+    u = parts["draws"](g)
+    return {"scaler": _time(lambda: parts["scaler"](g), device, repeats),
+            "ternarize": _time(lambda: parts["ternarize"](g, s), device, repeats),
+            "draws": _time(lambda: parts["draws"](g), device, repeats),
+            "ternarize from draws": _time(lambda: parts["ternarize from draws"](g, u, s), device, repeats)}
 
 
 def _time(fn, device: str, repeats: int) -> float:
@@ -142,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--freeze", action="store_true", help="print the predictions only")
+    p.add_argument("--breakdown", action="store_true", help="time encode's parts (compiled) instead of the phases")
     args = p.parse_args(argv)
     sizes = [int(x) // 4 * 4 for x in args.elements.split(",")]
     for n in sizes:
@@ -155,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.device == "cuda" and not torch.cuda.is_available():
             print("codec_gpu: no CUDA GPU here; nothing to measure")
             return 0
+        if args.breakdown:
+            for part, t in breakdown(n, args.device, args.repeats).items():
+                print(json.dumps({"elements": n, "part": part, "measured_s": t,
+                                  "share_of_B_at_its_bytes": n * PART_BYTES[part] / t / args.memory_Bps}))
+            continue
         for compiled in (True, False):
             got = measure(n, args.device, compiled, args.repeats)
             for ph in PHASES:
