@@ -5,7 +5,8 @@
                                itself when its top level has gpus_per_node
     --cluster custom           built from --gpu, --gpus-per-node, --intra, --network (and --nics)
 An unlisted GPU (H200, B200, MI300X, L40S ...): --gpu-tflops fp32=X[,tf32=Y][,fp16=Z] (dense peaks,
-TFLOP/s; bf16 and mixed are names for fp16), --gpu-mem-bw GB/s, --gpu-memory-gb GB, --gpu-host FABRIC;
+TFLOP/s; bf16 and mixed are names for fp16), --gpu-mem-bw GB/s, --gpu-memory-gb GB, --gpu-host FABRIC,
+--gpu-capability MAJOR.MINOR (an NVIDIA GPU's CUDA compute capability: its cuBLAS workspaces in memory);
 named by --gpu NAME (default "custom-gpu"), or overriding the figures of the preset --gpu names; or an
 inline [<cluster>.gpu] table in the gpus.toml schema in a cluster file.
 Overrides on any of them: --gpu NAME, --gpus-per-node N, --intra LINK, --network LINK, --nics K (the
@@ -24,8 +25,8 @@ from pathlib import Path
 from .fabrics import parse_link
 from .gpu_topology import Topology, read_topology, topology_link
 from .preset_toml import PresetError, closest, match_name, read_toml
-from .presets import (GpuPreset, cluster_from_table, cluster_gpu, cluster_gpu_fields, fabrics, gpu_from_table, gpus,
-                      load_cluster, presets_dir)
+from .presets import (GPU_FIGURES, GpuPreset, capability_text, cluster_from_table, cluster_gpu, cluster_gpu_fields,
+                      fabrics, gpu_from_table, gpus, load_cluster, presets_dir)
 from .specs import Cluster, SpecError
 
 TFLOPS_KEYS = {"fp32": "peak_flops", "tf32": "tf32_flops", "fp16": "tensor_flops", "bf16": "tensor_flops",
@@ -53,12 +54,14 @@ class ClusterOptions:
     gpu_mem_bw: float | None = None
     gpu_memory_gb: float | None = None
     gpu_host: str | None = None
+    gpu_capability: str | None = None
     gpu_topology: str | None = None
     host_cpu: str | None = None
 
     def custom_gpu(self) -> bool:
         """Whether the options describe the GPU's figures (an unlisted GPU or a preset's overridden)."""
-        return any(v is not None for v in (self.gpu_tflops, self.gpu_mem_bw, self.gpu_memory_gb, self.gpu_host))
+        return any(v is not None for v in (self.gpu_tflops, self.gpu_mem_bw, self.gpu_memory_gb, self.gpu_host,
+                                           self.gpu_capability))
 
     def any(self) -> bool:
         return self.custom_gpu() or any(v is not None for v in (self.gpu, self.gpus_per_node, self.intra,
@@ -78,7 +81,8 @@ def _figure(text: str, what: str) -> float:
 
 def gpu_from_options(opts: ClusterOptions, root: Path, current: GpuPreset | None = None) -> GpuPreset | None:
     """The GPU the options describe: --gpu's preset (else ``current``, the cluster's own GPU), with
-    --gpu-tflops/--gpu-mem-bw/--gpu-memory-gb/--gpu-host figures over it (or alone, for an unlisted GPU);
+    --gpu-tflops/--gpu-mem-bw/--gpu-memory-gb/--gpu-host/--gpu-capability figures over it (or alone, for an
+    unlisted GPU);
     None when they name none."""
     table = gpus(root)
     preset = match_name(opts.gpu, table) if opts.gpu else None
@@ -93,8 +97,7 @@ def gpu_from_options(opts: ClusterOptions, root: Path, current: GpuPreset | None
     base = table.get(preset) if opts.gpu else current
     d: dict = {}
     if base is not None:
-        d = {k: getattr(base, k) for k in ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes",
-                                           "host") if getattr(base, k) is not None}
+        d = {k: getattr(base, k) for k in GPU_FIGURES if getattr(base, k) is not None}
     if opts.gpu_tflops is not None:
         parts = [part for part in opts.gpu_tflops.split(",") if part.strip()]
         for part in parts or [""]:
@@ -113,6 +116,8 @@ def gpu_from_options(opts: ClusterOptions, root: Path, current: GpuPreset | None
             raise SpecError(f"--gpu-host must be a fabric of `perfmodel presets --kind fabric` (pcie3, pcie4, "
                             f"pcie5 ...), got {opts.gpu_host!r}")
         d["host"] = opts.gpu_host
+    if opts.gpu_capability is not None:
+        d["compute_capability"] = capability_text(opts.gpu_capability.strip(), "--gpu-capability")
     d.setdefault("host", DEFAULT_GPU_HOST)
     if "peak_flops" not in d:
         raise SpecError("an unlisted GPU needs its fp32 peak: --gpu-tflops fp32=X[,tf32=Y][,fp16=Z]")
@@ -161,8 +166,7 @@ def _custom(opts: ClusterOptions, root: Path) -> Cluster:
                         f"their PCIe host link), e.g. --gpu a100 --gpus-per-node 8 --intra nvswitch-a100 "
                         f"--network 8xib-hdr (an unlisted GPU: --gpu-tflops fp32=X,tf32=Y,fp16=Z --gpu-mem-bw GB/s)")
     gpu = gpu_from_options(opts, root)
-    gpu_table = {k: getattr(gpu, k) for k in ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps",
-                                              "memory_bytes", "host", "source") if getattr(gpu, k) is not None}
+    gpu_table = {k: getattr(gpu, k) for k in GPU_FIGURES + ("source",) if getattr(gpu, k) is not None}
     table = {"gpu": {"name": gpu.name, **gpu_table}, "gpus_per_node": opts.gpus_per_node, "network": opts.network}
     if opts.intra is not None:
         table["intra"] = opts.intra

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +41,7 @@ import numpy as np
 
 from .compression import ternary_split
 from .preset_toml import PresetError, read_toml
-from .presets import presets_dir
+from .presets import capability_text, presets_dir
 from .specs import TERNGRAD_LEVELS, TERNGRAD_PS, SpecError, Strategy, Workload
 from .wire import level_bytes
 
@@ -147,11 +146,7 @@ def gpu_capability(gpu: str, root: Path | None = None) -> str | None:
     """The CUDA compute capability ("9.0") of GPU preset ``gpu`` (gpu_memory.toml); None if unknown or not NVIDIA."""
     rec = read_toml((root or presets_dir()) / "gpu_memory.toml").get(gpu) or {}
     cap = rec.get("compute_capability")
-    if cap is None:
-        return None
-    if not (isinstance(cap, str) and re.fullmatch(r"\d+\.\d+", cap)):
-        raise PresetError(f"gpu_memory.toml [{gpu}]: compute_capability must be text like \"9.0\", got {cap!r}")
-    return cap
+    return None if cap is None else capability_text(cap, f"gpu_memory.toml [{gpu}]")
 
 
 def blas_workspace_bytes(capability: str | None) -> float:
@@ -289,9 +284,10 @@ def cluster_memory_bytes(cluster) -> float | None:
 
 
 def cluster_workspace_bytes(cluster) -> float:
-    """The cuBLAS workspaces per GPU of ``cluster``'s GPU (``blas_workspace_bytes``; 0 where its compute
-    capability is unknown)."""
-    return blas_workspace_bytes(gpu_capability(cluster.gpu) if cluster.gpu else None)
+    """The cuBLAS workspaces per GPU of ``cluster``'s GPU (``blas_workspace_bytes``): of the compute
+    capability the cluster's GPU was described with, else of its preset's; 0 where neither is known."""
+    cap = cluster.gpu_compute_capability or (gpu_capability(cluster.gpu) if cluster.gpu else None)
+    return blas_workspace_bytes(cap)
 
 
 def with_memory(records: list[dict], notes: list[str], workload: Workload, cluster, strategies: list[Strategy],

@@ -55,7 +55,7 @@ def _cluster_options(args: argparse.Namespace):
 
     return ClusterOptions(gpu=args.gpu, gpus_per_node=args.gpus_per_node, intra=args.intra, network=args.network,
                           nics=args.nics, nodes=args.nodes, gpu_tflops=args.gpu_tflops, gpu_mem_bw=args.gpu_mem_bw,
-                          gpu_memory_gb=args.gpu_memory_gb, gpu_host=args.gpu_host,
+                          gpu_memory_gb=args.gpu_memory_gb, gpu_host=args.gpu_host, gpu_capability=args.gpu_capability,
                           gpu_topology=args.gpu_topology, host_cpu=args.host_cpu)
 
 

@@ -237,6 +237,9 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
                    help="an unlisted GPU's dense peaks in TFLOP/s (or a preset's, overridden); docs/compute.md")
     g.add_argument("--gpu-mem-bw", type=float, default=None, metavar="GB/s", help="the GPU's memory bandwidth")
     g.add_argument("--gpu-memory-gb", type=float, default=None, metavar="GB", help="the GPU's memory size")
+    g.add_argument("--gpu-capability", default=None, metavar="MAJOR.MINOR",
+                   help="an NVIDIA GPU's CUDA compute capability (9.0 for Hopper): its cuBLAS workspaces count in "
+                        "memory (a preset's is known)")
     g.add_argument("--gpu-host", default=None, metavar="FABRIC",
                    help="the GPU's host link (pcie3, pcie4, pcie5; default pcie5 for a described GPU)")
     g.add_argument("--gpu-topology", default=None, metavar="FILE",

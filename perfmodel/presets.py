@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .preset_toml import PresetError, check_keys, closest, match_name, read_toml
-from .specs import Cluster, ComputeTime, Link, SpecError, Workload
+from .specs import Cluster, ComputeTime, Link, SpecError, Workload, is_capability
 
 PRESETS_ENV = "DSGD_PRESETS"
 
@@ -87,9 +87,21 @@ class GpuPreset:
     host: str | None
     source: str
     memory_bytes: float | None = None
+    compute_capability: str | None = None
 
 
-GPU_KEYS = ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes", "host", "source", "name")
+GPU_KEYS = ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes", "host", "source", "name",
+            "compute_capability")
+#: the GpuPreset fields a GPU carries into a cluster table or over a preset (all but name and source)
+GPU_FIGURES = ("peak_flops", "tf32_flops", "tensor_flops", "memory_Bps", "memory_bytes", "host", "compute_capability")
+
+
+def capability_text(value: object, where: str) -> str:
+    """A CUDA compute capability as text like "9.0" (NVIDIA's CUDA GPUs table), checked."""
+    if not is_capability(value):
+        raise PresetError(f"{where}: compute_capability must be text like \"9.0\" (NVIDIA's CUDA GPUs table), "
+                          f"got {value!r}")
+    return value
 # The keys of a cluster table: what cluster_from_table reads, the layout keys a cluster file's loader reads
 # (gpu_topology, host_cpu: perfmodel.cluster_input), the plan's price_per_gpu_hour (perfmodel.plan_cli)
 # and the descriptive ones. A link table: latency_s, bandwidth_Bps, source (and nics for the network).
@@ -102,7 +114,7 @@ LAYOUT_KEYS = ("gpu_topology", "host_cpu")
 
 def gpu_from_table(name: str, d: dict, where: str) -> GpuPreset:
     """One GPU in the gpus.toml schema (peak_flops required; tf32_flops, tensor_flops, memory_Bps,
-    memory_bytes, host, source optional); every number must be > 0 and finite."""
+    memory_bytes, host, source, compute_capability optional); every number must be > 0 and finite."""
     if not isinstance(d, dict):
         raise PresetError(f"{where}: must be a table with peak_flops (and tf32_flops, tensor_flops, memory_Bps)")
     check_keys(d, GPU_KEYS, where)
@@ -115,8 +127,9 @@ def gpu_from_table(name: str, d: dict, where: str) -> GpuPreset:
             nums[k] = v
         else:
             nums[k] = None
+    cap = capability_text(d["compute_capability"], where) if "compute_capability" in d else None
     return GpuPreset(name, nums["peak_flops"], nums["tf32_flops"], nums["tensor_flops"], nums["memory_Bps"],
-                     str(d["host"]) if "host" in d else None, str(d.get("source", "")), nums["memory_bytes"])
+                     str(d["host"]) if "host" in d else None, str(d.get("source", "")), nums["memory_bytes"], cap)
 
 
 def gpus(root: Path | None = None) -> dict[str, GpuPreset]:
@@ -129,9 +142,10 @@ def cluster_gpu_fields(gpu: GpuPreset | None) -> dict:
     """The Cluster fields that describe ``gpu`` (all None without one)."""
     if gpu is None:
         return dict(gpu="", peak_flops=None, gpu_tf32_flops=None, gpu_tensor_flops=None, gpu_memory_Bps=None,
-                    gpu_memory_bytes=None)
+                    gpu_memory_bytes=None, gpu_compute_capability=None)
     return dict(gpu=gpu.name, peak_flops=gpu.peak_flops, gpu_tf32_flops=gpu.tf32_flops,
-                gpu_tensor_flops=gpu.tensor_flops, gpu_memory_Bps=gpu.memory_Bps, gpu_memory_bytes=gpu.memory_bytes)
+                gpu_tensor_flops=gpu.tensor_flops, gpu_memory_Bps=gpu.memory_Bps, gpu_memory_bytes=gpu.memory_bytes,
+                gpu_compute_capability=gpu.compute_capability)
 
 
 def cluster_gpu(cluster: Cluster) -> GpuPreset | None:
@@ -139,7 +153,7 @@ def cluster_gpu(cluster: Cluster) -> GpuPreset | None:
     if not cluster.peak_flops:
         return None
     return GpuPreset(cluster.gpu or "gpu", cluster.peak_flops, cluster.gpu_tf32_flops, cluster.gpu_tensor_flops,
-                     cluster.gpu_memory_Bps, None, "", cluster.gpu_memory_bytes)
+                     cluster.gpu_memory_Bps, None, "", cluster.gpu_memory_bytes, cluster.gpu_compute_capability)
 
 
 def gpu_peaks(root: Path | None = None) -> dict[str, float]:

@@ -8,6 +8,7 @@ second, ``_bytes`` bytes, ``_flops`` floating-point operations per second.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +27,11 @@ def _positive(name: str, value: float, *, allow_zero: bool = False, allow_inf: b
         raise SpecError(f"{name} must be finite, got {value!r}")
     if v < 0 or (v == 0 and not allow_zero):
         raise SpecError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+
+
+def is_capability(value: object) -> bool:
+    """Whether ``value`` is a CUDA compute capability as text, "major.minor" ("9.0", "12.0")."""
+    return isinstance(value, str) and re.fullmatch(r"\d{1,2}\.\d{1,2}", value) is not None
 
 
 def _positive_int(name: str, value: int, *, allow_zero: bool = False) -> None:
@@ -96,6 +102,8 @@ class Cluster:
     gpu, peak_flops, gpu_tf32_flops, gpu_tensor_flops, gpu_memory_Bps, gpu_memory_bytes: the GPU's
     name, its fp32, dense TF32 and fp16/bf16 peaks (FLOP/s), memory bandwidth (bytes/s) and size
     (bytes), from its gpus.toml preset, an inline [gpu] table or the command line; None: unknown.
+    gpu_compute_capability: an NVIDIA GPU's CUDA compute capability ("9.0") where the GPU was described
+    with one (an inline table, --gpu-capability); None: gpu_memory.toml's for a preset, else unknown.
     """
 
     name: str
@@ -114,10 +122,14 @@ class Cluster:
     gpu_tensor_flops: float | None = None
     gpu_memory_Bps: float | None = None
     gpu_memory_bytes: float | None = None
+    gpu_compute_capability: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
             raise SpecError("cluster name must not be empty")
+        if self.gpu_compute_capability is not None and not is_capability(self.gpu_compute_capability):
+            raise SpecError(f"cluster gpu_compute_capability must be text like \"9.0\", got "
+                            f"{self.gpu_compute_capability!r}")
         pairs = tuple(self.network_ops.items()) if isinstance(self.network_ops, dict) else self.network_ops
         try:
             pairs = tuple((str(op), link) for op, link in pairs)

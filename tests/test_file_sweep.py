@@ -28,7 +28,8 @@ pytestmark = pytest.mark.slow  # about 2,000 invocations, in-process
 CLUSTERS = {
     "inline-gpu": {"gpus_per_node": 8, "intra": "xgmi-mi300x", "network": "8xib-ndr", "price_per_gpu_hour": 2.0,
                    "gpu": {"name": "mi325x", "peak_flops": 163.4e12, "tensor_flops": 1307.4e12,
-                           "memory_Bps": 6.0e12, "memory_bytes": 256e9, "host": "pcie5"}},
+                           "memory_Bps": 6.0e12, "memory_bytes": 256e9, "host": "pcie5",
+                           "compute_capability": "9.0"}},  # an NVIDIA GPU's key: here to sweep its values
     "links": {"gpu": "v100", "gpus_per_node": 8, "intra": "nvlink2",
               "host": {"latency_s": 1e-5, "bandwidth_Bps": 1.2e10},
               "network": {"nics": 4, "latency_s": 1e-6, "bandwidth_Bps": 4.8e10}},

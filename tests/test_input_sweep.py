@@ -25,12 +25,13 @@ PREDICT_OPTIONS = ["--node-rate", "--accumulate", "--batch", "--terngrad-min-ele
                    "--terngrad-lanes", "--daso-b", "--daso-w", "--daso-progress", "--daso-nb-factor", "--ps-servers",
                    "--ps-update-ms", "--bucket-mb", "--step-overhead-ms", "--sync-wait-ms", "--cycle-time-ms",
                    "--overlap-efficiency", "--overlap-slowdown", "--first-bucket-mb", "--bucket-copies", "--overlap",
-                   "--nics", "--nodes", "--gpu-tflops", "--gpu-mem-bw", "--gpu-memory-gb", "--samples-per-s",
-                   "--compute-ms", "--network", "--stragglers", "--gpus-per-node"]
+                   "--nics", "--nodes", "--gpu-tflops", "--gpu-mem-bw", "--gpu-memory-gb", "--gpu-capability",
+                   "--samples-per-s", "--compute-ms", "--network", "--stragglers", "--gpus-per-node"]
 
 PLAN = ["plan", "--workload", "resnet50", "--cluster", "juwels-booster", "--format", "json"]
 PLAN_OPTIONS = ["--gpus-max", "--deadline", "--budget", "--min-efficiency", "--global-batch", "--batch", "--price",
-                "--gpu-memory", "--top", "--samples-per-s", "--compute-ms", "--nodes", "--gpu-tflops", "--nics"]
+                "--gpu-memory", "--top", "--samples-per-s", "--compute-ms", "--nodes", "--gpu-tflops", "--nics",
+                "--gpu-capability"]
 PLAN_WORK = ["--epochs", "--dataset-size", "--samples", "--seq-len"]
 
 SIMULATE = ["simulate", "--model", "lenet", "--dataset", "synthetic", "--synthetic-n", "32", "--batch", "8",

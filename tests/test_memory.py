@@ -194,3 +194,33 @@ def test_predict_and_plan_count_the_clusters_gpu_workspaces(cluster, workspace):
                     workspace_bytes=blas_workspace_bytes(gpu_capability(c.gpu)))
     rows = [r for r in search(wl, c, candidates(c), inp) if r["gpus"] == 8]
     assert rows and all(r["memory"]["workspaces"] == workspace for r in rows)
+
+
+def test_a_described_gpu_counts_the_workspaces_of_the_capability_it_is_given(tmp_path):
+    # an unlisted GPU has no preset capability: none, 0 bytes; given 9.0, 2 x 32 MiB; given 8.6, 2 x 8.125 MiB
+    from perfmodel.cluster_input import ClusterOptions, resolve_cluster
+    from perfmodel.memory import cluster_workspace_bytes
+
+    def custom(cap=None):
+        return resolve_cluster("custom", ClusterOptions(gpu="gh", gpu_tflops="fp32=60", gpus_per_node=4,
+                                                        network="ib-ndr", gpu_capability=cap))
+
+    assert custom().gpu_compute_capability is None and cluster_workspace_bytes(custom()) == 0.0
+    assert cluster_workspace_bytes(custom("9.0")) == 67108864
+    assert cluster_workspace_bytes(custom("8.6")) == 17039360
+    # over a preset: the given capability wins over gpu_memory.toml's (the h200's 9.0)
+    h200 = resolve_cluster("hgx-h200")
+    assert cluster_workspace_bytes(h200) == 67108864
+    assert cluster_workspace_bytes(resolve_cluster("hgx-h200", ClusterOptions(gpu_capability="7.0"))) == 17039360
+    # an inline [gpu] table in a cluster file carries it
+    (tmp_path / "c.toml").write_text('gpus_per_node = 8\nintra = "nvswitch-h100"\nnetwork = "8xib-ndr"\n[gpu]\n'
+                                     'name = "gh200"\npeak_flops = 67e12\nmemory_bytes = 96e9\n'
+                                     'host = "pcie5"\ncompute_capability = "9.0"\n')
+    assert cluster_workspace_bytes(resolve_cluster(str(tmp_path / "c.toml"))) == 67108864
+    for bad in ("9", "nine", "9.0.1", ""):
+        with pytest.raises((SpecError, PresetError), match="compute_capability"):
+            custom(bad)
+    with pytest.raises(SpecError, match="9.0"):
+        from perfmodel.specs import Cluster, Link
+
+        Cluster("c", 1, Link(1e-6, 1e9), Link(1e-6, 1e9), Link(1e-6, 1e9), gpu_compute_capability="x")
