@@ -29,6 +29,8 @@ COMMANDS = {
     "with scipy.stats, scipy.integrate": [sys.executable, "-c",
                                           "import numpy, scipy.special, scipy.stats, scipy.integrate"],
     "perfmodel predict (defaults)": [sys.executable, "-m", "perfmodel.cli", "predict"],
+    "perfmodel predict --stragglers heterogeneous": [sys.executable, "-m", "perfmodel.cli", "predict",
+                                                     "--stragglers", "heterogeneous"],
     "perfmodel plan resnet50 juwels-booster": [sys.executable, "-m", "perfmodel.cli", "plan", "--workload",
                                                "resnet50", "--cluster", "juwels-booster", "--epochs", "90",
                                                "--dataset-size", "1281167"],

@@ -122,16 +122,20 @@ def _task_cdf(t: np.ndarray, model: CVB) -> np.ndarray:
         a_t = shape_of(model.v_task)
         if model.v_mach == 0:
             return gammainc(a_t, t * a_t)
-        from scipy import special  # 6,001 x 64 CDF values: scipy's is 10x faster than perfmodel.gamma_cdf
-
         # E_p[ G(t; a_t, p/a_t) ] with p ~ Gamma(a_m, 1/a_m): Gauss-Laguerre quadrature over p.
         p, prob = _gamma_nodes(shape_of(model.v_mach))
+        # 6,001 x 64 CDF values per grid, and a command builds several grids: scipy's, 0.03-0.05 s each, not
+        # perfmodel.gamma_cdf's 0.24-0.34 s (numpy's made `perfmodel predict --stragglers heterogeneous` 1.46 ->
+        # 2.10 s, five grids, although one grid alone is faster than scipy's 0.35 s import)
+        from scipy import special
+
         return special.gammainc(a_t, t[..., None] * a_t / p) @ prob
     # homogeneous: the task spread is v_mach; heterogeneous with steady tasks: the machine means' CDF
     a = shape_of(model.v_mach)
     return gammainc(a, t * a)
 
 
+@lru_cache(maxsize=64)
 def _gamma_nodes(shape: float, n: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """(nodes, probabilities) of n-point Gauss quadrature for E[f(p)], p ~ Gamma(shape, scale 1/shape).
 
@@ -144,7 +148,9 @@ def _gamma_nodes(shape: float, n: int = 64) -> tuple[np.ndarray, np.ndarray]:
     k = np.arange(n, dtype=float)
     off = np.sqrt(k[1:] * (k[1:] + shape - 1.0))
     x, vec = np.linalg.eigh(np.diag(2.0 * k + shape) + np.diag(off, 1) + np.diag(off, -1))
-    return x / shape, vec[0] ** 2
+    nodes, prob = x / shape, vec[0] ** 2
+    nodes.flags.writeable = prob.flags.writeable = False  # cached: shared by every caller
+    return nodes, prob
 
 
 def sync_slowdown(workers: np.ndarray | int, model: CVB) -> np.ndarray:

@@ -101,6 +101,20 @@ def test_gamma_nodes_integrate_the_moments():
         assert prob @ p**2 == pytest.approx(1.0 + 1.0 / shape, abs=1e-12)
 
 
+def test_the_quadrature_nodes_are_computed_once_per_shape():
+    """A command asks for the mixture's nodes at every grid point batch; the eigen-solve runs once per shape
+    (64 x 64; 55 ms with two busy BLAS threads) and its cached arrays cannot be changed by a caller."""
+    stragglers._gamma_nodes.cache_clear()
+    model = CVB(1.0, 0.1, 0.6, True)
+    for t in (np.array([1.0]), np.array([2.0, 3.0]), np.linspace(0.0, 6.0, 61)):
+        stragglers._task_cdf(t, model)
+    info = stragglers._gamma_nodes.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
+    p, prob = stragglers._gamma_nodes(shape_of(0.6))
+    with pytest.raises(ValueError):
+        p[0] = 0.0
+
+
 def test_a_spread_too_narrow_for_a_gamma_shape_is_refused():
     """1e-300 squared is 0: no finite shape 1/CV^2; the package error, not a ZeroDivisionError."""
     assert shape_of(MIN_STRAGGLER_CV) == pytest.approx(1e12)
