@@ -42,6 +42,7 @@ __all__ = [
     "CheckpointError",
     "save_checkpoint",
     "load_checkpoint",
+    "check_run_layout",
     "rng_state",
     "restore_rng",
     "gather_to_root",
@@ -82,6 +83,30 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         got = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise CheckpointError(f"checkpoint {path}: format {got!r}, expected {FORMAT}")
+    return state
+
+
+#: the entries of a trainers run checkpoint and their types (the module docstring's layout)
+RUN_LAYOUT: dict[str, type | tuple[type, ...]] = {"config": dict, "world": int, "step": int, "shared": dict,
+                                                  "ranks": list}
+
+
+def check_run_layout(path: str | os.PathLike, state: dict[str, Any], world: int) -> dict[str, Any]:
+    """``state`` (from load_checkpoint) if it has a run's layout for ``world`` ranks: the RUN_LAYOUT entries
+    of their types, a step >= 0 and one dict per rank; else CheckpointError naming the first entry that
+    is not (a file of another program, or edited: each rank would fail on its own part)."""
+    for key, kind in RUN_LAYOUT.items():
+        value = state.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise CheckpointError(f"checkpoint {path}: {key!r} must be a {kind.__name__}, got "
+                                  f"{'nothing' if key not in state else type(value).__name__}; not a checkpoint "
+                                  f"of a trainers run")
+    if state["step"] < 0:
+        raise CheckpointError(f"checkpoint {path}: step must be >= 0, got {state['step']}")
+    ranks = state["ranks"]
+    if state["world"] == world and (len(ranks) != world or not all(isinstance(r, dict) for r in ranks)):
+        raise CheckpointError(f"checkpoint {path}: 'ranks' must hold one state per rank ({world}), got "
+                              f"{len(ranks)} entries")
     return state
 
 

@@ -48,7 +48,7 @@ from trainers.faults import FAIL_MODES, failing_rank
 from trainers.sync.daso_schedule import DASO_RULES
 from trainers.sync.optimizers import OPTIMIZERS
 from trainers.sync.registry import SYNC_ALGORITHMS
-from trainers.validators import FLOAT32_MAX, check_choice, check_int, check_milestones, check_number
+from trainers.validators import FLOAT32_MAX, THREADS_MAX, check_choice, check_int, check_milestones, check_number
 
 __all__ = ["SharedConfig", "SyncConfig", "RunConfig", "AsyncConfig", "PSOptions", "DATASET_CHOICES",
            "BACKEND_CHOICES", "DASO_DTYPES", "DATA_MODES", "DELAY_KINDS", "NO_MODEL", "TERNGRAD_EXCHANGE_DEFAULT",
@@ -141,7 +141,7 @@ class SharedConfig:
         object.__setattr__(self, "lr_milestones", check_milestones("lr_milestones", self.lr_milestones))
         check_number("lr_gamma", self.lr_gamma, 0.0, 1.0, lo_open=True)
         check_int("seed (--seed)", self.seed, 0, SEED_MAX)
-        check_int("threads", self.threads, 1)
+        check_int("threads", self.threads, 1, THREADS_MAX)
         check_choice("device", self.device, DEVICES)
         check_int("fail_at_step", self.fail_at_step, 0, none_ok=True)
         check_int("fail_rank", self.fail_rank, 0, none_ok=True)

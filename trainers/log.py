@@ -67,7 +67,16 @@ class RunLogContents:
     @property
     def last_step(self) -> int:
         """The last step number logged, -1 when none."""
-        return int(self.steps[-1]["step"]) if self.steps else -1
+        return self.step_of(self.steps[-1]) if self.steps else -1
+
+    def step_of(self, record: dict) -> int:
+        """A step, eval or resume line's step number; RunLogError unless it is an integer >= 0 (a log edited
+        or of another program: read back on --resume)."""
+        step = record.get("step")
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise RunLogError(f"run log {self.path}: a {record.get('type')} line's step must be an integer >= 0, "
+                              f"got {step!r}")
+        return step
 
 
 def read_run_log(path: str | os.PathLike) -> RunLogContents:

@@ -48,8 +48,13 @@ def synthetic(model: str | Sequence[int], n: int = 1024, num_classes: int | None
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     rng = np.random.default_rng([seed, 1 if train else 2])
-    labels = rng.integers(0, num_classes, size=n)
-    noise = rng.random((n, *shape), dtype=np.float32)
+    try:
+        labels = rng.integers(0, num_classes, size=n)
+        noise = rng.random((n, *shape), dtype=np.float32)
+    except (MemoryError, ValueError) as exc:  # more than this machine holds, or than numpy can index
+        raise ValueError(f"synthetic dataset of n={n} images of {'x'.join(map(str, shape))}: its "
+                         f"{n * math.prod(shape) * 4:.3g} bytes of pixels cannot be made here "
+                         f"({' '.join(str(exc).split())})") from None
     pixels = (1 - _SYN_WEIGHT) * noise
     for k in np.unique(labels):  # class k's template depends on (seed, k) only
         template = np.random.default_rng([seed, 0, int(k)]).random(shape, dtype=np.float32)

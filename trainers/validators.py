@@ -2,8 +2,8 @@
 PSOptions; the master rules' and GEM's hyperparameters, the DASO schedule; the files a run writes). Each raises
 :class:`trainers.errors.TrainerError` with one line naming the field, what is allowed and the value.
 
-Integers are Python or numpy integers (``numbers.Integral``), never bools; numbers are finite ints or
-floats, never bools.
+Integers are Python or numpy integers (``numbers.Integral``), never bools, and at most COUNT_MAX unless a
+check names another bound; numbers are finite ints or floats, never bools.
 """
 
 from __future__ import annotations
@@ -18,22 +18,35 @@ from typing import Any
 from trainers.errors import TrainerError
 
 __all__ = ["check_int", "check_number", "check_choice", "check_milestones", "check_output_file",
-           "check_new_log", "unused_option", "FLOAT32_MAX"]
+           "check_new_log", "unused_option", "FLOAT32_MAX", "COUNT_MAX", "THREADS_MAX"]
 
 FLOAT32_MAX = 3.4028234663852886e38
 """The largest float32: a step size or L2 coefficient beyond it cannot meet the float32 weights (torch
 refuses to convert it with a RuntimeError)."""
 
 
+COUNT_MAX = 2**53
+"""The largest count (steps, epochs, a batch, samples, an interval in steps) a check takes without a bound of
+its own: the run log is JSON, whose readers (perfmodel validate, perfmodel.lab.run_header) take integers up
+to 2^53 exactly; a count beyond it is a typo (``--steps 99999999999999999999999`` trained on for ever)."""
+
+THREADS_MAX = 1024
+"""The most torch threads per rank a run takes: far beyond any machine's cores per rank (2^31 - 1 threads
+made libgomp ask for 464 GB and end the process)."""
+
+
 def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, *, none_ok: bool = False) -> None:
-    """``value`` is an integer >= ``lo`` and <= ``hi`` (None: unbounded on that side); None passes when
-    ``none_ok``."""
+    """``value`` is an integer >= ``lo`` and <= ``hi`` (None: at most COUNT_MAX, and no lower bound); None
+    passes when ``none_ok``."""
     if value is None and none_ok:
         return
+    top = COUNT_MAX if hi is None else hi
     if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or (lo is not None and value < lo)
-            or (hi is not None and value > hi)):
+            or value > top):
         if hi is None:
             bound = f" >= {lo}" if lo is not None else ""
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > top:
+                bound += f"{' and' if bound else ''} at most 2**53 = {COUNT_MAX} (a count in a JSON run log)"
         else:
             bound = f" <= {hi}" if lo is None else f" in {lo}..{hi}"
         raise TrainerError(f"{name} must be an integer{bound}, got {value!r}")

@@ -24,8 +24,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from trainers.checkpoint import (FORMAT, CheckpointError, gather_to_root, host_copy, load_checkpoint, restore_rng,
-                                 rng_state, save_checkpoint)
+from trainers.checkpoint import (FORMAT, CheckpointError, check_run_layout, gather_to_root, host_copy, load_checkpoint,
+                                 restore_rng, rng_state, save_checkpoint)
 from trainers.collectives import open_collectives, resolve_backend
 from trainers.batching import batches, crop_flip, shard_indices
 from trainers.config import SyncConfig
@@ -226,7 +226,7 @@ class Trainer:
         self.diverged_at: int | None = None  # the first such step on any rank, once the ranks agreed on it
         if cfg.resume and Path(cfg.checkpoint).exists():
             ckpt = _collective(comm, lambda: self._check_checkpoint(load_checkpoint(cfg.checkpoint)))
-            self._restore(ckpt)
+            _collective(comm, lambda: self._restore_checked(ckpt))
         self.log: RunLog | None = _collective(comm, self._open_log)
         self._perm_epoch, self._perm = -1, torch.empty(0, dtype=torch.int64)  # the epoch's order (batch())
         # called with (trainer, step) before every step: test hooks (trainers.faults installs --fail-at-step's)
@@ -268,9 +268,13 @@ class Trainer:
         path = Path(self.cfg.log)
         if self.cfg.resume and path.exists():
             old = read_run_log(path)
-            self._check_compatible(old.header.get("config", {}), old.header.get("ranks"), f"run log {path}")
-            self.last_eval_step = max([self.last_eval_step] + [int(e["step"]) for e in old.evals])
-            self.resumed_at = [int(r["step"]) for r in old.resumes] + [self.start_step]
+            config = old.header.get("config", {})
+            if not isinstance(config, dict):
+                raise RunLogError(f"run log {path}: the header's config must be an object, got "
+                                  f"{type(config).__name__}")
+            self._check_compatible(config, old.header.get("ranks"), f"run log {path}")
+            self.last_eval_step = max([self.last_eval_step] + [old.step_of(e) for e in old.evals])
+            self.resumed_at = [old.step_of(r) for r in old.resumes] + [self.start_step]
             log = RunLog.resume(path)
             log.mark_resume(step=self.start_step, command=" ".join(sys.argv))
             return log
@@ -286,6 +290,7 @@ class Trainer:
             raise UsageError(f"{what} was written by {ranks} ranks, this run has {self.world}")
 
     def _check_checkpoint(self, ckpt: dict) -> dict:
+        check_run_layout(self.cfg.checkpoint, ckpt, self.world)
         self._check_compatible(ckpt.get("config", {}), ckpt.get("world"), f"checkpoint {self.cfg.checkpoint}")
         if ckpt.get("step", 0) > self.total_steps:
             raise UsageError(f"checkpoint {self.cfg.checkpoint} is at step {ckpt['step']}, beyond the "
@@ -383,6 +388,16 @@ class Trainer:
             save_checkpoint(self.cfg.checkpoint, {
                 "format": FORMAT, "algo": self.cfg.algo, "config": self.cfg.to_dict(), "world": self.world,
                 "step": steps_done, "time": time.time(), "shared": shared, "ranks": states})
+
+    def _restore_checked(self, ckpt: dict) -> None:
+        """_restore, with a part of the checkpoint that does not fit this run (a missing entry, a tensor of
+        another shape: a file edited or of another program) a CheckpointError naming the file."""
+        try:
+            self._restore(ckpt)
+        except (KeyError, IndexError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+            msg = " ".join(str(exc).split())[:200]
+            raise CheckpointError(f"checkpoint {self.cfg.checkpoint} does not fit this run: {type(exc).__name__}: "
+                                  f"{msg}") from None
 
     def _restore(self, ckpt: dict) -> None:
         shared, mine = ckpt["shared"], ckpt["ranks"][self.rank]
