@@ -52,7 +52,8 @@ from trainers.validators import FLOAT32_MAX, THREADS_MAX, check_choice, check_in
 
 __all__ = ["SharedConfig", "SyncConfig", "RunConfig", "AsyncConfig", "PSOptions", "DATASET_CHOICES",
            "BACKEND_CHOICES", "DASO_DTYPES", "DATA_MODES", "DELAY_KINDS", "NO_MODEL", "TERNGRAD_EXCHANGE_DEFAULT",
-           "LEGACY_KEYS", "SEED_MAX", "PS_DEFAULTS", "ASYNC_OPTION_KEYS", "PS_OPTION_KEYS", "async_option_fields",
+           "LEGACY_KEYS", "SEED_MAX", "DELAY_MEAN_MAX_S", "PS_DEFAULTS", "ASYNC_OPTION_KEYS", "PS_OPTION_KEYS",
+           "async_option_fields",
            "ps_options", "defaults"]
 
 DATASET_CHOICES = ("mnist", "cifar10", "cifar100", "synthetic")
@@ -65,6 +66,8 @@ TERNGRAD_EXCHANGE_DEFAULT = DEFAULT_EXCHANGE  # trainers.exchanges' default (the
 LEGACY_KEYS = {"terngrad_exchange": "tern_exchange"}
 """Field -> the key it also goes under in ``to_dict()`` (the run logs written before the rename)."""
 SEED_MAX = 2**64 - 1
+DELAY_MEAN_MAX_S = 86_400.0
+"""The longest mean batch time (``delay_mean``, seconds) an asynchronous run takes: a day."""
 """The largest seed: torch.manual_seed's (an unsigned 64-bit integer). Every other use of the seed takes
 any integer >= 0: numpy's SeedSequence (default_rng([seed, ...]): data order, synthetic data, batch times),
 and the per-rank and per-gradient seeds derived from it reduce to 63 bits (trainers.sync.loop._derived_seed,
@@ -357,7 +360,8 @@ class AsyncConfig(SharedConfig):
                 raise TrainerError("model 'none' (staleness only) has no data: give steps, not epochs")
         check_choice("data", self.data, DATA_MODES)
         check_choice("delays", self.delays, DELAY_KINDS)
-        check_number("delay_mean", self.delay_mean, 0.0, lo_open=True)
+        # the parameter server's workers sleep it out: past a day it is a unit slip (1e300 overflowed time.sleep)
+        check_number("delay_mean", self.delay_mean, 0.0, DELAY_MEAN_MAX_S, lo_open=True)
         check_number("eval_every", self.eval_every, 0.0)
         check_int("eval_every_steps", self.eval_every_steps, 0)
         check_int("eval_limit", self.eval_limit, 1, none_ok=True)
