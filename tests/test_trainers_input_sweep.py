@@ -6,7 +6,8 @@ A sweep (every option given 0, -1, nan, inf, 1e300, text, empty, 10^23; a checkp
 one entry at a time on --resume) found: a count of 10^23 (--steps, --epochs and the other step counts)
 taken, training on for ever; --threads 10^23 refused by torch's "Overflow when unpacking long long", and
 2^31 - 1 threads ending the process in libgomp; a --synthetic-n too large for memory; the parameter
-server's --opt delay_mean=1e300 (an OverflowError in every worker's time.sleep); and a checkpoint of
+server's --opt delays=homogeneous --opt delay_mean=1e300 (an OverflowError in a worker's time.sleep, MPI
+abort); and a checkpoint of
 format 1 without its entries or with entries of other types (config, step, shared, ranks), or a run log on
 --resume whose config is not an object or whose eval/resume line has no integer step: each aborted the MPI
 job, exit 1, with a KeyError, TypeError or AttributeError line."""
@@ -72,8 +73,8 @@ def test_the_parameter_servers_counts_are_bounded_too(capsys: pytest.CaptureFixt
     assert "steps must be an integer >= 1 and at most 2**53" in _error_line(capsys, [*base, "--steps", HUGE])
     assert "eval_limit must be an integer >= 1 and at most 2**53" in _error_line(
         capsys, [*base, "--opt", f"eval_limit={HUGE}"])
-    # the workers sleep out their batch time: 1e300 s overflowed time.sleep in every worker (an MPI abort)
-    assert _error_line(capsys, [*base, "--opt", "delay_mean=1e300"]) == (
+    # with --opt delays=KIND the workers sleep out their batch time: 1e300 s overflowed time.sleep (an MPI abort)
+    assert _error_line(capsys, [*base, "--opt", "delays=homogeneous", "--opt", "delay_mean=1e300"]) == (
         "trainers: error: delay_mean must be a finite number in (0.0, 86400.0], got 1e+300")
 
 
