@@ -40,6 +40,11 @@ class ReproduceError(ValueError):
     """Bad arguments or missing inputs for a reproduce script."""
 
 
+def one_line(error: object) -> str:
+    """An error's text on one line (pandas' parser errors end in a newline; a library's may span lines)."""
+    return " ".join(str(error).split())
+
+
 #: the scale of rows the performance model computes: they do not depend on --scale
 MODEL_SCALE = "model"
 
@@ -74,7 +79,8 @@ class ResultTable:
         try:
             frame = pd.read_csv(self.path, keep_default_na=False)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-            raise ReproduceError(f"results file {self.path} is unreadable ({e}); move it away to rerun") from None
+            raise ReproduceError(f"results file {self.path} is unreadable ({one_line(e)}); move it away to "
+                                 f"rerun") from None
         missing = [k for k in self.key if k not in frame.columns]
         if missing:
             raise ReproduceError(f"results file {self.path} lacks key columns {missing}; move it away to rerun")
@@ -186,7 +192,7 @@ def run_tables(paper: str, tables: dict[str, Callable[[argparse.Namespace, Path]
         for name in wanted:
             tables[name](args, out / paper)
     except (ValueError, OSError) as e:
-        print(f"reproduce/{paper}: error: {e}", file=sys.stderr)
+        print(f"reproduce/{paper}: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         # the row being computed was never added; a run it started is killed with the process group

@@ -1,0 +1,43 @@
+"""`dsgd-reproduce PAPER` with a results table it resumes from that is broken: one line naming the file, exit 2.
+
+A sweep of every paper's tables (empty, a folder, not UTF-8, JSON, cut in half, header only, a ragged row;
+every non-key column set to text, empty, inf or []) and of the options (--seeds, --only, --launcher,
+--hostfile, --out, --data-root, --scale, hermans2018's --workers, validation's --remakes given 0, -1, nan,
+inf, 1e300, text, empty, 10^23, a file, a folder, a missing path) found one case: a table with a ragged row
+printed pandas' tokenizer error, whose text ends in a newline, so the error took two lines (16 tables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import reproduce.__main__ as rm
+from reproduce import zhang2016
+
+
+def _run(capsys: pytest.CaptureFixture, argv: list[str]) -> list[str]:
+    assert rm.main(argv) == 2
+    return capsys.readouterr().err.splitlines()
+
+
+def test_a_ragged_results_table_is_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    table = tmp_path / "zhang2016" / "fig1_staleness.csv"
+    table.parent.mkdir()
+    table.write_text("n,metric,scale,value\n1,tau,smoke,0.5\n1,2,3,4,5,6,7\n")
+    lines = _run(capsys, ["zhang2016", "--scale", "smoke", "--out", str(tmp_path), "--only", "fig1_staleness",
+                          "--no-progress"])
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"reproduce/zhang2016: error: results file {table} is unreadable (Error tokenizing "
+                               f"data. C error: Expected 4 fields in line 3, saw 7); move it away to rerun"), lines
+    assert table.read_text().endswith("1,2,3,4,5,6,7\n")  # left as it was
+
+
+def test_any_error_a_table_raises_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(args, out):
+        raise ValueError("a library's message\nover two lines\n")
+
+    monkeypatch.setitem(zhang2016.TABLES, "fig1_staleness", broken)
+    lines = _run(capsys, ["zhang2016", "--scale", "smoke", "--out", str(tmp_path), "--only", "fig1_staleness"])
+    assert lines == ["reproduce/zhang2016: error: a library's message over two lines"]
