@@ -45,7 +45,15 @@ REQUIRED: tuple[str, ...] = ("paper", "table", "metric", "value", "source")
 KEY: tuple[str, ...] = ("paper", "table", "setting", "method", "workers", "metric")
 INT_COLUMNS: tuple[str, ...] = ("workers", "batch")
 FLOAT_COLUMNS: tuple[str, ...] = ("value", "spread")
+#: the largest worker count or batch a table holds: exact in a float, well inside pandas' Int64
+INT_MAX = 2**53
 TEXT_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
+
+
+class NotPublished(LookupError, ValueError):
+    """No row of a paper's table matches what a script looks up: a LookupError for the scripts that try
+    another setting, and a ValueError, so that a table edited into lacking a row the scripts read is one
+    line of bad input (reproduce.common.run_tables), not a traceback."""
 
 
 def _check_paper(paper: str) -> None:
@@ -67,9 +75,9 @@ def _numeric(raw: pd.Series, name: str, path: Path, integer: bool) -> pd.Series:
         if not math.isfinite(x):
             raise ValueError(f"{path.name} line {line + 2}: column {name!r} must be finite, got {cell!r}")
         if integer:
-            if x != int(x) or x < 1:
-                raise ValueError(f"{path.name} line {line + 2}: column {name!r} must be a positive integer, "
-                                 f"got {cell!r}")
+            if x != int(x) or not 1 <= x <= INT_MAX:  # Int64 holds up to 2^63 - 1 (1e300 overflowed it)
+                raise ValueError(f"{path.name} line {line + 2}: column {name!r} must be a positive integer "
+                                 f"up to 2**53, got {cell!r}")
             x = int(x)
         out.append(x)
     return pd.Series(out, index=raw.index, dtype="Int64" if integer else "float64", name=name)
@@ -149,7 +157,8 @@ def published(paper: str, **setting: object) -> pd.DataFrame:
             mask &= df[col] == ("" if want is None else str(want))
     rows = df[mask].reset_index(drop=True)
     if rows.empty:
-        raise LookupError(f"no published number in {paper} matches {setting}")
+        raise NotPublished(f"no published number in {paper} matches {setting} ({TABLES_DIR / (paper + '.csv')} "
+                           f"lacks the row the script reads)")
     return rows
 
 

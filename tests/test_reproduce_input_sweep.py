@@ -41,3 +41,45 @@ def test_any_error_a_table_raises_is_one_line(tmp_path: Path, capsys: pytest.Cap
     monkeypatch.setitem(zhang2016.TABLES, "fig1_staleness", broken)
     lines = _run(capsys, ["zhang2016", "--scale", "smoke", "--out", str(tmp_path), "--only", "fig1_staleness"])
     assert lines == ["reproduce/zhang2016: error: a library's message over two lines"]
+
+
+@pytest.fixture
+def paper_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A copy of data/paper_tables that the test may break, read instead of the committed one."""
+    import shutil
+
+    from reproduce import paper_tables as pt
+
+    copy = tmp_path / "paper_tables"
+    shutil.copytree(pt.TABLES_DIR, copy)
+    monkeypatch.setattr(pt, "TABLES_DIR", copy)
+    pt._load.cache_clear()
+    yield copy
+    pt._load.cache_clear()
+
+
+def _rewrite(path: Path, column: str, value: str) -> None:
+    import pandas as pd
+
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame[column] = value
+    frame.to_csv(path, index=False)
+
+
+def test_a_paper_table_with_a_worker_count_past_2_53_is_one_line(paper_tables: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    _rewrite(paper_tables / "zhang2016.csv", "workers", "1e300")  # pandas' Int64 overflowed: a traceback
+    lines = _run(capsys, ["zhang2016", "--scale", "smoke", "--out", str(tmp_path / "out"), "--only", "fig2_speedup",
+                          "--no-progress"])
+    assert lines == ["reproduce/zhang2016: error: zhang2016.csv line 2: column 'workers' must be a positive integer "
+                     "up to 2**53, got '1e300'"]
+
+
+def test_a_paper_table_lacking_a_row_a_script_reads_is_one_line(paper_tables: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    _rewrite(paper_tables / "barkai2020.csv", "metric", "x")  # a LookupError traceback
+    lines = _run(capsys, ["barkai2020", "--scale", "smoke", "--out", str(tmp_path / "out"), "--only", "fig12_speedup",
+                          "--no-progress"])
+    assert len(lines) == 1 and lines[0].startswith("reproduce/barkai2020: error: no published number in barkai2020 "
+                                                   "matches "), lines
+    assert lines[0].endswith(f"({paper_tables / 'barkai2020.csv'} lacks the row the script reads)"), lines
