@@ -78,6 +78,24 @@ def test_the_parameter_servers_counts_are_bounded_too(capsys: pytest.CaptureFixt
         "trainers: error: delay_mean must be a finite number in (0.0, 86400.0], got 1e+300")
 
 
+@pytest.mark.parametrize("content", [None, b"", b'{"order": [0, 1', b"\xff\xfe", b"[]", b'{"order": [7]}', "dir"])
+def test_a_bad_replay_order_is_refused_before_the_job_starts(content: bytes | str | None, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture, no_training: None,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parameter server's replay order is read on every rank before MPI starts (it was read inside the
+    job, after every rank had loaded torch and joined it)."""
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "3")
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    order = tmp_path / "order.json"
+    if content == "dir":
+        order.mkdir()
+    elif content is not None:
+        order.write_bytes(content)
+    line = _error_line(capsys, ["run", "--algo", "asgd", "--model", "gem-cnn", "--dataset", "synthetic", "--opt",
+                                f"replay_order={order}"])
+    assert line.startswith(f"trainers: error: replay order {order}: "), line
+
+
 @pytest.mark.parametrize("value", [str(THREADS_MAX + 1), str(2**31 - 1), HUGE])
 def test_threads_beyond_the_bound_are_refused_before_torch_sees_them(value: str, capsys: pytest.CaptureFixture,
                                                                      no_training: None) -> None:

@@ -373,6 +373,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if resume and not os.path.isfile(checkpoint):
         raise TrainerError(f"--resume: checkpoint {checkpoint} does not exist (without --resume the run "
                            f"starts at step 0)")
+    if isinstance(cfg, AsyncConfig):  # the server's options and replay order, on every rank before MPI starts
+        _check_server_inputs(cfg)
     launched = any(rank_key in os.environ for rank_key, _ in _devices.WORLD_ENV)
     interrupts.install(interrupts.InterruptWatch(rank, checkpoint, launched=launched))
     try:
@@ -385,6 +387,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     finally:
         interrupts.uninstall()  # the caller's handlers again (a test calling main in its own process)
     return 0
+
+
+def _check_server_inputs(cfg: AsyncConfig) -> None:
+    """TrainerError for a parameter-server option or replay-order file that run_from_config would refuse
+    inside the MPI job (trainers.config.ps_options, trainers.asynchronous.ps_messages.load_order)."""
+    from trainers.asynchronous.ps_messages import load_order
+    from trainers.config import ps_options
+
+    options = ps_options(cfg)
+    if options.replay_order:
+        load_order(options.replay_order, cfg.workers)
 
 
 def output_files(cfg: SyncConfig | AsyncConfig) -> list[tuple[str, str | None]]:
