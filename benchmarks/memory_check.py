@@ -4,7 +4,10 @@ CPU: torch's memory profiler (perfmodel.lab.profile.memory_peak); CUDA: torch.cu
 Models: the papers' networks of trainers.models, and torchvision's where it imports (its constructors
 only; put a torchvision wheel's directory on PYTHONPATH). Prints one row per model x batch x optimizer
 and, last, the largest |error|.
-Usage: python benchmarks/memory_check.py [--device cpu|cuda] [--models lenet:32,128 resnet20:16,64 ...]
+--precision mixed runs forward under torch.autocast (bfloat16) against perfmodel.memory's "mixed" estimate;
+--estimates-only prints the estimates without torch (for freezing them before a run; --capability 9.0
+counts the cuBLAS workspaces of such a GPU).
+Usage: python benchmarks/memory_check.py [--device cpu|cuda] [--precision fp32|mixed] [--models lenet:32,128 ...]
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import argparse
 import json
 import time
 
-from perfmodel.memory import load_activations
-from perfmodel.lab.profile.memory_peak import check
+from perfmodel.memory import PRECISIONS, load_activations
+from perfmodel.lab.profile.memory_peak import check, estimated_bytes
 
 DEFAULT = ["lenet:32,128", "cifarnet:32,128", "resnet20:16,64", "wrn-16-4:16,64", "alexnet:4,16", "googlenet:2,8",
            "vgg-a:2,8"]
@@ -25,8 +28,20 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--models", nargs="*", default=DEFAULT, help="NAME:B1,B2 ...")
     ap.add_argument("--optimizers", default="momentum,adam")
+    ap.add_argument("--precision", default="fp32", choices=PRECISIONS)
     ap.add_argument("--json", default=None, help="also write the rows here")
+    ap.add_argument("--estimates-only", action="store_true", help="print perfmodel.memory's estimates only")
+    ap.add_argument("--capability", default=None, help="with --estimates-only: the GPU's compute capability")
     args = ap.parse_args()
+    if args.estimates_only:
+        print(f"{'model':14s} {'batch':>5s} {'optimizer':9s} {'precision':9s} {'estimate MiB':>12s}")
+        for spec in args.models:
+            name, _, batches = spec.partition(":")
+            for b in (int(x) for x in batches.split(",")):
+                for opt in args.optimizers.split(","):
+                    est = estimated_bytes(name, load_activations(name), b, opt, args.capability, args.precision)
+                    print(f"{name:14s} {b:5d} {opt:9s} {args.precision:9s} {est / 2**20:12.1f}")
+        return
     t0 = time.perf_counter()
     rows = []
     print(f"{'model':20s} {'batch':>5s} {'optimizer':9s} {'measured MiB':>12s} {'estimate MiB':>12s} {'error':>7s}")
@@ -36,11 +51,12 @@ def main() -> None:
         for b in (int(x) for x in batches.split(",")):
             for opt in args.optimizers.split(","):
                 try:
-                    c = check(name, acts, b, opt, args.device)
+                    c = check(name, acts, b, opt, args.device, args.precision)
                 except (ImportError, AttributeError, RuntimeError) as e:
                     print(f"{name:20s} {b:5d} {opt:9s} not measured: {type(e).__name__}: {str(e).splitlines()[0]}")
                     continue
-                rows.append({"model": name, "batch": b, "optimizer": opt, "device": args.device,
+                rows.append({"model": name, "batch": b, "optimizer": opt, "precision": args.precision,
+                             "device": args.device,
                              "measured_bytes": c.measured_bytes, "estimated_bytes": c.estimated_bytes,
                              "error": c.error})
                 print(f"{name:20s} {b:5d} {opt:9s} {c.measured_bytes / 2**20:12.1f} {c.estimated_bytes / 2**20:12.1f} "

@@ -224,3 +224,42 @@ def test_a_described_gpu_counts_the_workspaces_of_the_capability_it_is_given(tmp
         from perfmodel.specs import Cluster, Link
 
         Cluster("c", 1, Link(1e-6, 1e9), Link(1e-6, 1e9), Link(1e-6, 1e9), gpu_compute_capability="x")
+
+
+def test_the_peak_check_runs_native_mixed_precision_and_estimates_the_models_mixed_form():
+    # precision "mixed": forward under torch.autocast(bfloat16) with fp32 parameters; the estimate is
+    # perfmodel.memory's "mixed" (2 + 2 + 4 bytes of model state per parameter for momentum's 4)
+    torch = pytest.importorskip("torch")
+    from perfmodel.lab.profile import memory_peak as mp
+    from perfmodel.library import load_model
+    from perfmodel.presets import presets_dir
+
+    seen = []
+    real = mp.build_torch_model
+
+    def spy(name):
+        model, shape, classes = real(name)
+        for m in model.modules():
+            if isinstance(m, torch.nn.Conv2d):
+                m.register_forward_hook(lambda mod, i, o: seen.append(o.dtype))
+        return model, shape, classes
+
+    mp.build_torch_model = spy
+    try:
+        mp.training_step("lenet", 4, "momentum", "cpu", "mixed")()
+        mp.training_step("lenet", 4, "momentum", "cpu", "fp32")()
+    finally:
+        mp.build_torch_model = real
+    assert seen == [torch.bfloat16] * 2 + [torch.float32] * 2
+    with pytest.raises(SpecError, match="precision"):
+        mp.training_step("lenet", 4, "momentum", "cpu", "fp16x")
+    acts = load_activations("lenet")
+    mixed = mp.estimated_bytes("lenet", acts, 8, "momentum", None, "mixed")
+    fp32 = mp.estimated_bytes("lenet", acts, 8, "momentum", None, "fp32")
+    psi = 431080  # LeNet-5 of trainers.models: the parameters
+    act32 = float(activation_bytes(acts, 8, "fp32"))
+    # model state 12 -> 12 bytes per parameter (4 + 4 + 4 vs 2 + 2 + 4 + 4); activations halved; the
+    # temporaries' gradient of the largest tensor 4 -> 2 bytes per element
+    largest = max(load_model("lenet", presets_dir()).tensor_sizes)
+    assert fp32 - mixed == pytest.approx(act32 / 2 + 2 * largest)
+    assert mixed == pytest.approx(12 * psi + act32 / 2 + 2 * largest)

@@ -7,7 +7,9 @@ sum over torch's memory categories (parameters, gradients, optimizer state, acti
 autograd detail, inputs) of torch.profiler._memory_profiler.MemoryProfileTimeline on the CPU device.
 On a CUDA device the peak is torch.cuda.max_memory_allocated over the second step (the caching
 allocator's live tensors, not its reserved pool). zero_grad(set_to_none=False) keeps the gradients
-allocated between steps, as DDP's buckets do.
+allocated between steps, as DDP's buckets do. Precision "mixed" runs forward and the loss under
+torch.autocast in bfloat16 (PyTorch's native mixed precision: fp32 parameters, gradients and optimizer state),
+which perfmodel.memory's "mixed" (fp16 working copy and gradients, an fp32 master copy) is checked against.
 torch is imported inside the functions: perfmodel never imports it at import time.
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...library import load_model
-from ...memory import Activations, blas_workspace_bytes, memory_per_gpu
+from ...memory import PRECISIONS, Activations, blas_workspace_bytes, check_choice, memory_per_gpu
 from ...presets import presets_dir
 from ...specs import ComputeTime, Strategy, Workload
 
@@ -30,6 +32,7 @@ class PeakCheck:
     optimizer: str
     measured_bytes: float
     estimated_bytes: float
+    precision: str = "fp32"
 
     @property
     def error(self) -> float:
@@ -66,10 +69,15 @@ def _torchvision_models():
     return models
 
 
-def training_step(name: str, batch: int, optimizer: str = "momentum", device: str = "cpu"):
+def training_step(name: str, batch: int, optimizer: str = "momentum", device: str = "cpu", precision: str = "fp32"):
     """A callable running one training step (forward, backward, optimizer step) of ``name`` at ``batch`` on
-    ``device``, its model, optimizer and batch built once (seed 0)."""
+    ``device``, its model, optimizer and batch built once (seed 0); ``precision`` "mixed": forward and loss
+    under torch.autocast in bfloat16."""
+    import contextlib
+
     import torch
+
+    check_choice("precision", precision, PRECISIONS)
 
     torch.manual_seed(0)
     model, shape, classes = build_torch_model(name)
@@ -82,25 +90,33 @@ def training_step(name: str, batch: int, optimizer: str = "momentum", device: st
     x = torch.randn(batch, *shape, device=device)
     y = torch.randint(0, classes, (batch,), device=device)
 
+    def autocast():
+        if precision == "fp32":
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
+
     def step():
         opt.zero_grad(set_to_none=False)
-        out = model(x)
-        if isinstance(out, tuple):  # inception-style auxiliary outputs
-            out = out[0]
-        torch.nn.functional.cross_entropy(out, y).backward()
+        with autocast():
+            out = model(x)
+            if isinstance(out, tuple):  # inception-style auxiliary outputs
+                out = out[0]
+            loss = torch.nn.functional.cross_entropy(out, y)
+        loss.backward()
         opt.step()
 
     return step
 
 
-def measured_peak_bytes(name: str, batch: int, optimizer: str = "momentum", device: str = "cpu") -> float:
+def measured_peak_bytes(name: str, batch: int, optimizer: str = "momentum", device: str = "cpu",
+                        precision: str = "fp32") -> float:
     """Peak bytes of one training step (forward, backward, optimizer step) of ``name`` on the CPU (torch's
     memory profiler) or on a CUDA device (torch.cuda.max_memory_allocated over the step)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     from torch.profiler._memory_profiler import MemoryProfileTimeline
 
-    step = training_step(name, batch, optimizer, device)
+    step = training_step(name, batch, optimizer, device, precision)
     step()
     if device != "cpu":
         torch.cuda.synchronize()
@@ -117,12 +133,12 @@ def measured_peak_bytes(name: str, batch: int, optimizer: str = "momentum", devi
 
 
 def estimated_bytes(name: str, acts: Activations, batch: int, optimizer: str = "momentum",
-                    capability: str | None = None) -> float:
+                    capability: str | None = None, precision: str = "fp32") -> float:
     """perfmodel.memory's estimate for one process (no exchange buffers) on a CPU (``capability`` None) or on an
     NVIDIA GPU of compute ``capability`` ("9.0"), bytes."""
     lib = load_model(name, presets_dir())
     wl = Workload(name, lib.tensor_sizes, {"cpu": ComputeTime("linear", t1_s=1.0)})
-    return float(memory_per_gpu(wl, acts, Strategy("ssgd"), [1], batch, optimizer=optimizer,
+    return float(memory_per_gpu(wl, acts, Strategy("ssgd"), [1], batch, optimizer=optimizer, precision=precision,
                                 workspace_bytes=blas_workspace_bytes(capability)).total[0])
 
 
@@ -138,7 +154,8 @@ def device_capability(device: str) -> str | None:
     return f"{major}.{minor}"
 
 
-def check(name: str, acts: Activations, batch: int, optimizer: str = "momentum", device: str = "cpu") -> PeakCheck:
+def check(name: str, acts: Activations, batch: int, optimizer: str = "momentum", device: str = "cpu",
+          precision: str = "fp32") -> PeakCheck:
     """Measured against estimated peak for one model and batch."""
-    return PeakCheck(name, batch, optimizer, measured_peak_bytes(name, batch, optimizer, device),
-                     estimated_bytes(name, acts, batch, optimizer, device_capability(device)))
+    return PeakCheck(name, batch, optimizer, measured_peak_bytes(name, batch, optimizer, device, precision),
+                     estimated_bytes(name, acts, batch, optimizer, device_capability(device), precision), precision)
