@@ -2,8 +2,12 @@
 
 With Psi parameters, per-GPU micro-batch b, W GPUs (ZeRO paper, Rajbhandari et al. SC20, sec. 3.1 and 5):
     precision fp32:   parameters 4 Psi, gradients 4 Psi
-    precision mixed:  parameters 2 Psi (fp16/bf16 working copy), gradients 2 Psi, plus a 4 Psi fp32 master
-                      copy counted with the optimizer state
+    precision mixed:  the sharded strategies (ZeRO, FSDP) as the ZeRO paper counts it: parameters 2 Psi
+                      (fp16/bf16 working copy), gradients 2 Psi, plus a 4 Psi fp32 master copy counted with the
+                      optimizer state; the replicated ones as PyTorch's native mixed precision (torch.autocast)
+                      holds it: parameters 4 Psi (fp32) + 2 Psi (autocast's 16-bit copies of the weights,
+                      cached in forward and saved for backward), gradients 4 Psi (fp32), no master copy
+                      (AUTOCAST_BYTES; chosen on an H200 against the ZeRO form, docs/plan.md section 3.1)
     optimizer state:  sgd 0, momentum 4 Psi, adam 8 Psi (first and second moments, fp32)
                       (mixed precision with Adam: K = 12 bytes per parameter, the ZeRO paper's K)
     activations:      b x (bytes autograd saves per sample; data/presets/activations.json, halved for
@@ -51,6 +55,9 @@ PRECISIONS = ("fp32", "mixed")
 OPTIMIZER_BYTES = {"sgd": 0, "momentum": 4, "adam": 8}
 #: (parameter, gradient, master-copy) bytes per parameter
 PRECISION_BYTES = {"fp32": (4, 4, 0), "mixed": (2, 2, 4)}
+#: the same under PyTorch's native mixed precision (torch.autocast): fp32 parameters and autocast's 16-bit
+#: weight copies, fp32 gradients, no master copy; what "mixed" means for the replicated strategies
+AUTOCAST_BYTES = (4 + 2, 4, 0)
 #: share of a GPU's memory a plan may fill (the rest: CUDA context, workspaces, fragmentation)
 USABLE = 0.9
 SHARDING = {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}
@@ -165,14 +172,15 @@ def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 
 
 def model_state_bytes(parameters: int, gpus, *, optimizer: str = "sgd", precision: str = "fp32",
-                      stage: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(parameter, gradient, optimizer-state) bytes per GPU for ZeRO ``stage`` (0: plain data parallel)."""
+                      stage: int = 0, autocast: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(parameter, gradient, optimizer-state) bytes per GPU for ZeRO ``stage`` (0: plain data parallel);
+    ``autocast``: mixed precision is PyTorch's native form (AUTOCAST_BYTES), not the ZeRO paper's."""
     check_choice("optimizer", optimizer, OPTIMIZERS)
     check_choice("precision", precision, PRECISIONS)
     if stage not in (0, 1, 2, 3):
         raise SpecError(f"ZeRO stage must be 0..3, got {stage!r}")
     w = np.asarray(gpus, dtype=float)
-    p_b, g_b, master = PRECISION_BYTES[precision]
+    p_b, g_b, master = AUTOCAST_BYTES if autocast and precision == "mixed" else PRECISION_BYTES[precision]
     psi = float(parameters)
     params = np.full_like(w, p_b * psi) / (w if stage >= 3 else 1.0)
     grads = np.full_like(w, g_b * psi) / (w if stage >= 2 else 1.0)
@@ -207,8 +215,9 @@ def strategy_buffers(workload: Workload, strategy: Strategy, gpus, precision: st
     """
     w = np.asarray(gpus, dtype=float)
     psi = float(workload.parameters)
-    wire = 2 if precision == "mixed" and strategy.wire == "fp32" else _WIRE_BYTES[strategy.wire]
     name = strategy.name
+    # mixed precision: the sharded strategies reduce 16-bit gradients; the replicated ones' are fp32 (autocast)
+    wire = 2 if precision == "mixed" and strategy.wire == "fp32" and name in SHARDING else _WIRE_BYTES[strategy.wire]
     if name == "ssgd":
         out = np.full_like(w, wire * psi if strategy.bucket_copies else 0.0)
     elif name == "daso":
@@ -244,7 +253,7 @@ def memory_per_gpu(workload: Workload, acts: Activations, strategy: Strategy, gp
     w = np.asarray(gpus, dtype=float).ravel()
     stage = SHARDING.get(strategy.name, 0)
     params, grads, opt = model_state_bytes(workload.parameters, w, optimizer=optimizer, precision=precision,
-                                           stage=stage)
+                                           stage=stage, autocast=stage == 0)
     acts_b = activation_bytes(acts, np.broadcast_to(np.asarray(batch, dtype=float), w.shape), precision)
     buffers = strategy_buffers(workload, strategy, w, precision)
     largest = float(max(workload.tensor_sizes))

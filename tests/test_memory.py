@@ -24,6 +24,10 @@ def test_model_state_fp32_and_mixed_adam():
     assert (p[0], g[0], o[0]) == (4000, 4000, 8000)
     p, g, o = model_state_bytes(1000, [1], optimizer="adam", precision="mixed")
     assert (p[0], g[0], o[0]) == (2000, 2000, 12000)  # the ZeRO paper's K = 12
+    # PyTorch's autocast: fp32 parameters + 16-bit weight copies, fp32 gradients, Adam's moments, no master
+    p, g, o = model_state_bytes(1000, [1], optimizer="adam", precision="mixed", autocast=True)
+    assert (p[0], g[0], o[0]) == (6000, 4000, 8000)
+    assert model_state_bytes(1000, [1], optimizer="adam", precision="fp32", autocast=True)[0][0] == 4000
     p, g, o = model_state_bytes(1000, [1], optimizer="momentum")
     assert o[0] == 4000
     assert model_state_bytes(1000, [1], optimizer="sgd")[2][0] == 0
@@ -258,8 +262,23 @@ def test_the_peak_check_runs_native_mixed_precision_and_estimates_the_models_mix
     fp32 = mp.estimated_bytes("lenet", acts, 8, "momentum", None, "fp32")
     psi = 431080  # LeNet-5 of trainers.models: the parameters
     act32 = float(activation_bytes(acts, 8, "fp32"))
-    # model state 12 -> 12 bytes per parameter (4 + 4 + 4 vs 2 + 2 + 4 + 4); activations halved; the
-    # temporaries' gradient of the largest tensor 4 -> 2 bytes per element
+    # autocast's model state: 4 + 2 (weight copies) + 4 (fp32 gradients) + 4 (momentum) = 14 bytes per
+    # parameter against fp32's 12; activations halved; the temporaries' gradient of the largest tensor 4 -> 2
     largest = max(load_model("lenet", presets_dir()).tensor_sizes)
-    assert fp32 - mixed == pytest.approx(act32 / 2 + 2 * largest)
-    assert mixed == pytest.approx(12 * psi + act32 / 2 + 2 * largest)
+    assert fp32 - mixed == pytest.approx(act32 / 2 + 2 * largest - 2 * psi)
+    assert mixed == pytest.approx(14 * psi + act32 / 2 + 2 * largest)
+
+
+def test_the_adopted_autocast_form_is_the_candidate_frozen_before_the_h200_run():
+    """results/gpu/h200_memory_mixed_frozen_s26.txt froze the ZeRO form's "mixed" estimates and a candidate
+    ("native" = mixed + 2 Psi) before the run that chose the candidate: the model now gives the candidate."""
+    from pathlib import Path
+
+    from perfmodel.lab.profile.memory_peak import estimated_bytes
+
+    frozen = Path(__file__).resolve().parents[1] / "results" / "gpu" / "h200_memory_mixed_frozen_s26.txt"
+    rows = [line.split() for line in frozen.read_text().splitlines() if line and not line.startswith(("#", "model"))]
+    assert len(rows) == 44
+    for name, batch, opt, _, native in rows:
+        est = estimated_bytes(name, load_activations(name), int(batch), opt, "9.0", "mixed") / 2**20
+        assert est == pytest.approx(float(native), abs=0.051), (name, batch, opt)
