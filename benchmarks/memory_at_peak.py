@@ -7,7 +7,7 @@ operator, cuDNN, or a line of trainers/models.py). Blocks alive before the step 
 optimizer state, the cuBLAS workspaces) are summed apart. Prints one JSON object per case, beside
 perfmodel.memory's parts. Needs a CUDA GPU (prints one line and exits 0 without one).
 
-    python benchmarks/memory_at_peak.py resnet20:256 cifarnet:256 [--top 12]
+    python benchmarks/memory_at_peak.py resnet20:256 cifarnet:256 [--top 12] [--precision mixed]
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ def _where(frames: list[dict]) -> list[str]:
     return out
 
 
-def case(name: str, batch: int, top: int) -> dict:
+def case(name: str, batch: int, top: int, precision: str = "fp32") -> dict:
     import torch
 
     from perfmodel.lab.profile.memory_peak import device_capability, estimated_bytes, training_step
     from perfmodel.memory import load_activations
 
-    step = training_step(name, batch, "momentum", "cuda")
+    step = training_step(name, batch, "momentum", "cuda", precision)
     step()
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
@@ -63,8 +63,8 @@ def case(name: str, batch: int, top: int) -> dict:
         elif ev["action"] == "free_completed" and ev["addr"] in live:
             cur -= live.pop(ev["addr"])["size"]
     blocks = sorted(at_best.values(), key=lambda e: -e["size"])
-    est = estimated_bytes(name, load_activations(name), batch, "momentum", device_capability("cuda"))
-    return {"model": name, "batch": batch, "peak_bytes": peak, "alive_before_step_bytes": before,
+    est = estimated_bytes(name, load_activations(name), batch, "momentum", device_capability("cuda"), precision)
+    return {"model": name, "batch": batch, "precision": precision, "peak_bytes": peak, "alive_before_step_bytes": before,
             "step_allocations_at_peak_bytes": best, "estimate_bytes": est,
             "largest_at_peak": [{"MiB": round(b["size"] / 2**20, 2), "where": _where(b.get("frames", []))}
                                 for b in blocks[:top]]}
@@ -74,6 +74,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="+", help="MODEL:BATCH")
     ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "mixed"), help="mixed: torch.autocast, bf16")
     args = ap.parse_args()
     import torch
 
@@ -82,7 +83,7 @@ def main() -> None:
         return
     for spec in args.cases:
         name, _, b = spec.partition(":")
-        print(json.dumps(case(name, int(b), args.top)), flush=True)
+        print(json.dumps(case(name, int(b), args.top, args.precision)), flush=True)
 
 
 if __name__ == "__main__":
