@@ -50,6 +50,8 @@ def log_matches(path: Path, want: dict) -> bool:
     except RunLogError:
         return False
     cfg = log.header.get("config", {})
+    if not isinstance(cfg, dict):  # not a trainers run's header: of another configuration, made anew
+        return False
     for k, v in want.items():
         if k in IGNORED_CONFIG:
             continue
@@ -154,18 +156,49 @@ def diverged(path: Path) -> bool:
         any(v is not None and v > 1e6 for v in losses)
 
 
+def number_of(path: Path, record: dict, key: str) -> float:
+    """``record[key]`` of a reused run log as a float (nan, inf where the line flags it non-finite); a
+    ReproduceError naming the log, the line's type and the key when it is missing or not a number (a log
+    edited or of another program would otherwise be a TypeError or KeyError deep in a table)."""
+    from trainers.log import value_of
+
+    try:
+        value = value_of(record, key)
+    except (TypeError, ValueError, AttributeError):
+        value = None
+    if value is None:
+        raise ReproduceError(f"run log {path}: a {record.get('type')} line's {key} is "
+                             f"{'missing' if key not in record else repr(record[key])}, not a number; move the log "
+                             f"away to rerun it")
+    return value
+
+
+#: the numbers every evaluation line of a synchronous trainer holds (train_loss too where present)
+EVAL_KEYS = ("step", "epoch", "test_loss", "test_acc")
+
+
 def log_wall(path: Path) -> float | None:
     """The wall seconds a run log's summary reports (rank 0), None when it has none."""
     from trainers.log import read_run_log
 
     summaries = read_run_log(path).summaries
-    return float(summaries[-1]["wall_s"]) if summaries and "wall_s" in summaries[-1] else None
+    return number_of(path, summaries[-1], "wall_s") if summaries and "wall_s" in summaries[-1] else None
 
 
 def evals_of(path: Path) -> list[dict]:
+    """The evaluation lines of a run log, EVAL_KEYS (and train_loss where present) as numbers: the step an
+    int, the others floats, nan where the line flags a non-finite value."""
     from trainers.log import read_run_log
 
-    return read_run_log(path).evals
+    out = []
+    for ev in read_run_log(path).evals:
+        keys = EVAL_KEYS + (("train_loss",) if "train_loss" in ev else ())
+        numbers = {k: number_of(path, ev, k) for k in keys}
+        if not float(numbers["step"]).is_integer() or numbers["step"] < 0:
+            raise ReproduceError(f"run log {path}: an eval line's step is {ev['step']!r}, not a step number; move "
+                                 f"the log away to rerun it")
+        out.append({**ev, **numbers, "step": int(numbers["step"])})
+    return out
 
 
 def epoch_walls(path: Path) -> dict[int, float]:
@@ -174,5 +207,9 @@ def epoch_walls(path: Path) -> dict[int, float]:
 
     out: dict[int, float] = {}
     for s in read_run_log(path).steps:
-        out[int(s["epoch"])] = out.get(int(s["epoch"]), 0.0) + float(s["t_step"])
+        epoch, t_step = number_of(path, s, "epoch"), number_of(path, s, "t_step")
+        if not epoch.is_integer():
+            raise ReproduceError(f"run log {path}: a step line's epoch is {s['epoch']!r}, not an epoch number; "
+                                 f"move the log away to rerun it")
+        out[int(epoch)] = out.get(int(epoch), 0.0) + t_step
     return out

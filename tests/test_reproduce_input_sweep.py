@@ -83,3 +83,57 @@ def test_a_paper_table_lacking_a_row_a_script_reads_is_one_line(paper_tables: Pa
     assert len(lines) == 1 and lines[0].startswith("reproduce/barkai2020: error: no published number in barkai2020 "
                                                    "matches "), lines
     assert lines[0].endswith(f"({paper_tables / 'barkai2020.csv'} lacks the row the script reads)"), lines
+
+
+# ------------------------------------------------------------------- run logs the scripts reuse
+
+
+def _log(tmp_path: Path, *records: str) -> Path:
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(['{"type":"header","schema":1,"config":{"algo":"ssgd"}}', *records]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("record, reader, fragment", [
+    ('{"type":"eval","epoch":1.0,"test_loss":1.2,"test_acc":0.5}', "evals_of", "a eval line's step is missing"),
+    ('{"type":"eval","step":"x","epoch":1.0,"test_loss":1.2,"test_acc":0.5}', "evals_of", "a eval line's step is 'x'"),
+    ('{"type":"eval","step":7,"epoch":1.0,"test_loss":1.2,"test_acc":null}', "evals_of",
+     "a eval line's test_acc is None, not a number"),
+    ('{"type":"eval","step":7,"epoch":1.0,"test_loss":1.2,"test_acc":0.5,"train_loss":[]}', "evals_of",
+     "a eval line's train_loss is [], not a number"),
+    ('{"type":"step","step":0,"t_step":0.1}', "epoch_walls", "a step line's epoch is missing"),
+    ('{"type":"step","step":0,"epoch":0,"t_step":null}', "epoch_walls", "a step line's t_step is None"),
+    ('{"type":"summary","wall_s":"x"}', "log_wall", "a summary line's wall_s is 'x', not a number"),
+])
+def test_a_reused_log_with_a_field_that_is_not_a_number_is_named(tmp_path: Path, record: str, reader: str,
+                                                                fragment: str) -> None:
+    """Each was a TypeError or KeyError traceback of dsgd-reproduce coquelin2021 or wen2017 on a log it reused
+    (34 cases of a 116-case sweep)."""
+    from reproduce import runs
+    from reproduce.common import ReproduceError
+
+    path = _log(tmp_path, record)
+    with pytest.raises(ReproduceError) as err:
+        getattr(runs, reader)(path)
+    assert str(err.value).startswith(f"run log {path}: {fragment}")
+    assert str(err.value).endswith("move the log away to rerun it")
+
+
+def test_a_reused_log_reads_as_before(tmp_path: Path) -> None:
+    from reproduce import runs
+
+    path = _log(tmp_path, '{"type":"step","step":0,"epoch":0,"t_step":0.25}',
+                '{"type":"step","step":1,"epoch":0,"t_step":0.5}',
+                '{"type":"eval","step":1,"epoch":1.0,"test_loss":null,"test_acc":0.1,"nonfinite":{"test_loss":"nan"}}',
+                '{"type":"summary","wall_s":3.5}')
+    assert runs.epoch_walls(path) == {0: 0.75} and runs.log_wall(path) == 3.5
+    (ev,) = runs.evals_of(path)
+    assert ev["step"] == 1 and ev["test_acc"] == 0.1 and ev["test_loss"] != ev["test_loss"]  # nan: diverged
+
+
+def test_a_reused_log_whose_config_is_not_an_object_is_made_anew(tmp_path: Path) -> None:
+    from reproduce import runs
+
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"type":"header","schema":1,"config":[]}\n{"type":"eval","step":1}\n{"type":"summary"}\n')
+    assert runs.log_matches(path, {"algo": "ssgd"}) is False  # an AttributeError traceback before
