@@ -66,12 +66,12 @@ TERNGRAD_EXCHANGE_DEFAULT = DEFAULT_EXCHANGE  # trainers.exchanges' default (the
 LEGACY_KEYS = {"terngrad_exchange": "tern_exchange"}
 """Field -> the key it also goes under in ``to_dict()`` (the run logs written before the rename)."""
 SEED_MAX = 2**64 - 1
-DELAY_MEAN_MAX_S = 86_400.0
-"""The longest mean batch time (``delay_mean``, seconds) an asynchronous run takes: a day."""
 """The largest seed: torch.manual_seed's (an unsigned 64-bit integer). Every other use of the seed takes
 any integer >= 0: numpy's SeedSequence (default_rng([seed, ...]): data order, synthetic data, batch times),
 and the per-rank and per-gradient seeds derived from it reduce to 63 bits (trainers.sync.loop._derived_seed,
 trainers.asynchronous.data_streams.step_seed)."""
+DELAY_MEAN_MAX_S = 86_400.0
+"""The longest mean batch time (``delay_mean``, seconds) an asynchronous run takes: a day."""
 PS_DEFAULTS: dict[str, Any] = {"delays": "none", "delay_mean": 0.05}
 """AsyncConfig settings of the real parameter server where they differ from the simulator's: the
 workers' batch times are their real compute times (no injected delay)."""
