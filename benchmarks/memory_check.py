@@ -23,6 +23,17 @@ DEFAULT = ["lenet:32,128", "cifarnet:32,128", "resnet20:16,64", "wrn-16-4:16,64"
            "vgg-a:2,8"]
 
 
+def cases(models: list[str], optimizers: str):
+    """(name, activation inventory, batch, optimizer) for each NAME:B1,B2 of ``models`` and each optimizer;
+    a model's inventory read once."""
+    for spec in models:
+        name, _, batches = spec.partition(":")
+        acts = load_activations(name)
+        for b in (int(x) for x in batches.split(",")):
+            for opt in optimizers.split(","):
+                yield name, acts, b, opt
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
@@ -35,32 +46,25 @@ def main() -> None:
     args = ap.parse_args()
     if args.estimates_only:
         print(f"{'model':14s} {'batch':>5s} {'optimizer':9s} {'precision':9s} {'estimate MiB':>12s}")
-        for spec in args.models:
-            name, _, batches = spec.partition(":")
-            for b in (int(x) for x in batches.split(",")):
-                for opt in args.optimizers.split(","):
-                    est = estimated_bytes(name, load_activations(name), b, opt, args.capability, args.precision)
-                    print(f"{name:14s} {b:5d} {opt:9s} {args.precision:9s} {est / 2**20:12.1f}")
+        for name, acts, b, opt in cases(args.models, args.optimizers):
+            est = estimated_bytes(name, acts, b, opt, args.capability, args.precision)
+            print(f"{name:14s} {b:5d} {opt:9s} {args.precision:9s} {est / 2**20:12.1f}")
         return
     t0 = time.perf_counter()
     rows = []
     print(f"{'model':20s} {'batch':>5s} {'optimizer':9s} {'measured MiB':>12s} {'estimate MiB':>12s} {'error':>7s}")
-    for spec in args.models:
-        name, _, batches = spec.partition(":")
-        acts = load_activations(name)
-        for b in (int(x) for x in batches.split(",")):
-            for opt in args.optimizers.split(","):
-                try:
-                    c = check(name, acts, b, opt, args.device, args.precision)
-                except (ImportError, AttributeError, RuntimeError) as e:
-                    print(f"{name:20s} {b:5d} {opt:9s} not measured: {type(e).__name__}: {str(e).splitlines()[0]}")
-                    continue
-                rows.append({"model": name, "batch": b, "optimizer": opt, "precision": args.precision,
-                             "device": args.device,
-                             "measured_bytes": c.measured_bytes, "estimated_bytes": c.estimated_bytes,
-                             "error": c.error})
-                print(f"{name:20s} {b:5d} {opt:9s} {c.measured_bytes / 2**20:12.1f} {c.estimated_bytes / 2**20:12.1f} "
-                      f"{c.error:+7.1%}", flush=True)
+    for name, acts, b, opt in cases(args.models, args.optimizers):
+        try:
+            c = check(name, acts, b, opt, args.device, args.precision)
+        except (ImportError, AttributeError, RuntimeError) as e:
+            print(f"{name:20s} {b:5d} {opt:9s} not measured: {type(e).__name__}: {str(e).splitlines()[0]}")
+            continue
+        rows.append({"model": name, "batch": b, "optimizer": opt, "precision": args.precision,
+                     "device": args.device,
+                     "measured_bytes": c.measured_bytes, "estimated_bytes": c.estimated_bytes,
+                     "error": c.error})
+        print(f"{name:20s} {b:5d} {opt:9s} {c.measured_bytes / 2**20:12.1f} {c.estimated_bytes / 2**20:12.1f} "
+              f"{c.error:+7.1%}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
